@@ -1,0 +1,1 @@
+"""PEX qualification sprints (boundary search, diagnosis, intervention, recovery)."""

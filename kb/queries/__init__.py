@@ -1,0 +1,1 @@
+"""Named SPARQL queries shipped as .rq files (`luma kb query --name NAME`)."""

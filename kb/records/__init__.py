@@ -1,0 +1,1 @@
+"""Record formats that runners and partners submit, and their loading and validation."""

@@ -1,0 +1,163 @@
+"""Reading record files (JSON, JSON Lines, YAML) into validated, typed records.
+
+Errors name the file, the record's position in it and the field, e.g.
+`runs/a.json: record 3: pass_state.dimensions.hbm_capacity.unit: 'GHz' does not fit ...`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ValidationError
+
+from luma.errors import RecordError
+from luma.kb import units
+from luma.kb.dimensions import record_dimensions
+from luma.kb.records.pex_chain import PexChain
+from luma.kb.vocab import canonical_json, content_hash
+
+#: Largest record file accepted (bytes); LUMA_MAX_RECORD_FILE_BYTES overrides it.
+DEFAULT_MAX_FILE_BYTES = 512 * 1024 * 1024
+
+#: record_type -> model class. Later record kinds register here.
+RECORD_TYPES: dict[str, type[BaseModel]] = {"pex-chain": PexChain}
+
+_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+@dataclass(frozen=True)
+class LoadedRecord:
+    """A validated record with its canonical form and identity."""
+
+    kind: str
+    model: BaseModel
+    canonical: str
+    content_hash: str
+    source: str
+
+    @property
+    def evidence_class(self) -> str:
+        return self.model.evidence_class
+
+
+def max_file_bytes() -> int:
+    return int(os.environ.get("LUMA_MAX_RECORD_FILE_BYTES", DEFAULT_MAX_FILE_BYTES))
+
+
+def read_documents(path: Path) -> Iterator[tuple[str, Any]]:
+    """Yield (label, parsed document) for each record in a JSON / JSONL / YAML file."""
+    name = str(path)
+    try:
+        size = path.stat().st_size
+    except OSError as exc:
+        raise RecordError(f"cannot read file ({exc.strerror})", source=name) from None
+    limit = max_file_bytes()
+    if size > limit:
+        raise RecordError(f"file is {size} bytes, over the limit of {limit} bytes", source=name)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise RecordError(f"cannot read file as UTF-8 text ({exc})", source=name) from None
+    suffix = path.suffix.lower()
+    if suffix in (".jsonl", ".ndjson"):
+        for lineno, line in enumerate(text.splitlines(), 1):
+            if line.strip():
+                yield f"line {lineno}", _json(line, name, lineno)
+        return
+    if suffix in (".yaml", ".yml"):
+        try:
+            docs = [d for d in yaml.load_all(text, Loader=_YAML_LOADER) if d is not None]
+        except yaml.YAMLError as exc:
+            mark = getattr(exc, "problem_mark", None)
+            where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
+            raise RecordError(f"invalid YAML: {where}{getattr(exc, 'problem', exc)}", source=name) from None
+    elif suffix == ".json":
+        docs = [_json(text, name, None)]
+    else:
+        raise RecordError("unsupported file type (use .json, .jsonl, .yaml or .yml)", source=name)
+    flat = [item for doc in docs for item in (doc if isinstance(doc, list) else [doc])]
+    if not flat:
+        raise RecordError("file holds no record", source=name)
+    many = len(flat) > 1
+    for i, doc in enumerate(flat, 1):
+        yield (f"record {i}" if many else ""), doc
+
+
+def _json(text: str, name: str, lineno: int | None) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        line = lineno or exc.lineno
+        raise RecordError(f"invalid JSON: line {line}, column {exc.colno}: {exc.msg}", source=name) from None
+
+
+def validate_document(doc: Any, source: str, home: Path | None = None) -> LoadedRecord:
+    """Validate one parsed document; raise RecordError naming the field at fault."""
+    if not isinstance(doc, dict):
+        raise RecordError(f"a record must be an object, got {type(doc).__name__}", source=source)
+    kind = doc.get("record_type")
+    model_cls = RECORD_TYPES.get(kind) if isinstance(kind, str) else None
+    if model_cls is None:
+        raise RecordError(
+            f"unknown record_type {kind!r} (known: {', '.join(sorted(RECORD_TYPES))})",
+            source=source,
+            field="record_type",
+        )
+    try:
+        model = model_cls.model_validate(doc, context={"dimensions": record_dimensions(home), "home": home})
+    except ValidationError as exc:
+        field, message = _first_error(exc)
+        raise RecordError(message, source=source, field=field) from None
+    data = model.model_dump(mode="json", exclude_none=True)
+    canonical = canonical_json(data)
+    return LoadedRecord(kind, model, canonical, content_hash(data), source)
+
+
+def _first_error(exc: ValidationError) -> tuple[str | None, str]:
+    err = exc.errors(include_url=False)[0]
+    loc = _format_loc(err["loc"])
+    msg = err["msg"]
+    for prefix in ("Value error, ", "Assertion failed, "):
+        msg = msg.removeprefix(prefix)
+    ctx_err = (err.get("ctx") or {}).get("error")
+    if isinstance(ctx_err, units.UnitProblem):
+        msg = str(ctx_err)
+    # Model-level validators name the field themselves ("pass_state.dimensions.x: ...").
+    if ": " in msg and not msg.startswith(("Input", "unknown unit")):
+        head, rest = msg.split(": ", 1)
+        if " " not in head:
+            loc = f"{loc}.{head}" if loc else head
+            msg = rest
+    return loc, msg
+
+
+_INTERNAL_TAGS = {"int", "float", "str", "bool", "list", "dict", "none"}
+
+
+def _format_loc(parts: tuple) -> str | None:
+    """`('contract', 'clauses', 1, 'unit')` -> `contract.clauses[1].unit`, without pydantic's union tags."""
+    out = ""
+    for part in parts:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        elif "[" in part or "(" in part or part in _INTERNAL_TAGS:
+            continue
+        else:
+            out += f".{part}" if out else part
+    return out or None
+
+
+def load_files(paths: list[Path], home: Path | None = None) -> list[LoadedRecord]:
+    """Read and validate every record of every file; the first problem aborts the whole batch."""
+    out: list[LoadedRecord] = []
+    for path in paths:
+        for label, doc in read_documents(Path(path)):
+            source = f"{path}: {label}" if label else str(path)
+            out.append(validate_document(doc, source, home))
+    return out

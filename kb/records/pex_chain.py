@@ -1,0 +1,191 @@
+"""The PEX-chain record: the public interchange format of one boundary qualification.
+
+The pydantic model is the single source of truth; `ontology/pex-chain.schema.json` is generated
+from it (`luma kb schema`) and a test keeps the two equal. Checks that need the ontology
+(dimension names, units that fit a dimension) run in the model validator with the dimension
+index passed as validation context.
+"""
+
+from __future__ import annotations
+
+import math
+from datetime import datetime
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, StrictStr, ValidationInfo, field_validator, model_validator
+
+from luma.kb import units
+from luma.kb.dimensions import Dimension, record_dimensions
+
+SCHEMA_VERSION = 1
+
+Name = Annotated[StrictStr, Field(min_length=1, max_length=256, pattern=r"\S")]
+Number = Annotated[StrictInt | StrictFloat, Field(allow_inf_nan=False)]
+EvidenceClass = Literal["measured", "simulated", "projected", "vendor-claim"]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Workload(_Strict):
+    """What is served."""
+
+    name: Name
+    model: Name
+    task: Name
+
+
+class Architecture(_Strict):
+    """The physical platform family."""
+
+    name: Name
+    kind: Literal["cpu", "gpu", "accelerator", "system"]
+    vendor: Name
+
+
+class Clause(_Strict):
+    """One accepted-service clause: `metric op value unit` (e.g. p99_latency <= 200 ms)."""
+
+    metric: Annotated[StrictStr, Field(pattern=r"^[A-Za-z][A-Za-z0-9_.-]{0,63}$")]
+    op: Literal["<=", ">=", "<", ">"]
+    value: Number
+    unit: Name
+
+    @field_validator("unit")
+    @classmethod
+    def _unit_parses(cls, unit: str) -> str:
+        units.normalise(1.0, unit)
+        return unit
+
+
+class Contract(_Strict):
+    """A frozen accepted-service contract."""
+
+    name: Name
+    clauses: Annotated[list[Clause], Field(min_length=1, max_length=256)]
+
+
+class Level(_Strict):
+    """The level of one dimension: a non-negative quantity, or a category (no unit)."""
+
+    value: Number | Name
+    unit: Name | None = None
+
+
+class MachineState(_Strict):
+    """A complete assignment of levels to dimensions."""
+
+    dimensions: Annotated[dict[StrictStr, Level], Field(min_length=1, max_length=64)]
+
+    @model_validator(mode="after")
+    def _levels_fit_dimensions(self, info: ValidationInfo) -> "MachineState":
+        dims = _dimensions(info)
+        for key, level in self.dimensions.items():
+            _check_level(key, level, dims)
+        return self
+
+
+class Intervention(_Strict):
+    """The mechanism applied at the FAIL state."""
+
+    name: Name
+    kind: Literal["software", "hardware", "partner"]
+
+
+class Observation(_Strict):
+    """One observed metric of a trial."""
+
+    metric: Annotated[StrictStr, Field(pattern=r"^[A-Za-z][A-Za-z0-9_.-]{0,63}$")]
+    value: Number
+    unit: Name
+
+    @field_validator("unit")
+    @classmethod
+    def _unit_parses(cls, unit: str) -> str:
+        units.normalise(1.0, unit)
+        return unit
+
+
+class Trial(_Strict):
+    """One physical trial behind the chain."""
+
+    state: Literal["pass", "fail", "recovered"]
+    repetition: Annotated[StrictInt, Field(ge=1)]
+    verdict: Literal["PASS", "FAIL", "INCONCLUSIVE"]
+    observations: Annotated[list[Observation], Field(max_length=256)] = []
+    failure_cause: Name | None = None
+
+
+class Provenance(_Strict):
+    """Who or what produced the record."""
+
+    tool: Name
+    git_revision: Name | None = None
+    host: Name | None = None
+    started: datetime | None = None
+
+
+class PexChain(_Strict):
+    """minimum PASS -> adjacent FAIL -> binding resource -> intervention -> recovered PASS."""
+
+    record_type: Literal["pex-chain"]
+    evidence_class: EvidenceClass
+    workload: Workload
+    architecture: Architecture
+    contract: Contract
+    pass_state: MachineState
+    fail_state: MachineState
+    crossed_dimension: StrictStr
+    binding_resource: StrictStr
+    intervention: Intervention
+    recovered: StrictBool
+    repetitions: Annotated[StrictInt, Field(ge=1)]
+    trials: Annotated[list[Trial], Field(max_length=10_000)] = []
+    provenance: Provenance | None = None
+
+    @model_validator(mode="after")
+    def _dimensions_known(self, info: ValidationInfo) -> "PexChain":
+        dims = _dimensions(info)
+        for field in ("crossed_dimension", "binding_resource"):
+            key = getattr(self, field)
+            if key not in dims:
+                raise ValueError(f"{field}: unknown dimension {key!r} (known: {', '.join(sorted(dims))})")
+        for state in ("pass_state", "fail_state"):
+            if self.crossed_dimension not in getattr(self, state).dimensions:
+                raise ValueError(
+                    f"{state}.dimensions: the crossed dimension {self.crossed_dimension!r} has no level here"
+                )
+        return self
+
+
+def _dimensions(info: ValidationInfo) -> dict[str, Dimension]:
+    ctx = info.context or {}
+    return ctx.get("dimensions") or record_dimensions(ctx.get("home"))
+
+
+def _check_level(key: str, level: Level, dims: dict[str, Dimension]) -> None:
+    dim = dims.get(key)
+    if dim is None:
+        raise ValueError(f"dimensions.{key}: unknown dimension {key!r} (known: {', '.join(sorted(dims))})")
+    if dim.categorical:
+        if not isinstance(level.value, str) or level.unit is not None:
+            raise ValueError(f"dimensions.{key}: a categorical level takes a text value and no unit")
+        return
+    if isinstance(level.value, str):
+        raise ValueError(f"dimensions.{key}.value: must be a number, got text {level.value!r}")
+    if level.unit is None:
+        raise ValueError(f"dimensions.{key}.unit: unit is missing")
+    if level.value < 0:
+        raise ValueError(f"dimensions.{key}.value: must not be negative, got {level.value}")
+    if not math.isfinite(level.value):
+        raise ValueError(f"dimensions.{key}.value: must be finite")
+    try:
+        have = units.dimensionality_of(level.unit)
+    except units.UnitProblem as exc:
+        raise ValueError(f"dimensions.{key}.unit: {exc}") from None
+    wanted = {units.dimensionality_of(u): u for u in dim.accepts_units}
+    if have not in wanted:
+        raise ValueError(
+            f"dimensions.{key}.unit: {level.unit!r} does not fit {key} (expects a unit of {' or '.join(dim.accepts_units)})"
+        )

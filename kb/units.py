@@ -1,0 +1,112 @@
+"""Units: parsing with pint, dimension checks, normalisation and unit IRIs.
+
+pint (0.25) treats `bit`/`byte` as dimensionless, which would let "GB" pass where a core count
+is expected; LUMA's registry makes information a base dimension again and adds the counted
+things of this domain (cores, accelerators, tokens, KV blocks, requests, FLOPs).
+"""
+
+from __future__ import annotations
+
+import importlib.resources
+import math
+import re
+from functools import lru_cache
+
+import pint
+
+from luma.kb.vocab import LUNIT, UNIT
+
+_EXTRA_UNITS = (
+    "core = [core] = cores",
+    "FLOP = [operation] = flop = FLOPs",
+    "accelerator = [accelerator] = accelerators = device = gpu",
+    "token = [token] = tok = tokens",
+    "block = [block] = blocks",
+    "request = [request] = req = requests",
+)
+
+#: Canonical units: every quantity is normalised to the first of these with its dimensionality.
+CANONICAL_UNITS = {
+    "byte": UNIT + "BYTE",
+    "byte / second": UNIT + "BYTE-PER-SEC",
+    "second": UNIT + "SEC",
+    "watt": UNIT + "W",
+    "joule": UNIT + "J",
+    "hertz": UNIT + "HZ",
+    "dimensionless": UNIT + "UNITLESS",
+    "FLOP": LUNIT + "FLOP",
+    "FLOP / second": UNIT + "FLOP-PER-SEC",
+    "core": LUNIT + "Core",
+    "accelerator": LUNIT + "Accelerator",
+    "token": LUNIT + "Token",
+    "token / second": LUNIT + "TokenPerSecond",
+    "block": LUNIT + "Block",
+    "request": LUNIT + "Request",
+    "request / second": LUNIT + "RequestPerSecond",
+    "euro": LUNIT + "Euro",
+    "euro / request": LUNIT + "EuroPerRequest",
+    "joule / request": LUNIT + "JoulePerRequest",
+    "joule / token": LUNIT + "JoulePerToken",
+}
+
+
+@lru_cache(maxsize=1)
+def registry() -> pint.UnitRegistry:
+    """The shared unit registry (built once; ~0.3 s)."""
+    root = importlib.resources.files("pint")
+    text = (root / "default_en.txt").read_text()
+    text = text.replace("\nbit = []\n", "\nbit = [information]\n")
+    # load_definitions() on a string cannot follow @import lines; inline them.
+    text = re.sub(r"^@import\s+(\S+)\s*$", lambda m: (root / m.group(1)).read_text(), text, flags=re.M)
+    reg = pint.UnitRegistry(None)
+    reg.load_definitions(text.splitlines())
+    for line in _EXTRA_UNITS:
+        reg.define(line)
+    reg.define("euro = [currency] = EUR")
+    return reg
+
+
+class UnitProblem(ValueError):
+    """A unit does not parse or does not fit; the caller adds the field name."""
+
+
+@lru_cache(maxsize=4096)
+def parse_unit(text: str) -> pint.Unit:
+    """Parse a unit expression ("GiB", "GB/s", "ms", "core", "TFLOP/s")."""
+    if not isinstance(text, str) or not text.strip():
+        raise UnitProblem("unit is missing")
+    try:
+        return registry().parse_units(text.strip())
+    except (pint.errors.PintError, AttributeError, TypeError, ValueError, SyntaxError):
+        raise UnitProblem(f"unknown unit {text!r}") from None
+
+
+@lru_cache(maxsize=4096)
+def _canonical_for(text: str) -> tuple[str, float]:
+    unit = parse_unit(text)
+    dims = unit.dimensionality
+    reg = registry()
+    for canonical in CANONICAL_UNITS:
+        target = reg.parse_units(canonical)
+        if target.dimensionality == dims:
+            return canonical, float(reg.Quantity(1.0, unit).to(target).magnitude)
+    raise UnitProblem(f"unit {text!r} has no supported dimension ({dims})")
+
+
+def normalise(value: float, unit_text: str) -> tuple[float, str]:
+    """(value in the canonical unit, canonical unit name)."""
+    if not math.isfinite(value):
+        raise UnitProblem("value must be a finite number")
+    canonical, factor = _canonical_for(unit_text)
+    return value * factor, canonical
+
+
+@lru_cache(maxsize=4096)
+def dimensionality_of(text: str) -> str:
+    """A comparable string form of a unit's dimensionality."""
+    return str(parse_unit(text).dimensionality)
+
+
+def unit_iri(canonical: str) -> str:
+    """QUDT (or LUMA) IRI of a canonical unit name."""
+    return CANONICAL_UNITS[canonical]

@@ -1,0 +1,88 @@
+"""Namespaces and deterministic IRIs.
+
+Every IRI LUMA mints is a pure function of content (a hash or a slug), so the same record
+ingested twice, or replayed by `luma kb rebuild`, yields exactly the same triples.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from typing import Any
+
+LUMA = "https://w3id.org/luma/ns#"
+ID = "https://w3id.org/luma/id/"
+DIM = "https://w3id.org/luma/dim/"
+LUNIT = "https://w3id.org/luma/unit/"
+QUDT = "http://qudt.org/schema/qudt/"
+UNIT = "http://qudt.org/vocab/unit/"
+PROV = "http://www.w3.org/ns/prov#"
+RDF = "http://www.w3.org/1999/02/22-rdf-syntax-ns#"
+RDFS = "http://www.w3.org/2000/01/rdf-schema#"
+XSD = "http://www.w3.org/2001/XMLSchema#"
+OWL = "http://www.w3.org/2002/07/owl#"
+SH = "http://www.w3.org/ns/shacl#"
+
+PREFIXES = {
+    "luma": LUMA,
+    "id": ID,
+    "dim": DIM,
+    "lunit": LUNIT,
+    "qudt": QUDT,
+    "unit": UNIT,
+    "prov": PROV,
+    "rdf": RDF,
+    "rdfs": RDFS,
+    "xsd": XSD,
+    "owl": OWL,
+}
+
+#: Named graph holding the ontology (reloaded on every sync; not part of exports by default).
+ONTOLOGY_GRAPH = ID + "graph/ontology"
+#: Named graph holding the KB's bookkeeping (projection watermark); never exported.
+META_GRAPH = ID + "graph/meta"
+#: Prefix of the named graph of each ingested record.
+RECORD_GRAPH = ID + "record/"
+
+EVIDENCE_CLASSES = {
+    "measured": LUMA + "Measured",
+    "simulated": LUMA + "Simulated",
+    "projected": LUMA + "Projected",
+    "vendor-claim": LUMA + "VendorClaim",
+}
+
+_SLUG_BAD = re.compile(r"[^A-Za-z0-9._~-]+")
+
+
+def sparql_prefixes() -> str:
+    """PREFIX lines for every namespace above, for queries written by hand."""
+    return "".join(f"PREFIX {p}: <{ns}>\n" for p, ns in PREFIXES.items())
+
+
+def canonical_json(data: Any) -> str:
+    """Key-sorted, whitespace-free JSON: the form that is hashed and stored in the ledger."""
+    return json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def content_hash(data: Any) -> str:
+    """SHA-256 of the canonical JSON of `data` (hex)."""
+    return hashlib.sha256(canonical_json(data).encode()).hexdigest()
+
+
+def short_hash(data: Any) -> str:
+    """First 128 bits of the content hash: enough to never collide in one KB, short to read."""
+    return content_hash(data)[:32]
+
+
+def slug(text: str) -> str:
+    """A readable IRI segment for a user-given name; a hash suffix keeps distinct names distinct."""
+    cleaned = _SLUG_BAD.sub("-", text.strip()).strip("-")[:64] or "x"
+    if cleaned == text:
+        return cleaned
+    return f"{cleaned}-{hashlib.sha256(text.encode()).hexdigest()[:8]}"
+
+
+def record_graph(record_hash: str) -> str:
+    """The named graph of the record with this content hash."""
+    return RECORD_GRAPH + record_hash[:32]

@@ -1,0 +1,1 @@
+"""int8 quantization kernels: the first family of service-side interventions."""

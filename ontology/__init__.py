@@ -1,0 +1,1 @@
+"""OWL/RDFS ontology, SHACL shapes and JSON Schemas, shipped as package data."""

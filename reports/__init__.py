@@ -1,0 +1,1 @@
+"""Report templates and renderers (Resource Boundary, Design-In, Partner Evaluation)."""
