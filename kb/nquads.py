@@ -6,7 +6,7 @@ handing them to Oxigraph's bulk loader is several times faster than building ter
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timezone
 
 from luma.kb.vocab import XSD
 
@@ -35,6 +35,10 @@ def boolean(value: bool) -> str:
 
 
 def datetime_(value: datetime) -> str:
+    """xsd:dateTime in UTC with a `Z`, so the text is the same whatever zone the value came in."""
+    if value.tzinfo is not None:
+        value = value.astimezone(timezone.utc).replace(tzinfo=None)
+        return f'"{value.isoformat()}Z"^^<{XSD}dateTime>'
     return f'"{value.isoformat()}"^^<{XSD}dateTime>'
 
 

@@ -15,6 +15,7 @@ from luma.kb import nquads as nq
 from luma.kb import units
 from luma.kb.dimensions import Dimension, record_dimensions
 from luma.kb.records.pex_chain import Level, PexChain
+from luma.kb.records.rdf_document import project_document
 from luma.kb.vocab import EVIDENCE_CLASSES, ID, LUMA, PROV, QUDT, RDF, RDFS, record_graph, short_hash, slug
 
 TYPE = RDF + "type"
@@ -148,4 +149,4 @@ def _level(w: nq.QuadWriter, state: str, dim: Dimension, level: Level) -> None:
     w.add(node, UNIT, nq.iri(units.unit_iri(canonical)))
 
 
-PROJECTORS: dict[str, Callable] = {"pex-chain": _pex_chain}
+PROJECTORS: dict[str, Callable] = {"pex-chain": _pex_chain, "rdf-document": project_document}

@@ -1,0 +1,176 @@
+"""`luma kb`: the knowledge base — init, ingest, load, query, export, stats, rebuild, bench."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import click
+
+from luma.cli.output import FORMATS, echo_bytes, format_option, print_rows, print_sparql_table
+
+_EXTENSIONS = {
+    ".ttl": "turtle", ".nt": "ntriples", ".nq": "nquads", ".trig": "trig",
+    ".jsonld": "jsonld", ".json": "jsonld",
+}
+EVIDENCE = click.Choice(["measured", "simulated", "projected", "vendor-claim"])
+
+
+def _open(sync: bool = True):
+    from luma.kb.knowledge_base import KnowledgeBase
+
+    return KnowledgeBase.open(sync=sync)
+
+
+@click.group()
+def kb() -> None:
+    """The evidence ledger and the knowledge base projected from it."""
+
+
+@kb.command()
+def init() -> None:
+    """Create the project's ledger and knowledge base (idempotent)."""
+    with _open() as base:
+        s = base.settings
+        click.echo(f"LUMA project at {s.home}\n  ledger: {_safe(s.db_url)}\n  kb:     {s.kb_url}")
+
+
+@kb.command()
+@click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--submitter", default=None, help="Who submits (default: user@host).")
+@format_option()
+def ingest(files: tuple[Path, ...], submitter: str | None, fmt: str) -> None:
+    """Validate record FILES (JSON, JSONL, YAML) and add them, all or nothing."""
+    with _open() as base:
+        report = base.ingest(files, submitter)
+    rows = [
+        {"source": r.source, "kind": r.kind, "evidence_class": r.evidence_class, "hash": r.content_hash[:16], "status": status}
+        for status, recs in (("added", report.added), ("duplicate", report.duplicates))
+        for r in recs
+    ]
+    if fmt == "table" and len(rows) > 50:
+        rows = rows[:50]
+    cols = ["source", "kind", "evidence_class", "hash", "status"]
+    if fmt == "json":
+        click.echo(json.dumps({
+            "added": len(report.added), "duplicates": len(report.duplicates),
+            "quads_added": report.quads_added, "records": rows, "seconds": report.seconds,
+        }, indent=2))
+        return
+    print_rows(rows, cols, fmt)
+    if fmt == "table":
+        total = sum(report.seconds.values())
+        click.echo(
+            f"{len(report.added)} added, {len(report.duplicates)} duplicate(s), "
+            f"{report.quads_added} quads in {total:.2f} s"
+        )
+
+
+@kb.command()
+@click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--rdf-format", type=click.Choice(["turtle", "ntriples", "nquads", "trig", "jsonld"]), default=None,
+              help="RDF syntax (default: from the file extension).")
+@click.option("--evidence-class", type=EVIDENCE, required=True, help="What kind of evidence these facts are.")
+@click.option("--submitter", default=None, help="Who submits (default: user@host).")
+def load(file: Path, rdf_format: str | None, evidence_class: str, submitter: str | None) -> None:
+    """Add a plain RDF FILE (Turtle, N-Triples, N-Quads, TriG, JSON-LD) as one record."""
+    fmt = rdf_format or _EXTENSIONS.get(file.suffix.lower())
+    if fmt is None:
+        raise click.UsageError(f"cannot tell the RDF syntax of {file}; give --rdf-format")
+    with _open() as base:
+        report = base.load_rdf(file, fmt, evidence_class, submitter)
+    if report.added:
+        click.echo(f"{file}: loaded {report.quads_added} quads into {base.graph_of(report.added[0].content_hash)}")
+    else:
+        click.echo(f"{file}: already loaded (same content), nothing added")
+
+
+@kb.command()
+@click.argument("sparql", required=False)
+@click.option("--file", "query_file", type=click.Path(dir_okay=False, path_type=Path), help="Read the query from a file.")
+@click.option("--name", "query_name", help="Run a named query (see --list).")
+@click.option("--list", "list_names", is_flag=True, help="List the named queries and exit.")
+@click.option("--timeout", type=click.FloatRange(min=0.001), default=60.0, show_default=True, help="Seconds before the query is abandoned.")
+@format_option()
+def query(sparql, query_file, query_name, list_names, timeout, fmt) -> None:
+    """Run a read-only SPARQL query (argument, --file or --name) over all named graphs.
+
+    json output is the standard SPARQL 1.1 Query Results JSON format; csv is SPARQL CSV.
+    Updates, SERVICE and LOAD are refused.
+    """
+    from luma.kb.named_queries import get_named_query, named_queries
+    from luma.kb.query_safety import check_read_only
+
+    if list_names:
+        rows = [{"name": q.name, "description": q.description} for q in named_queries().values()]
+        print_rows(rows, ["name", "description"], fmt)
+        return
+    given = [x for x in (sparql, query_file, query_name) if x]
+    if len(given) != 1:
+        raise click.UsageError("give exactly one of: a SPARQL argument, --file F, --name NAME")
+    source = "query"
+    if query_file:
+        try:
+            sparql = query_file.read_text()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise click.ClickException(f"{query_file}: cannot read query ({exc})") from None
+        source = str(query_file)
+    elif query_name:
+        sparql = get_named_query(query_name).sparql
+        source = f"--name {query_name}"
+    kind = check_read_only(sparql, source)
+    with _open() as base:
+        answer = base.store.query(sparql, results="csv" if fmt == "csv" and kind != "graph" else "json", timeout=timeout)
+    if answer.kind == "graph":
+        echo_bytes(answer.body)
+    elif fmt == "table":
+        print_sparql_table(answer.json())
+    elif fmt == "json":
+        answer.json()  # refuse to pass on a truncated answer
+        echo_bytes(answer.body if answer.body.endswith(b"\n") else answer.body + b"\n")
+    else:
+        echo_bytes(answer.body)
+
+
+@kb.command()
+@click.option("--format", "fmt", type=click.Choice(["nquads", "trig", "turtle", "jsonld"]), default="nquads", show_default=True)
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None, help="Write to a file instead of stdout.")
+def export(fmt: str, out: Path | None) -> None:
+    """Export every named graph (N-Quads lines are sorted, so two exports diff cleanly)."""
+    with _open() as base:
+        data = base.store.dump(fmt, sort=True)
+    if out:
+        out.write_bytes(data)
+        click.echo(f"wrote {len(data)} bytes to {out}", err=True)
+    else:
+        echo_bytes(data)
+
+
+@kb.command()
+@format_option()
+def stats(fmt: str) -> None:
+    """Counts: quads, record graphs, ledger records by kind and evidence class."""
+    with _open() as base:
+        st = base.stats()
+    if fmt == "json":
+        click.echo(json.dumps(st, indent=2))
+        return
+    rows = [{"what": k, "value": v} for k, v in st.items() if k != "by_kind_and_evidence"]
+    rows += [{"what": f"records {k}", "value": v} for k, v in st["by_kind_and_evidence"].items()]
+    print_rows(rows, ["what", "value"], fmt)
+
+
+@kb.command()
+def rebuild() -> None:
+    """Recreate the knowledge base from the ledger alone."""
+    t0 = time.perf_counter()
+    with _open(sync=False) as base:
+        quads = base.rebuild()
+    click.echo(f"rebuilt from the ledger: {quads} quads in {time.perf_counter() - t0:.2f} s")
+
+
+def _safe(url: str) -> str:
+    from luma.kb.ledger import _safe_url
+
+    return _safe_url(url)

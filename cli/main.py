@@ -1,0 +1,55 @@
+"""The `luma` command: one click group per layer; LumaError becomes one line and exit code 1."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import click
+
+from luma import __version__
+from luma.errors import LumaError
+
+
+class LumaGroup(click.Group):
+    """Turns every LumaError raised below into a one-line message and exit code 1."""
+
+    def invoke(self, ctx):
+        try:
+            return super().invoke(ctx)
+        except LumaError as exc:
+            raise click.ClickException(exc.one_line()) from None
+
+
+@click.group(cls=LumaGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="luma")
+@click.option(
+    "--home", type=click.Path(file_okay=False), default=None,
+    help="Project directory (default: $LUMA_HOME, else ./.luma).",
+)
+def cli(home: str | None) -> None:
+    """LUMA: knowledge base and rule engine for hardware-software co-design of AI services."""
+    if home:
+        os.environ["LUMA_HOME"] = home
+
+
+def _register() -> None:
+    from luma.cli.kb import kb
+
+    cli.add_command(kb)
+
+
+_register()
+
+
+def main() -> None:
+    """Console-script entry point."""
+    try:
+        cli.main(prog_name="luma")
+    except KeyboardInterrupt:
+        click.echo("interrupted", err=True)
+        sys.exit(130)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,94 @@
+"""Printing results: rich tables for people, standard JSON / CSV for machines."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import sys
+from collections.abc import Sequence
+
+import click
+
+FORMATS = ("table", "json", "csv")
+
+
+def format_option(default: str = "table", choices: Sequence[str] = FORMATS):
+    return click.option(
+        "--format", "fmt", type=click.Choice(list(choices)), default=default, show_default=True,
+        help="table for people, json/csv for machines.",
+    )
+
+
+def compact(value: str) -> str:
+    """Shorten IRIs with the project's prefixes for display."""
+    from luma.kb.vocab import PREFIXES
+
+    for prefix, ns in PREFIXES.items():
+        if value.startswith(ns) and len(value) > len(ns):
+            return f"{prefix}:{value[len(ns):]}"
+    return value
+
+
+def print_rows(rows: list[dict], columns: Sequence[str], fmt: str, title: str | None = None) -> None:
+    """Print plain rows (dicts of scalars) as a table, a JSON array, or CSV."""
+    if fmt == "json":
+        click.echo(json.dumps(rows, indent=2, default=str))
+    elif fmt == "csv":
+        buf = io.StringIO()
+        writer = csv.DictWriter(buf, fieldnames=list(columns), extrasaction="ignore", lineterminator="\n")
+        writer.writeheader()
+        writer.writerows(rows)
+        click.echo(buf.getvalue(), nl=False)
+    else:
+        from rich.console import Console
+        from rich.table import Table
+
+        table = Table(title=title, show_lines=False)
+        for col in columns:
+            table.add_column(col, overflow="fold")
+        for row in rows:
+            table.add_row(*(_cell(row.get(c)) for c in columns))
+        Console(soft_wrap=False).print(table)
+
+
+def print_sparql_table(answer: dict) -> None:
+    """A SPARQL JSON answer as a rich table (IRIs compacted)."""
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console(soft_wrap=False)
+    if "boolean" in answer:
+        console.print("true" if answer["boolean"] else "false")
+        return
+    variables = answer["head"]["vars"]
+    bindings = answer["results"]["bindings"]
+    table = Table(caption=f"{len(bindings)} row{'s' if len(bindings) != 1 else ''}")
+    for var in variables:
+        table.add_column(var, overflow="fold")
+    for row in bindings:
+        table.add_row(*(_term(row.get(v)) for v in variables))
+    console.print(table)
+
+
+def _term(binding: dict | None) -> str:
+    if binding is None:
+        return ""
+    if binding["type"] == "uri":
+        return compact(binding["value"])
+    return binding["value"]
+
+
+def _cell(value) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, float):
+        return f"{value:,.4g}" if abs(value) < 1e6 else f"{value:,.0f}"
+    if isinstance(value, int):
+        return f"{value:,}"
+    return str(value)
+
+
+def echo_bytes(data: bytes) -> None:
+    sys.stdout.buffer.write(data)
+    sys.stdout.buffer.flush()

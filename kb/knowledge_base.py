@@ -1,0 +1,239 @@
+"""The knowledge base: ledger (commit point) + quad store (projection) kept in step.
+
+Ingest = validate everything -> project and shape-check -> append to the ledger in one
+transaction (the commit point) -> load the new graphs into the store -> advance the store's
+watermark. A crash after the ledger commit is healed by `sync()` on the next open, which
+replays every ledger record beyond the watermark; projection is idempotent, so replaying twice
+is harmless.
+"""
+
+from __future__ import annotations
+
+import getpass
+import hashlib
+import socket
+import time
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+
+from luma.errors import LumaError, RecordError, StoreError
+from luma.kb import shacl
+from luma.kb.dimensions import ontology_files, record_dimensions
+from luma.kb.ledger import Ledger, LedgerEntry, NewRecord
+from luma.kb.projection import LedgerMeta, project
+from luma.kb.records.loader import RECORD_TYPES, LoadedRecord, load_files
+from luma.kb.records.pex_chain import SCHEMA_VERSION
+from luma.kb.records.rdf_document import RdfDocument, read_document
+from luma.kb.stores import open_store
+from luma.kb.stores.base import QuadStore
+from luma.kb.vocab import LUMA, ONTOLOGY_GRAPH, RECORD_GRAPH, record_graph
+from luma.settings import Settings
+
+_KB = "https://w3id.org/luma/id/kb"
+_REPLAY_TYPES = {**RECORD_TYPES, "rdf-document": RdfDocument}
+#: Records projected per bulk-load call.
+CHUNK_RECORDS = 5000
+
+
+@dataclass
+class IngestReport:
+    """What one ingest call did."""
+
+    added: list[LoadedRecord] = field(default_factory=list)
+    duplicates: list[LoadedRecord] = field(default_factory=list)
+    quads_added: int = 0
+    seconds: dict[str, float] = field(default_factory=dict)
+
+
+def default_submitter() -> str:
+    try:
+        return f"{getpass.getuser()}@{socket.gethostname()}"
+    except (OSError, KeyError):
+        return "unknown"
+
+
+class KnowledgeBase:
+    """One project's ledger and quad store."""
+
+    def __init__(self, settings: Settings, *, store: QuadStore | None = None, ledger: Ledger | None = None):
+        self.settings = settings
+        self.ledger = ledger or Ledger(settings.db_url)
+        self.store = store or open_store(settings.kb_url)
+        self.dimensions = record_dimensions(settings.home)
+        self.checker = shacl.default_checker()
+
+    @classmethod
+    def open(cls, settings: Settings | None = None, *, sync: bool = True) -> "KnowledgeBase":
+        """Open (creating on first use) and catch the store up with the ledger."""
+        settings = settings or Settings.from_env()
+        if settings.kb_url.startswith("oxigraph:") or settings.db_url.startswith("sqlite:"):
+            settings.home.mkdir(parents=True, exist_ok=True)
+        kb = cls(settings)
+        kb.ledger.init()
+        if sync:
+            kb.sync()
+        return kb
+
+    def close(self) -> None:
+        self.store.close()
+        self.ledger.dispose()
+
+    def __enter__(self) -> "KnowledgeBase":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    # -- bookkeeping kept in the store's default graph (never exported) ----------------------
+
+    def watermark(self) -> int:
+        rows = self.store.select(f"SELECT ?n WHERE {{ <{_KB}> <{LUMA}projectedThrough> ?n }}", union=False)
+        return int(rows[0]["n"]) if rows else 0
+
+    def _set_meta(self, prop: str, literal: str) -> None:
+        self.store.update(
+            f"DELETE WHERE {{ <{_KB}> <{LUMA}{prop}> ?x }} ; INSERT DATA {{ <{_KB}> <{LUMA}{prop}> {literal} }}"
+        )
+
+    def _ensure_ontology(self) -> None:
+        files = ontology_files(self.settings.home)
+        digest = hashlib.sha256(b"".join(name.encode() + b"\0" + data for name, data in files)).hexdigest()
+        rows = self.store.select(f"SELECT ?h WHERE {{ <{_KB}> <{LUMA}ontologyHash> ?h }}", union=False)
+        if rows and rows[0]["h"] == digest:
+            return
+        from luma.kb.stores.base import parse_rdf
+
+        lines = set()
+        for name, data in files:
+            for q in parse_rdf(data, "turtle", name):
+                lines.add(f"{q.subject} {q.predicate} {q.object} <{ONTOLOGY_GRAPH}> .\n")
+        self.store.update(f"DROP SILENT GRAPH <{ONTOLOGY_GRAPH}>")
+        self.store.load_nquads("".join(sorted(lines)).encode())
+        self._set_meta("ontologyHash", f'"{digest}"')
+
+    # -- the write path ---------------------------------------------------------------------
+
+    def ingest(self, paths: Iterable[Path], submitter: str | None = None) -> IngestReport:
+        """Validate and add record files, all or nothing."""
+        t0 = time.perf_counter()
+        loaded = load_files([Path(p) for p in paths], self.settings.home)
+        t1 = time.perf_counter()
+        report = self._commit(loaded, submitter or default_submitter())
+        report.seconds = {"validate": t1 - t0, **report.seconds}
+        return report
+
+    def load_rdf(self, path: Path, fmt: str, evidence_class: str, submitter: str | None = None) -> IngestReport:
+        """Add a plain RDF document as one record (its own named graph)."""
+        try:
+            data = Path(path).read_bytes()
+        except OSError as exc:
+            raise RecordError(f"cannot read file ({exc.strerror})", source=str(path)) from None
+        rec_hash, doc = read_document(data, fmt, evidence_class, str(path))
+        rec = LoadedRecord("rdf-document", doc, doc.model_dump_json(), rec_hash, str(path))
+        return self._commit([rec], submitter or default_submitter())
+
+    def _commit(self, loaded: list[LoadedRecord], submitter: str) -> IngestReport:
+        report = IngestReport()
+        t0 = time.perf_counter()
+        seen: set[str] = set()
+        fresh: list[LoadedRecord] = []
+        for rec in loaded:
+            (report.duplicates if rec.content_hash in seen else fresh).append(rec)
+            seen.add(rec.content_hash)
+        existing = self.ledger.existing_hashes(r.content_hash for r in fresh)
+        report.duplicates += [r for r in fresh if r.content_hash in existing]
+        fresh = [r for r in fresh if r.content_hash not in existing]
+        now = datetime.now(timezone.utc).replace(microsecond=0)
+        projected: dict[str, bytes] = {}
+        for rec in fresh:
+            w = project(rec.model, LedgerMeta(rec.content_hash, submitter, now), self.dimensions)
+            self.checker.check(w.triples, rec.source)
+            projected[rec.content_hash] = w.data()
+        t1 = time.perf_counter()
+        self.ledger.append(
+            [
+                NewRecord(r.kind, r.content_hash, r.evidence_class, submitter, r.source, SCHEMA_VERSION, r.canonical)
+                for r in fresh
+            ],
+            at=now,
+        )
+        t2 = time.perf_counter()
+        report.quads_added = self.sync(projected)
+        report.added = fresh
+        report.seconds.update({"project+shapes": t1 - t0, "ledger": t2 - t1, "kb": time.perf_counter() - t2})
+        return report
+
+    # -- projection replay --------------------------------------------------------------------
+
+    def sync(self, projected: dict[str, bytes] | None = None) -> int:
+        """Load every ledger record beyond the watermark; return the number of quads loaded."""
+        self._ensure_ontology()
+        mark = self.watermark()
+        last = mark
+        quads = 0
+
+        def chunks() -> Iterator[bytes]:
+            nonlocal last, quads
+            buf: list[bytes] = []
+            for entry in self.ledger.after(mark):
+                data = (projected or {}).get(entry.content_hash) or self._reproject(entry)
+                quads += data.count(b"\n")
+                buf.append(data)
+                last = entry.id
+                if len(buf) >= CHUNK_RECORDS:
+                    yield b"".join(buf)
+                    buf = []
+            if buf:
+                yield b"".join(buf)
+
+        self.store.bulk_load_nquads(chunks())
+        if last != mark:
+            self._set_meta("projectedThrough", str(last))
+        return quads
+
+    def _reproject(self, entry: LedgerEntry) -> bytes:
+        model_cls = _REPLAY_TYPES.get(entry.kind)
+        if model_cls is None:
+            raise StoreError(f"ledger record {entry.id} has unknown kind {entry.kind!r}; upgrade luma")
+        model = model_cls.model_validate_json(
+            entry.payload, context={"dimensions": self.dimensions, "home": self.settings.home}
+        )
+        meta = LedgerMeta(entry.content_hash, entry.submitter, entry.ingested_at)
+        return project(model, meta, self.dimensions).data()
+
+    def rebuild(self) -> int:
+        """Recreate the store from the ledger alone; return the quads loaded."""
+        self.store.clear()
+        return self.sync()
+
+    # -- reading --------------------------------------------------------------------------------
+
+    def stats(self) -> dict:
+        """Counts that describe the KB: quads, graphs, records by kind and evidence class."""
+        rows = self.store.select(
+            "SELECT (COUNT(DISTINCT ?g) AS ?graphs) (COUNT(*) AS ?quads) WHERE { GRAPH ?g { ?s ?p ?o } "
+            f'FILTER(STRSTARTS(STR(?g), "{RECORD_GRAPH}")) }}',
+            union=False,
+        )
+        return {
+            "record_graphs": int(rows[0]["graphs"]),
+            "record_quads": int(rows[0]["quads"]),
+            "quads": self.store.count(),
+            "ledger_records": self.ledger.last_id(),
+            "watermark": self.watermark(),
+            "by_kind_and_evidence": {f"{k}/{e}": n for (k, e), n in sorted(self.ledger.count_by().items())},
+            "backend": self.store.backend,
+        }
+
+    def graph_of(self, content_hash: str) -> str:
+        return record_graph(content_hash)
+
+
+def open_kb(home: str | Path | None = None) -> KnowledgeBase:
+    """Shortcut: open the project at `home` (or LUMA_HOME)."""
+    try:
+        return KnowledgeBase.open(Settings.from_env(home))
+    except LumaError:
+        raise

@@ -1,0 +1,194 @@
+"""The evidence ledger: append-only records of everything ingested (SQLModel).
+
+The ledger is the source of truth and the commit point: a batch is ingested when its ledger
+transaction commits. The knowledge base is a projection of it. Rows are never updated or
+deleted (database triggers refuse it); identity is the content hash, so re-submitting the
+same record is a no-op.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from datetime import datetime, timezone
+
+from sqlalchemy import event, func, insert, select, text
+from sqlalchemy.engine import Engine
+from sqlalchemy.exc import IntegrityError, OperationalError, SQLAlchemyError
+from sqlmodel import Field, SQLModel, create_engine
+
+from luma.errors import ConfigError, LedgerError
+
+_CHUNK = 500  # bound on IN (...) lists: SQLite allows 999 parameters per statement
+
+
+class LedgerRecord(SQLModel, table=True):
+    """One ingested record."""
+
+    __tablename__ = "ledger_record"
+
+    id: int | None = Field(default=None, primary_key=True)
+    kind: str = Field(index=True, max_length=64)
+    content_hash: str = Field(unique=True, max_length=64)
+    evidence_class: str = Field(index=True, max_length=32)
+    submitter: str = Field(max_length=256)
+    source: str = Field(max_length=1024)
+    ingested_at: datetime
+    schema_version: int
+    payload: str
+
+
+@dataclass(frozen=True)
+class LedgerEntry:
+    """A committed ledger row (a plain dataclass: building ORM objects costs ~100 us each)."""
+
+    id: int
+    kind: str
+    content_hash: str
+    evidence_class: str
+    submitter: str
+    source: str
+    ingested_at: datetime
+    schema_version: int
+    payload: str
+
+
+@dataclass(frozen=True)
+class NewRecord:
+    """What a caller appends; the ledger adds id and time."""
+
+    kind: str
+    content_hash: str
+    evidence_class: str
+    submitter: str
+    source: str
+    schema_version: int
+    payload: str
+
+
+_TRIGGERS = {
+    "sqlite": [
+        "CREATE TRIGGER IF NOT EXISTS ledger_no_update BEFORE UPDATE ON ledger_record "
+        "BEGIN SELECT RAISE(ABORT, 'the ledger is append-only'); END",
+        "CREATE TRIGGER IF NOT EXISTS ledger_no_delete BEFORE DELETE ON ledger_record "
+        "BEGIN SELECT RAISE(ABORT, 'the ledger is append-only'); END",
+    ],
+    "postgresql": [
+        "CREATE OR REPLACE FUNCTION ledger_append_only() RETURNS trigger AS $$ "
+        "BEGIN RAISE EXCEPTION 'the ledger is append-only'; END $$ LANGUAGE plpgsql",
+        "DROP TRIGGER IF EXISTS ledger_append_only ON ledger_record",
+        "CREATE TRIGGER ledger_append_only BEFORE UPDATE OR DELETE ON ledger_record "
+        "FOR EACH ROW EXECUTE FUNCTION ledger_append_only()",
+    ],
+}
+
+
+class Ledger:
+    """Append-only store of ingested records behind any SQLAlchemy URL."""
+
+    def __init__(self, url: str):
+        self.url = url
+        try:
+            self.engine: Engine = create_engine(url)
+        except (SQLAlchemyError, ValueError, ImportError) as exc:
+            raise ConfigError(f"cannot use ledger URL: {exc}", source="LUMA_DB_URL") from None
+        if self.engine.dialect.name == "sqlite":
+            event.listen(self.engine, "connect", _sqlite_pragmas)
+        self._table = LedgerRecord.__table__
+
+    def init(self) -> None:
+        """Create the table and its append-only triggers (idempotent)."""
+        try:
+            SQLModel.metadata.create_all(self.engine, tables=[self._table])
+            with self.engine.begin() as conn:
+                for stmt in _TRIGGERS.get(self.engine.dialect.name, []):
+                    conn.execute(text(stmt))
+        except OperationalError as exc:
+            raise LedgerError(f"cannot open ledger: {exc.orig}", source=_safe_url(self.url)) from None
+
+    def existing_hashes(self, hashes: Iterable[str]) -> set[str]:
+        """The subset of `hashes` already in the ledger."""
+        hashes = list(hashes)
+        found: set[str] = set()
+        col = self._table.c.content_hash
+        with self.engine.connect() as conn:
+            for i in range(0, len(hashes), _CHUNK):
+                rows = conn.execute(select(col).where(col.in_(hashes[i : i + _CHUNK])))
+                found.update(r[0] for r in rows)
+        return found
+
+    def append(self, records: list[NewRecord], at: datetime | None = None) -> list[LedgerEntry]:
+        """Append all records in one transaction (all or nothing); return them with ids."""
+        if not records:
+            return []
+        now = at or datetime.now(timezone.utc).replace(microsecond=0)
+        rows = [{**r.__dict__, "ingested_at": now} for r in records]
+        try:
+            with self.engine.begin() as conn:
+                if conn.dialect.name == "postgresql":
+                    # Commit order = id order, so a reader never sees id n+1 before id n (the
+                    # store's watermark relies on it when several runners share the ledger).
+                    conn.execute(text("LOCK TABLE ledger_record IN EXCLUSIVE MODE"))
+                start = conn.execute(select(func.coalesce(func.max(self._table.c.id), 0))).scalar_one()
+                conn.execute(insert(self._table), rows)
+                ids = dict(
+                    conn.execute(
+                        select(self._table.c.content_hash, self._table.c.id).where(self._table.c.id > start)
+                    ).all()
+                )
+        except IntegrityError:
+            raise LedgerError("a record of this batch was committed concurrently; nothing was written, retry") from None
+        except SQLAlchemyError as exc:
+            raise LedgerError(f"ledger write failed, nothing was written: {exc}") from None
+        return [LedgerEntry(id=ids[r["content_hash"]], **r) for r in rows]
+
+    def after(self, last_id: int, batch: int = 5000) -> Iterator[LedgerEntry]:
+        """Every record with id > last_id, in id order (streamed in batches)."""
+        cols = self._table.c
+        while True:
+            with self.engine.connect() as conn:
+                rows = conn.execute(select(self._table).where(cols.id > last_id).order_by(cols.id).limit(batch)).all()
+            if not rows:
+                return
+            for row in rows:
+                m = row._mapping
+                yield LedgerEntry(**{**m, "ingested_at": as_utc(m["ingested_at"])})
+            last_id = rows[-1].id
+
+    def last_id(self) -> int:
+        with self.engine.connect() as conn:
+            return conn.execute(select(func.coalesce(func.max(self._table.c.id), 0))).scalar_one()
+
+    def count_by(self) -> dict[tuple[str, str], int]:
+        """Record counts by (kind, evidence class)."""
+        c = self._table.c
+        with self.engine.connect() as conn:
+            rows = conn.execute(select(c.kind, c.evidence_class, func.count()).group_by(c.kind, c.evidence_class))
+            return {(k, e): n for k, e, n in rows}
+
+    def dispose(self) -> None:
+        self.engine.dispose()
+
+
+def as_utc(value: datetime) -> datetime:
+    """SQLite hands datetimes back without a zone; they were written in UTC."""
+    return value.replace(tzinfo=timezone.utc) if value.tzinfo is None else value.astimezone(timezone.utc)
+
+
+def _sqlite_pragmas(dbapi_conn, _record) -> None:
+    # WAL: readers never block the single writer; synchronous=NORMAL is still crash-safe in WAL.
+    cur = dbapi_conn.cursor()
+    cur.execute("PRAGMA journal_mode=WAL")
+    cur.execute("PRAGMA synchronous=NORMAL")
+    cur.execute("PRAGMA busy_timeout=30000")
+    cur.close()
+
+
+def _safe_url(url: str) -> str:
+    """The URL without its password, for messages."""
+    try:
+        from sqlalchemy.engine import make_url
+
+        return make_url(url).render_as_string(hide_password=True)
+    except Exception:
+        return "LUMA_DB_URL"

@@ -1,0 +1,65 @@
+"""Plain RDF loaded with `luma kb load`, kept in the ledger like any other record.
+
+Blank nodes are replaced by IRIs under the record's graph at load time (skolemised), so the
+stored payload and everything projected from it are deterministic.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Literal
+
+import pyoxigraph as ox
+from pydantic import BaseModel, ConfigDict
+
+from luma.kb.stores.base import parse_rdf
+from luma.kb.vocab import record_graph
+
+EvidenceClass = Literal["measured", "simulated", "projected", "vendor-claim"]
+
+
+class RdfDocument(BaseModel):
+    """A Turtle / N-Triples / N-Quads / TriG / JSON-LD document, flattened into one graph."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    record_type: Literal["rdf-document"] = "rdf-document"
+    evidence_class: EvidenceClass
+    format: str
+    source_sha256: str
+    #: The document's triples as sorted, skolemised N-Triples.
+    ntriples: str
+
+
+def document_hash(data: bytes, fmt: str, evidence_class: str) -> str:
+    """Identity of a loaded document: its bytes, format and evidence class."""
+    h = hashlib.sha256()
+    for part in (fmt.encode(), b"\0", evidence_class.encode(), b"\0", data):
+        h.update(part)
+    return h.hexdigest()
+
+
+def read_document(data: bytes, fmt: str, evidence_class: str, source: str) -> tuple[str, RdfDocument]:
+    """Parse (all or nothing) and skolemise; return (record hash, record)."""
+    rec_hash = document_hash(data, fmt, evidence_class)
+    base = record_graph(rec_hash) + "/"
+    quads = parse_rdf(data, fmt, source, base_iri=base)
+
+    def skolem(term):
+        return ox.NamedNode(base + "bnode/" + term.value) if isinstance(term, ox.BlankNode) else term
+
+    lines = sorted({f"{skolem(q.subject)} {q.predicate} {skolem(q.object)} .\n" for q in quads})
+    doc = RdfDocument(
+        evidence_class=evidence_class,
+        format=fmt,
+        source_sha256=hashlib.sha256(data).hexdigest(),
+        ntriples="".join(lines),
+    )
+    return rec_hash, doc
+
+
+def project_document(w, doc: RdfDocument, meta, dims) -> None:
+    """Projector for `rdf-document` records (see luma.kb.projection)."""
+    for t in ox.parse(doc.ntriples.encode(), format=ox.RdfFormat.N_TRIPLES):
+        if isinstance(t.subject, ox.NamedNode):
+            w.add(t.subject.value, t.predicate.value, str(t.object))

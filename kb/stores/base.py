@@ -1,0 +1,126 @@
+"""The store contract: what the knowledge base needs from any quad store.
+
+Two families implement it: an embedded Oxigraph store (on disk or in memory) and any SPARQL 1.1
+endpoint (Query, Update and Graph Store protocols). The same contract test suite runs against
+each registered backend.
+"""
+
+from __future__ import annotations
+
+import json
+from abc import ABC, abstractmethod
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+
+import pyoxigraph as ox
+
+from luma.errors import RdfSyntaxError, StoreError, UnknownName
+
+#: Export / load formats by CLI name: (pyoxigraph format, carries named graphs).
+RDF_FORMATS: dict[str, tuple[ox.RdfFormat, bool]] = {
+    "nquads": (ox.RdfFormat.N_QUADS, True),
+    "trig": (ox.RdfFormat.TRIG, True),
+    "turtle": (ox.RdfFormat.TURTLE, False),
+    "ntriples": (ox.RdfFormat.N_TRIPLES, False),
+    "jsonld": (ox.RdfFormat.JSON_LD, True),
+}
+
+RESULT_FORMATS = {
+    "json": ox.QueryResultsFormat.JSON,
+    "csv": ox.QueryResultsFormat.CSV,
+    "tsv": ox.QueryResultsFormat.TSV,
+    "xml": ox.QueryResultsFormat.XML,
+}
+
+
+def rdf_format(name: str) -> tuple[ox.RdfFormat, bool]:
+    try:
+        return RDF_FORMATS[name]
+    except KeyError:
+        raise UnknownName(f"unknown RDF format {name!r} (known: {', '.join(RDF_FORMATS)})") from None
+
+
+@dataclass(frozen=True)
+class QueryOutput:
+    """A serialised query answer: `kind` is select, ask or graph."""
+
+    kind: str
+    media_type: str
+    body: bytes
+
+    def json(self) -> dict:
+        """The SPARQL 1.1 JSON results (select/ask only); a truncated answer raises StoreError."""
+        try:
+            return json.loads(self.body)
+        except ValueError:
+            raise StoreError("the store's answer is not complete SPARQL JSON (truncated?)") from None
+
+
+class QuadStore(ABC):
+    """One quad store. Writes go to named graphs; the default graph holds only bookkeeping."""
+
+    #: A short name for messages and benchmarks.
+    backend = "abstract"
+
+    @abstractmethod
+    def query(self, sparql: str, *, union: bool = True, results: str = "json", timeout: float | None = None) -> QueryOutput:
+        """Run a read query. `union` makes the default graph the union of all named graphs."""
+
+    @abstractmethod
+    def update(self, sparql: str) -> None:
+        """Run a SPARQL update atomically."""
+
+    @abstractmethod
+    def bulk_load_nquads(self, chunks: Iterable[bytes]) -> None:
+        """Add N-Quads fast. Not atomic across chunks: the ledger is the commit point."""
+
+    @abstractmethod
+    def load_nquads(self, data: bytes) -> None:
+        """Add N-Quads atomically (small batches)."""
+
+    @abstractmethod
+    def iter_quads(self) -> Iterator[ox.Quad]:
+        """Every quad of every named graph (not the default graph)."""
+
+    @abstractmethod
+    def clear(self) -> None:
+        """Remove everything."""
+
+    def close(self) -> None:
+        """Release the store (flush, unlock)."""
+
+    # -- conveniences written once on top of the primitives ---------------------------------
+
+    def select(self, sparql: str, *, union: bool = True) -> list[dict[str, str]]:
+        """Rows of a SELECT as {variable: lexical value}."""
+        answer = self.query(sparql, union=union).json()
+        return [{k: v["value"] for k, v in row.items()} for row in answer["results"]["bindings"]]
+
+    def count(self, graph_prefix: str | None = None) -> int:
+        """Number of quads in named graphs (optionally only graphs whose IRI starts with a prefix)."""
+        filt = f'FILTER(STRSTARTS(STR(?g), "{graph_prefix}"))' if graph_prefix else ""
+        rows = self.select(f"SELECT (COUNT(*) AS ?n) WHERE {{ GRAPH ?g {{ ?s ?p ?o }} {filt} }}", union=False)
+        return int(rows[0]["n"])
+
+    def dump(self, fmt: str, *, sort: bool = False) -> bytes:
+        """Serialise every named graph; graph-less formats get the union of the graphs."""
+        oxfmt, has_graphs = rdf_format(fmt)
+        quads: Iterable = self.iter_quads()
+        if not has_graphs:
+            quads = (ox.Triple(q.subject, q.predicate, q.object) for q in quads)
+        data = ox.serialize(quads, format=oxfmt) or b""
+        if sort and fmt in ("nquads", "ntriples"):
+            lines = sorted(set(data.splitlines(keepends=True)))
+            data = b"".join(lines)
+        return data
+
+
+def parse_rdf(data: bytes, fmt: str, source: str, base_iri: str | None = None) -> list[ox.Quad]:
+    """Parse RDF fully before anything is written; errors name the file, line and column."""
+    oxfmt, _ = rdf_format(fmt)
+    try:
+        return list(ox.parse(data, format=oxfmt, base_iri=base_iri, without_named_graphs=False))
+    except SyntaxError as exc:
+        raise RdfSyntaxError(f"invalid {fmt}: {exc}", source=source) from None
+    except (ValueError, OSError) as exc:
+        raise RdfSyntaxError(f"cannot read {fmt}: {exc}", source=source) from None

@@ -1,0 +1,91 @@
+"""Any SPARQL 1.1 endpoint: Query and Update protocols plus the Graph Store protocol.
+
+`LUMA_KB_URL=http://host:port` points at an Oxigraph server (`oxigraph serve`), whose paths
+are `/query`, `/update` and `/store`; other servers (Fuseki, GraphDB, Virtuoso) expose the
+same protocols under their own paths, given with `LUMA_KB_QUERY_URL` and friends.
+"""
+
+from __future__ import annotations
+
+import os
+import urllib.error
+import urllib.request
+from collections.abc import Iterable, Iterator
+
+import pyoxigraph as ox
+
+from luma.errors import QueryError, QueryTimeout, StoreError
+from luma.kb.stores.base import RESULT_FORMATS, QueryOutput, QuadStore
+
+_GRAPH_MEDIA = "application/n-triples"
+
+
+class EndpointStore(QuadStore):
+    """A remote quad store spoken to over the standard SPARQL protocols (no home-made protocol)."""
+
+    backend = "sparql-endpoint"
+
+    def __init__(self, base: str, timeout: float = 600.0):
+        base = base.rstrip("/")
+        self.query_url = os.environ.get("LUMA_KB_QUERY_URL", base + "/query")
+        self.update_url = os.environ.get("LUMA_KB_UPDATE_URL", base + "/update")
+        self.store_url = os.environ.get("LUMA_KB_STORE_URL", base + "/store")
+        self.timeout = timeout
+
+    def _request(self, url, data=None, headers=None, method="POST", timeout=None) -> tuple[str, bytes]:
+        req = urllib.request.Request(url, data=data, headers=headers or {}, method=method)
+        try:
+            with urllib.request.urlopen(req, timeout=timeout or self.timeout) as resp:
+                return resp.headers.get("Content-Type", ""), resp.read()
+        except urllib.error.HTTPError as exc:
+            detail = exc.read().decode(errors="replace").strip().splitlines()
+            msg = detail[0] if detail else exc.reason
+            if exc.code == 400:
+                raise QueryError(f"the endpoint refused the request: {msg}", source=url) from None
+            raise StoreError(f"HTTP {exc.code}: {msg}", source=url) from None
+        except TimeoutError:
+            raise QueryTimeout(f"no answer within {timeout or self.timeout:g} s", source=url) from None
+        except (urllib.error.URLError, OSError) as exc:
+            reason = getattr(exc, "reason", exc)
+            if isinstance(reason, TimeoutError):
+                raise QueryTimeout(f"no answer within {timeout or self.timeout:g} s", source=url) from None
+            raise StoreError(f"cannot reach the SPARQL endpoint: {reason}", source=url) from None
+
+    def query(self, sparql, *, union=True, results="json", timeout=None):
+        fmt = RESULT_FORMATS[results]
+        url = self.query_url + ("?union-default-graph" if union else "")
+        ctype, body = self._request(
+            url,
+            sparql.encode(),
+            {"Content-Type": "application/sparql-query", "Accept": f"{fmt.media_type}, {_GRAPH_MEDIA};q=0.9"},
+            timeout=timeout,
+        )
+        media = ctype.split(";")[0].strip()
+        if media == _GRAPH_MEDIA:
+            return QueryOutput("graph", media, body)
+        kind = "select"
+        if results == "json" and b'"boolean"' in body[:200] and b'"results"' not in body[:200]:
+            kind = "ask"
+        return QueryOutput(kind, media, body)
+
+    def update(self, sparql):
+        self._request(self.update_url, sparql.encode(), {"Content-Type": "application/sparql-update"})
+
+    def bulk_load_nquads(self, chunks: Iterable[bytes]) -> None:
+        for chunk in chunks:
+            if chunk:
+                self.load_nquads(chunk)
+
+    def load_nquads(self, data: bytes) -> None:
+        self._request(self.store_url, data, {"Content-Type": "application/n-quads"})
+
+    def iter_quads(self) -> Iterator[ox.Quad]:
+        _, body = self._request(self.store_url, None, {"Accept": "application/n-quads"}, method="GET")
+        try:
+            quads = list(ox.parse(body, format=ox.RdfFormat.N_QUADS))
+        except SyntaxError as exc:
+            raise StoreError(f"the endpoint's dump is not complete N-Quads: {exc}", source=self.store_url) from None
+        return (q for q in quads if not isinstance(q.graph_name, ox.DefaultGraph))
+
+    def clear(self) -> None:
+        self.update("CLEAR ALL")
