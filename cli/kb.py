@@ -174,3 +174,33 @@ def _safe(url: str) -> str:
     from luma.kb.ledger import _safe_url
 
     return _safe_url(url)
+
+
+@kb.command()
+@click.option("--records", default="1000,10000,100000", show_default=True, help="Comma-separated batch sizes.")
+@click.option("--repeat", type=click.IntRange(min=1), default=5, show_default=True, help="Runs per named query (min and median reported).")
+@click.option("--rdflib-max", type=int, default=10_000, show_default=True, help="Largest size also run on rdflib's in-memory store.")
+@click.option("--rdflib-timeout", type=float, default=120.0, show_default=True, help="Seconds per rdflib query before giving up.")
+@click.option("--keep", type=click.Path(file_okay=False, path_type=Path), default=None, help="Keep the work directories here.")
+@format_option(choices=("table", "json"))
+def bench(records: str, repeat: int, rdflib_max: int, rdflib_timeout: float, keep: Path | None, fmt: str) -> None:
+    """Benchmark ingest and named queries on synthetic records against raw Oxigraph and rdflib."""
+    from rich.console import Console
+
+    from luma.kb.bench import run_bench
+
+    try:
+        sizes = [int(x) for x in records.split(",") if x.strip()]
+    except ValueError:
+        raise click.BadParameter("give whole numbers separated by commas", param_hint="--records") from None
+    if keep:
+        keep.mkdir(parents=True, exist_ok=True)
+    console = Console(stderr=True)
+    with console.status("benchmarking") as status:
+        results = run_bench(sizes, repeat, rdflib_max, rdflib_timeout, keep, progress=lambda m: status.update(m))
+    if fmt == "json":
+        click.echo(json.dumps(results, indent=2))
+        return
+    from luma.cli.bench_report import print_bench
+
+    print_bench(results)

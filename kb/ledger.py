@@ -121,7 +121,9 @@ class Ledger:
         """Append all records in one transaction (all or nothing); return them with ids."""
         if not records:
             return []
-        now = at or datetime.now(timezone.utc).replace(microsecond=0)
+        # In UTC, as `after` reads it back: the projection of an entry must not depend on
+        # whether it came from here or from a replay.
+        now = as_utc(at) if at is not None else datetime.now(timezone.utc).replace(microsecond=0)
         rows = [{**r.__dict__, "ingested_at": now} for r in records]
         try:
             with self.engine.begin() as conn:

@@ -63,10 +63,7 @@ class EndpointStore(QuadStore):
         media = ctype.split(";")[0].strip()
         if media == _GRAPH_MEDIA:
             return QueryOutput("graph", media, body)
-        kind = "select"
-        if results == "json" and b'"boolean"' in body[:200] and b'"results"' not in body[:200]:
-            kind = "ask"
-        return QueryOutput(kind, media, body)
+        return QueryOutput("ask" if _is_boolean(results, body) else "select", media, body)
 
     def update(self, sparql):
         self._request(self.update_url, sparql.encode(), {"Content-Type": "application/sparql-update"})
@@ -89,3 +86,13 @@ class EndpointStore(QuadStore):
 
     def clear(self) -> None:
         self.update("CLEAR ALL")
+
+
+def _is_boolean(results: str, body: bytes) -> bool:
+    """Whether a results document answers an ASK (its media type is the same as a SELECT's)."""
+    head = body[:300]
+    if results == "json":
+        return b'"boolean"' in head and b'"results"' not in head
+    if results == "xml":
+        return b"<boolean>" in head
+    return body.strip() in (b"true", b"false")  # CSV/TSV: a bare boolean, no header line

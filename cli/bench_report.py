@@ -1,0 +1,54 @@
+"""Tables for `luma kb bench`."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.table import Table
+
+
+def _ms(value: float | None) -> str:
+    return "" if value is None else f"{value * 1000:,.1f}"
+
+
+def print_bench(results: list[dict]) -> None:
+    console = Console()
+    ingest = Table(title="Ingest end to end (validation + ledger + KB) vs raw pyoxigraph bulk_load, same triples, same run")
+    for col in ("records", "quads", "ingest s", "records/s", "quads/s", "raw bulk_load s", "ratio", "peak RSS MB", "phases s"):
+        ingest.add_column(col, justify="right" if col != "phases s" else "left")
+    for r in results:
+        if "error" in r:
+            ingest.add_row(str(r.get("records", "?")), "", "error: " + r["error"])
+            continue
+        phases = ", ".join(f"{k} {v:.1f}" for k, v in r["phases_s"].items())
+        ingest.add_row(
+            f"{r['records']:,}", f"{r['quads']:,}", f"{r['ingest_s']:.1f}", f"{r['records_per_s']:,.0f}",
+            f"{r['quads_per_s']:,.0f}", f"{r['raw_bulk_load_s']:.1f}", f"{r['ratio_vs_raw']:.2f}x",
+            f"{r['peak_rss_mb']:,.0f}", phases,
+        )
+    console.print(ingest)
+
+    queries = Table(title="Named queries: LUMA (Oxigraph, min / median ms) vs rdflib in-memory (ms, one run)")
+    queries.add_column("records", justify="right")
+    queries.add_column("query")
+    queries.add_column("rows", justify="right")
+    queries.add_column("min ms", justify="right")
+    queries.add_column("median ms", justify="right")
+    queries.add_column("rdflib ms", justify="right")
+    for r in results:
+        if "error" in r:
+            continue
+        rd = r.get("rdflib", {})
+        for name, q in r["queries"].items():
+            rq = rd.get("queries", {}).get(name)
+            if rq is None:
+                rtext = rd.get("skipped") or rd.get("error") or "not run"
+            elif "timeout_s" in rq:
+                rtext = f"> {rq['timeout_s'] * 1000:,.0f} (timeout)"
+            else:
+                rtext = _ms(rq["s"])
+            queries.add_row(f"{r['records']:,}", name, str(q["rows"]), _ms(q["min_s"]), _ms(q["median_s"]), rtext)
+    console.print(queries)
+    for r in results:
+        rd = r.get("rdflib", {})
+        if "load_s" in rd:
+            console.print(f"rdflib in-memory load of {r['quads']:,} quads: {rd['load_s']:.1f} s, peak RSS {rd['peak_rss_mb']:,.0f} MB")
