@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-from luma.errors import LumaError, RecordError, StoreError
+from luma.errors import RecordError, StoreError
 from luma.kb import shacl
 from luma.kb.dimensions import ontology_files, record_dimensions
 from luma.kb.ledger import Ledger, LedgerEntry, NewRecord
@@ -62,7 +62,11 @@ class KnowledgeBase:
         self.ledger = ledger or Ledger(settings.db_url)
         self.store = store or open_store(settings.kb_url)
         self.dimensions = record_dimensions(settings.home)
-        self.checker = shacl.default_checker()
+
+    @property
+    def checker(self) -> shacl.ShapeChecker:
+        """The compiled shapes (loaded on first write: read-only commands never need them)."""
+        return shacl.default_checker()
 
     @classmethod
     def open(cls, settings: Settings | None = None, *, sync: bool = True) -> "KnowledgeBase":
@@ -147,10 +151,12 @@ class KnowledgeBase:
         fresh = [r for r in fresh if r.content_hash not in existing]
         now = datetime.now(timezone.utc).replace(microsecond=0)
         projected: dict[str, bytes] = {}
+        seen: set[str] = set()  # shared entities already emitted by this batch
+        checker = self.checker
         for rec in fresh:
             w = project(rec.model, LedgerMeta(rec.content_hash, submitter, now), self.dimensions)
-            self.checker.check(w.triples, rec.source)
-            projected[rec.content_hash] = w.data()
+            checker.check(w.triples, rec.source)
+            projected[rec.content_hash] = w.data(seen)
         t1 = time.perf_counter()
         self.ledger.append(
             [
@@ -173,12 +179,13 @@ class KnowledgeBase:
         mark = self.watermark()
         last = mark
         quads = 0
+        seen: set[str] = set()
 
         def chunks() -> Iterator[bytes]:
             nonlocal last, quads
             buf: list[bytes] = []
             for entry in self.ledger.after(mark):
-                data = (projected or {}).get(entry.content_hash) or self._reproject(entry)
+                data = (projected or {}).get(entry.content_hash) or self._reproject(entry, seen)
                 quads += data.count(b"\n")
                 buf.append(data)
                 last = entry.id
@@ -193,7 +200,7 @@ class KnowledgeBase:
             self._set_meta("projectedThrough", str(last))
         return quads
 
-    def _reproject(self, entry: LedgerEntry) -> bytes:
+    def _reproject(self, entry: LedgerEntry, seen: set[str]) -> bytes:
         model_cls = _REPLAY_TYPES.get(entry.kind)
         if model_cls is None:
             raise StoreError(f"ledger record {entry.id} has unknown kind {entry.kind!r}; upgrade luma")
@@ -201,7 +208,7 @@ class KnowledgeBase:
             entry.payload, context={"dimensions": self.dimensions, "home": self.settings.home}
         )
         meta = LedgerMeta(entry.content_hash, entry.submitter, entry.ingested_at)
-        return project(model, meta, self.dimensions).data()
+        return project(model, meta, self.dimensions).data(seen)
 
     def rebuild(self) -> int:
         """Recreate the store from the ledger alone; return the quads loaded."""
@@ -233,7 +240,4 @@ class KnowledgeBase:
 
 def open_kb(home: str | Path | None = None) -> KnowledgeBase:
     """Shortcut: open the project at `home` (or LUMA_HOME)."""
-    try:
-        return KnowledgeBase.open(Settings.from_env(home))
-    except LumaError:
-        raise
+    return KnowledgeBase.open(Settings.from_env(home))

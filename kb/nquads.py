@@ -43,19 +43,54 @@ def datetime_(value: datetime) -> str:
 
 
 class QuadWriter:
-    """Collects the triples of one named graph; `data()` renders them as N-Quads."""
+    """The triples one record projects to: its own facts, and descriptions of shared entities.
 
-    __slots__ = ("graph", "triples")
+    Record facts go to the record's named graph. Shared entities (workloads, architectures,
+    contracts, machine states, ...) have content-derived IRIs, so their descriptions are the
+    same whichever record mentions them; they go to one entities graph, where repeats collapse
+    instead of appearing once per record in union-graph queries.
+    """
 
-    def __init__(self, graph: str):
+    __slots__ = ("graph", "entity_graph", "triples", "_record", "_entities", "_current")
+
+    def __init__(self, graph: str, entity_graph: str):
         self.graph = graph
-        #: (subject IRI, predicate IRI, object as an N-Quads term) -- the form the shape check reads.
+        self.entity_graph = entity_graph
+        #: every (subject IRI, predicate IRI, object as an N-Quads term): what the shape check reads
         self.triples: list[tuple[str, str, str]] = []
+        self._record: list[tuple[str, str, str]] = []
+        self._entities: dict[str, list[tuple[str, str, str]]] = {}
+        self._current: list[tuple[str, str, str]] | None = None
 
     def add(self, s: str, p: str, o: str) -> None:
-        """Add `<s> <p> o` (s and p are bare IRIs, o an already formatted term)."""
-        self.triples.append((s, p, o))
+        """Add `<s> <p> o` to the record graph (o is an already formatted term)."""
+        t = (s, p, o)
+        self.triples.append(t)
+        self._record.append(t)
 
-    def data(self) -> bytes:
+    def entity(self, iri: str) -> bool:
+        """Start describing a shared entity; False if this record already described it."""
+        if iri in self._entities:
+            self._current = None
+            return False
+        self._current = self._entities[iri] = []
+        return True
+
+    def describe(self, s: str, p: str, o: str) -> None:
+        """Add a triple of the entity opened by the last `entity()` call."""
+        t = (s, p, o)
+        self.triples.append(t)
+        self._current.append(t)
+
+    def data(self, seen: set[str] | None = None) -> bytes:
+        """N-Quads; entities already in `seen` are skipped (and new ones added to it)."""
         g = f"<{self.graph}> .\n"
-        return "".join([f"<{s}> <{p}> {o} {g}" for s, p, o in self.triples]).encode()
+        e = f"<{self.entity_graph}> .\n"
+        lines = [f"<{s}> <{p}> {o} {g}" for s, p, o in self._record]
+        for iri, triples in self._entities.items():
+            if seen is not None:
+                if iri in seen:
+                    continue
+                seen.add(iri)
+            lines += [f"<{s}> <{p}> {o} {e}" for s, p, o in triples]
+        return "".join(lines).encode()

@@ -1,8 +1,10 @@
-"""Projection: a validated record (plus its ledger metadata) -> the quads of its named graph.
+"""Projection: a validated record (plus its ledger metadata) -> quads.
 
 A pure function. Same record -> same IRIs -> same quads, which is what makes re-ingest a
-no-op and `luma kb rebuild` exact. Shared entities (workload, architecture, contract, state,
-intervention) get content- or name-derived IRIs so rules can join across records.
+no-op and `luma kb rebuild` exact. The record's own facts (the chain, its trials, the record
+metadata) go to its named graph; shared entities (workload, architecture, contract, machine
+state, intervention, submitter) get content-derived IRIs and are described in the shared
+entities graph, so rules join across records without seeing one copy per record.
 """
 
 from __future__ import annotations
@@ -14,9 +16,9 @@ from datetime import datetime
 from luma.kb import nquads as nq
 from luma.kb import units
 from luma.kb.dimensions import Dimension, record_dimensions
-from luma.kb.records.pex_chain import Level, PexChain
+from luma.kb.records.pex_chain import Level, MachineState, PexChain
 from luma.kb.records.rdf_document import project_document
-from luma.kb.vocab import EVIDENCE_CLASSES, ID, LUMA, PROV, QUDT, RDF, RDFS, record_graph, short_hash, slug
+from luma.kb.vocab import ENTITY_GRAPH, EVIDENCE_CLASSES, ID, LUMA, PROV, QUDT, RDF, RDFS, record_graph, short_hash, slug
 
 TYPE = RDF + "type"
 LABEL = RDFS + "label"
@@ -38,67 +40,91 @@ class LedgerMeta:
 
 
 def project(model, meta: LedgerMeta, dims: dict[str, Dimension] | None = None) -> nq.QuadWriter:
-    """The triples of one record's named graph (`.data()` gives its N-Quads)."""
+    """The triples of one record (`.data()` gives its N-Quads)."""
     projector = PROJECTORS[model.record_type]
     graph = record_graph(meta.content_hash)
-    w = nq.QuadWriter(graph)
+    w = nq.QuadWriter(graph, ENTITY_GRAPH)
+    agent = ID + "agent/" + slug(meta.submitter)
     w.add(graph, TYPE, nq.iri(LUMA + "SourceRecord"))
     w.add(graph, LUMA + "recordKind", nq.string(model.record_type))
     w.add(graph, LUMA + "contentHash", nq.string(meta.content_hash))
     w.add(graph, LUMA + "evidenceClass", nq.iri(EVIDENCE_CLASSES[model.evidence_class]))
     w.add(graph, PROV + "generatedAtTime", nq.datetime_(meta.ingested_at))
-    w.add(graph, PROV + "wasAttributedTo", nq.iri(ID + "agent/" + slug(meta.submitter)))
+    w.add(graph, PROV + "wasAttributedTo", nq.iri(agent))
+    if w.entity(agent):
+        w.describe(agent, TYPE, nq.iri(PROV + "Agent"))
+        w.describe(agent, LABEL, nq.string(meta.submitter))
     projector(w, model, meta, dims if dims is not None else record_dimensions())
     return w
 
 
+def _named(kind: str, name: str, *facts: str) -> str:
+    """IRI of a named entity; the facts that define it are hashed in, so a name reused with
+    different facts (another model, vendor, kind) is a different entity, not a conflict."""
+    return f"{ID}{kind}/{slug(name)}-{short_hash(list(facts))[:8]}"
+
+
 def _pex_chain(w: nq.QuadWriter, rec: PexChain, meta: LedgerMeta, dims: dict[str, Dimension]) -> None:
     c = ID + "chain/" + meta.content_hash[:32]
-    ec = nq.iri(EVIDENCE_CLASSES[rec.evidence_class])
     w.add(c, TYPE, nq.iri(LUMA + "BoundaryQualification"))
-    w.add(c, LUMA + "evidenceClass", ec)
+    w.add(c, LUMA + "evidenceClass", nq.iri(EVIDENCE_CLASSES[rec.evidence_class]))
+    # Explicit link to the record, so union-graph queries (and `kb explain`) keep provenance.
+    w.add(c, PROV + "wasDerivedFrom", nq.iri(w.graph))
 
-    wl = ID + "workload/" + slug(rec.workload.name)
-    model = ID + "model/" + slug(rec.workload.model)
-    w.add(c, LUMA + "workload", nq.iri(wl))
-    w.add(wl, TYPE, nq.iri(LUMA + "Workload"))
-    w.add(wl, LABEL, nq.string(rec.workload.name))
-    w.add(wl, LUMA + "model", nq.iri(model))
-    w.add(wl, LUMA + "task", nq.string(rec.workload.task))
-    w.add(model, TYPE, nq.iri(LUMA + "Model"))
-    w.add(model, LABEL, nq.string(rec.workload.model))
+    wl = rec.workload
+    wl_iri = _named("workload", wl.name, wl.model, wl.task)
+    model = ID + "model/" + slug(wl.model)
+    w.add(c, LUMA + "workload", nq.iri(wl_iri))
+    if w.entity(wl_iri):
+        w.describe(wl_iri, TYPE, nq.iri(LUMA + "Workload"))
+        w.describe(wl_iri, LABEL, nq.string(wl.name))
+        w.describe(wl_iri, LUMA + "model", nq.iri(model))
+        w.describe(wl_iri, LUMA + "task", nq.string(wl.task))
+    if w.entity(model):
+        w.describe(model, TYPE, nq.iri(LUMA + "Model"))
+        w.describe(model, LABEL, nq.string(wl.model))
 
-    arch = ID + "architecture/" + slug(rec.architecture.name)
+    ar = rec.architecture
+    arch = _named("architecture", ar.name, ar.kind, ar.vendor)
     w.add(c, LUMA + "architecture", nq.iri(arch))
-    w.add(arch, TYPE, nq.iri(LUMA + "Architecture"))
-    w.add(arch, LABEL, nq.string(rec.architecture.name))
-    w.add(arch, LUMA + "architectureKind", nq.iri(LUMA + ARCH_KINDS[rec.architecture.kind]))
-    w.add(arch, LUMA + "vendor", nq.string(rec.architecture.vendor))
+    if w.entity(arch):
+        w.describe(arch, TYPE, nq.iri(LUMA + "Architecture"))
+        w.describe(arch, LABEL, nq.string(ar.name))
+        w.describe(arch, LUMA + "architectureKind", nq.iri(LUMA + ARCH_KINDS[ar.kind]))
+        w.describe(arch, LUMA + "vendor", nq.string(ar.vendor))
 
     contract = ID + "contract/" + short_hash(rec.contract.model_dump(mode="json"))
     w.add(c, LUMA + "contract", nq.iri(contract))
-    w.add(contract, TYPE, nq.iri(LUMA + "ServiceContract"))
-    w.add(contract, LABEL, nq.string(rec.contract.name))
-    for i, clause in enumerate(rec.contract.clauses):
-        cl = f"{contract}/clause/{i}"
-        w.add(contract, LUMA + "clause", nq.iri(cl))
-        _quantity(w, cl, clause.metric, clause.value, clause.unit)
-        w.add(cl, LUMA + "operator", nq.string(clause.op))
+    if w.entity(contract):
+        w.describe(contract, TYPE, nq.iri(LUMA + "ServiceContract"))
+        w.describe(contract, LABEL, nq.string(rec.contract.name))
+        for i, clause in enumerate(rec.contract.clauses):
+            cl = f"{contract}/clause/{i}"
+            w.describe(contract, LUMA + "clause", nq.iri(cl))
+            _quantity(w.describe, cl, clause.metric, clause.value, clause.unit)
+            w.describe(cl, LUMA + "operator", nq.string(clause.op))
 
-    for prop, state in (("passState", rec.pass_state), ("failState", rec.fail_state)):
+    crossed = rec.crossed_dimension
+    for prop, state in (("pass", rec.pass_state), ("fail", rec.fail_state)):
         s = ID + "state/" + short_hash(state.model_dump(mode="json"))
-        w.add(c, LUMA + prop, nq.iri(s))
-        w.add(s, TYPE, nq.iri(LUMA + "MachineState"))
-        for key, level in sorted(state.dimensions.items()):
-            _level(w, s, dims[key], level)
+        w.add(c, LUMA + prop + "State", nq.iri(s))
+        # The state's levels with the crossed dimension left out: equal for PASS and FAIL
+        # exactly when the two states differ only in the crossed dimension (what the
+        # qualification rule asks), as one comparison instead of a join over levels.
+        w.add(c, LUMA + prop + "Context", nq.string(_context(state, crossed)))
+        if w.entity(s):
+            w.describe(s, TYPE, nq.iri(LUMA + "MachineState"))
+            for key, level in sorted(state.dimensions.items()):
+                _level(w, s, dims[key], level)
 
-    w.add(c, LUMA + "crossedDimension", nq.iri(dims[rec.crossed_dimension].iri))
+    w.add(c, LUMA + "crossedDimension", nq.iri(dims[crossed].iri))
     w.add(c, LUMA + "bindingResource", nq.iri(dims[rec.binding_resource].iri))
-    iv = ID + "intervention/" + slug(rec.intervention.name)
+    iv = _named("intervention", rec.intervention.name, rec.intervention.kind)
     w.add(c, LUMA + "intervention", nq.iri(iv))
-    w.add(iv, TYPE, nq.iri(LUMA + "Intervention"))
-    w.add(iv, LABEL, nq.string(rec.intervention.name))
-    w.add(iv, LUMA + "interventionKind", nq.iri(LUMA + INTERVENTION_KINDS[rec.intervention.kind]))
+    if w.entity(iv):
+        w.describe(iv, TYPE, nq.iri(LUMA + "Intervention"))
+        w.describe(iv, LABEL, nq.string(rec.intervention.name))
+        w.describe(iv, LUMA + "interventionKind", nq.iri(LUMA + INTERVENTION_KINDS[rec.intervention.kind]))
     w.add(c, LUMA + "recovered", nq.boolean(rec.recovered))
     w.add(c, LUMA + "repetitions", nq.integer(rec.repetitions))
 
@@ -114,7 +140,7 @@ def _pex_chain(w: nq.QuadWriter, rec: PexChain, meta: LedgerMeta, dims: dict[str
         for j, obs in enumerate(trial.observations):
             o = f"{t}/observation/{j}"
             w.add(t, LUMA + "observation", nq.iri(o))
-            _quantity(w, o, obs.metric, obs.value, obs.unit)
+            _quantity(w.add, o, obs.metric, obs.value, obs.unit)
 
     if rec.provenance is not None:
         p = rec.provenance
@@ -130,23 +156,35 @@ def _pex_chain(w: nq.QuadWriter, rec: PexChain, meta: LedgerMeta, dims: dict[str
             w.add(act, PROV + "startedAtTime", nq.datetime_(p.started))
 
 
-def _quantity(w: nq.QuadWriter, node: str, metric: str, value: float, unit: str) -> None:
+def _context(state: MachineState, crossed: str) -> str:
+    rest = {k: v.model_dump(mode="json") for k, v in state.dimensions.items() if k != crossed}
+    return short_hash([_comparable(v) for v in sorted(rest.items())])
+
+
+def _comparable(item):
+    key, level = item
+    if isinstance(level["value"], str):
+        return [key, level["value"]]
+    return [key, *units.normalise(level["value"], level["unit"])]
+
+
+def _quantity(add, node: str, metric: str, value: float, unit: str) -> None:
     normalised, canonical = units.normalise(float(value), unit)
-    w.add(node, LUMA + "metric", nq.string(metric))
-    w.add(node, VALUE, nq.double(normalised))
-    w.add(node, UNIT, nq.iri(units.unit_iri(canonical)))
+    add(node, LUMA + "metric", nq.string(metric))
+    add(node, VALUE, nq.double(normalised))
+    add(node, UNIT, nq.iri(units.unit_iri(canonical)))
 
 
 def _level(w: nq.QuadWriter, state: str, dim: Dimension, level: Level) -> None:
     node = f"{state}/level/{dim.key}"
-    w.add(state, LUMA + "level", nq.iri(node))
-    w.add(node, LUMA + "dimension", nq.iri(dim.iri))
+    w.describe(state, LUMA + "level", nq.iri(node))
+    w.describe(node, LUMA + "dimension", nq.iri(dim.iri))
     if dim.categorical:
-        w.add(node, LUMA + "category", nq.string(str(level.value)))
+        w.describe(node, LUMA + "category", nq.string(str(level.value)))
         return
     normalised, canonical = units.normalise(float(level.value), level.unit)
-    w.add(node, VALUE, nq.double(normalised))
-    w.add(node, UNIT, nq.iri(units.unit_iri(canonical)))
+    w.describe(node, VALUE, nq.double(normalised))
+    w.describe(node, UNIT, nq.iri(units.unit_iri(canonical)))
 
 
 PROJECTORS: dict[str, Callable] = {"pex-chain": _pex_chain, "rdf-document": project_document}

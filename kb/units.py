@@ -94,11 +94,15 @@ def _canonical_for(text: str) -> tuple[str, float]:
 
 
 def normalise(value: float, unit_text: str) -> tuple[float, str]:
-    """(value in the canonical unit, canonical unit name)."""
-    if not math.isfinite(value):
-        raise UnitProblem("value must be a finite number")
+    """(value in the canonical unit, canonical unit name); the result is always finite."""
     canonical, factor = _canonical_for(unit_text)
-    return value * factor, canonical
+    try:
+        result = float(value) * factor
+    except OverflowError:
+        raise UnitProblem("value is too large") from None
+    if not math.isfinite(result):
+        raise UnitProblem(f"value is too large once converted to {canonical}")
+    return result, canonical
 
 
 @lru_cache(maxsize=4096)

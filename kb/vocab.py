@@ -42,6 +42,8 @@ PREFIXES = {
 ONTOLOGY_GRAPH = ID + "graph/ontology"
 #: Named graph holding the KB's bookkeeping (projection watermark); never exported.
 META_GRAPH = ID + "graph/meta"
+#: Named graph of shared entities (workloads, architectures, contracts, states, ...).
+ENTITY_GRAPH = ID + "graph/entities"
 #: Prefix of the named graph of each ingested record.
 RECORD_GRAPH = ID + "record/"
 

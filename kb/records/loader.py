@@ -120,8 +120,11 @@ def validate_document(doc: Any, source: str, home: Path | None = None) -> Loaded
 
 
 def _first_error(exc: ValidationError) -> tuple[str | None, str]:
-    err = exc.errors(include_url=False)[0]
-    loc = _format_loc(err["loc"])
+    errors = exc.errors(include_url=False)
+    loc = _format_loc(errors[0]["loc"])
+    # A union (number | text) reports one error per branch; the type mismatches say least.
+    same = [e for e in errors if _format_loc(e["loc"]) == loc]
+    err = next((e for e in same if "should be a valid" not in e["msg"]), same[0])
     msg = err["msg"]
     for prefix in ("Value error, ", "Assertion failed, "):
         msg = msg.removeprefix(prefix)
@@ -146,7 +149,7 @@ def _format_loc(parts: tuple) -> str | None:
     for part in parts:
         if isinstance(part, int):
             out += f"[{part}]"
-        elif "[" in part or "(" in part or part in _INTERNAL_TAGS:
+        elif "[" in part or "(" in part or part.startswith("constrained-") or part in _INTERNAL_TAGS:
             continue
         else:
             out += f".{part}" if out else part

@@ -8,11 +8,10 @@ index passed as validation context.
 
 from __future__ import annotations
 
-import math
 from datetime import datetime
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, StrictStr, ValidationInfo, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, StrictStr, ValidationInfo, model_validator
 
 from luma.kb import units
 from luma.kb.dimensions import Dimension, record_dimensions
@@ -20,7 +19,8 @@ from luma.kb.dimensions import Dimension, record_dimensions
 SCHEMA_VERSION = 1
 
 Name = Annotated[StrictStr, Field(min_length=1, max_length=256, pattern=r"\S")]
-Number = Annotated[StrictInt | StrictFloat, Field(allow_inf_nan=False)]
+# Integers are bounded to 64 bits (pydantic's finiteness check overflows on larger ones).
+Number = Annotated[StrictInt, Field(ge=-(2**63), le=2**63 - 1)] | Annotated[StrictFloat, Field(allow_inf_nan=False)]
 EvidenceClass = Literal["measured", "simulated", "projected", "vendor-claim"]
 
 
@@ -52,11 +52,10 @@ class Clause(_Strict):
     value: Number
     unit: Name
 
-    @field_validator("unit")
-    @classmethod
-    def _unit_parses(cls, unit: str) -> str:
-        units.normalise(1.0, unit)
-        return unit
+    @model_validator(mode="after")
+    def _converts(self) -> "Clause":
+        _convertible(self.value, self.unit)
+        return self
 
 
 class Contract(_Strict):
@@ -100,11 +99,10 @@ class Observation(_Strict):
     value: Number
     unit: Name
 
-    @field_validator("unit")
-    @classmethod
-    def _unit_parses(cls, unit: str) -> str:
-        units.normalise(1.0, unit)
-        return unit
+    @model_validator(mode="after")
+    def _converts(self) -> "Observation":
+        _convertible(self.value, self.unit)
+        return self
 
 
 class Trial(_Strict):
@@ -156,7 +154,24 @@ class PexChain(_Strict):
                 raise ValueError(
                     f"{state}.dimensions: the crossed dimension {self.crossed_dimension!r} has no level here"
                 )
+        key = self.crossed_dimension
+        if _level_key(self.pass_state.dimensions[key]) == _level_key(self.fail_state.dimensions[key]):
+            raise ValueError(f"crossed_dimension: {key!r} has the same level in pass_state and fail_state")
         return self
+
+
+def _convertible(value, unit: str) -> None:
+    try:
+        units.normalise(value, unit)
+    except units.UnitProblem as exc:
+        raise ValueError(f"unit: {exc}") from None
+
+
+def _level_key(level: Level):
+    """A level in comparable form: the category, or the value in its canonical unit."""
+    if isinstance(level.value, str):
+        return level.value
+    return units.normalise(level.value, level.unit)
 
 
 def _dimensions(info: ValidationInfo) -> dict[str, Dimension]:
@@ -178,8 +193,6 @@ def _check_level(key: str, level: Level, dims: dict[str, Dimension]) -> None:
         raise ValueError(f"dimensions.{key}.unit: unit is missing")
     if level.value < 0:
         raise ValueError(f"dimensions.{key}.value: must not be negative, got {level.value}")
-    if not math.isfinite(level.value):
-        raise ValueError(f"dimensions.{key}.value: must be finite")
     try:
         have = units.dimensionality_of(level.unit)
     except units.UnitProblem as exc:
@@ -189,3 +202,7 @@ def _check_level(key: str, level: Level, dims: dict[str, Dimension]) -> None:
         raise ValueError(
             f"dimensions.{key}.unit: {level.unit!r} does not fit {key} (expects a unit of {' or '.join(dim.accepts_units)})"
         )
+    try:
+        units.normalise(level.value, level.unit)
+    except units.UnitProblem as exc:
+        raise ValueError(f"dimensions.{key}.value: {exc}") from None
