@@ -107,12 +107,23 @@ class KnowledgeBase:
         rows = self.store.select(f"SELECT ?h WHERE {{ <{_KB}> <{LUMA}ontologyHash> ?h }}", union=False)
         if rows and rows[0]["h"] == digest:
             return
+        import pyoxigraph as ox
+
         from luma.kb.stores.base import parse_rdf
+
+        # Blank-node labels are random per parse (and per load), which would make the ontology
+        # graph, and so every export, differ after a rebuild; skolemise them in document order.
+        skolem: dict[tuple[str, str], str] = {}
+
+        def term(t, name: str) -> str:
+            if isinstance(t, ox.BlankNode):
+                return f"<{ONTOLOGY_GRAPH}/bnode/{skolem.setdefault((name, t.value), str(len(skolem)))}>"
+            return str(t)
 
         lines = set()
         for name, data in files:
             for q in parse_rdf(data, "turtle", name):
-                lines.add(f"{q.subject} {q.predicate} {q.object} <{ONTOLOGY_GRAPH}> .\n")
+                lines.add(f"{term(q.subject, name)} {q.predicate} {term(q.object, name)} <{ONTOLOGY_GRAPH}> .\n")
         self.store.update(f"DROP SILENT GRAPH <{ONTOLOGY_GRAPH}>")
         self.store.load_nquads("".join(sorted(lines)).encode())
         self._set_meta("ontologyHash", f'"{digest}"')

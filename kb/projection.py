@@ -117,7 +117,17 @@ def _pex_chain(w: nq.QuadWriter, rec: PexChain, meta: LedgerMeta, dims: dict[str
             for key, level in sorted(state.dimensions.items()):
                 _level(w, s, dims[key], level)
 
-    w.add(c, LUMA + "crossedDimension", nq.iri(dims[crossed].iri))
+    # The boundary itself, on the chain: the crossed dimension's PASS and FAIL levels (also in
+    # the states), so boundary queries and rules read one triple instead of a join over levels.
+    dim = dims[crossed]
+    for prop, level in (("pass", rec.pass_state.dimensions[crossed]), ("fail", rec.fail_state.dimensions[crossed])):
+        if dim.categorical:
+            w.add(c, LUMA + prop + "Category", nq.string(str(level.value)))
+        else:
+            value, canonical = units.normalise(float(level.value), level.unit)
+            w.add(c, LUMA + prop + "Level", nq.double(value))
+            w.add(c, LUMA + prop + "Unit", nq.iri(units.unit_iri(canonical)))
+    w.add(c, LUMA + "crossedDimension", nq.iri(dim.iri))
     w.add(c, LUMA + "bindingResource", nq.iri(dims[rec.binding_resource].iri))
     iv = _named("intervention", rec.intervention.name, rec.intervention.kind)
     w.add(c, LUMA + "intervention", nq.iri(iv))

@@ -16,7 +16,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from luma.errors import RecordError
+from luma.errors import ConfigError, RecordError
 from luma.kb import units
 from luma.kb.dimensions import record_dimensions
 from luma.kb.records.pex_chain import PexChain
@@ -47,7 +47,16 @@ class LoadedRecord:
 
 
 def max_file_bytes() -> int:
-    return int(os.environ.get("LUMA_MAX_RECORD_FILE_BYTES", DEFAULT_MAX_FILE_BYTES))
+    raw = os.environ.get("LUMA_MAX_RECORD_FILE_BYTES")
+    if raw is None:
+        return DEFAULT_MAX_FILE_BYTES
+    try:
+        value = int(raw)
+    except ValueError:
+        value = -1
+    if value < 1:
+        raise ConfigError(f"must be a positive whole number of bytes, got {raw!r}", source="LUMA_MAX_RECORD_FILE_BYTES")
+    return value
 
 
 def read_documents(path: Path) -> Iterator[tuple[str, Any]]:
@@ -64,6 +73,8 @@ def read_documents(path: Path) -> Iterator[tuple[str, Any]]:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise RecordError(f"cannot read file as UTF-8 text ({exc})", source=name) from None
+    if not text.strip():
+        raise RecordError("file is empty: it holds no record", source=name)
     suffix = path.suffix.lower()
     if suffix in (".jsonl", ".ndjson"):
         for lineno, line in enumerate(text.splitlines(), 1):

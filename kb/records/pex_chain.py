@@ -21,6 +21,8 @@ SCHEMA_VERSION = 1
 Name = Annotated[StrictStr, Field(min_length=1, max_length=256, pattern=r"\S")]
 # Integers are bounded to 64 bits (pydantic's finiteness check overflows on larger ones).
 Number = Annotated[StrictInt, Field(ge=-(2**63), le=2**63 - 1)] | Annotated[StrictFloat, Field(allow_inf_nan=False)]
+#: A count (repetitions): at least 1, and within xsd:integer's 64-bit range in the store.
+Count = Annotated[StrictInt, Field(ge=1, le=2**63 - 1)]
 EvidenceClass = Literal["measured", "simulated", "projected", "vendor-claim"]
 
 
@@ -109,7 +111,7 @@ class Trial(_Strict):
     """One physical trial behind the chain."""
 
     state: Literal["pass", "fail", "recovered"]
-    repetition: Annotated[StrictInt, Field(ge=1)]
+    repetition: Count
     verdict: Literal["PASS", "FAIL", "INCONCLUSIVE"]
     observations: Annotated[list[Observation], Field(max_length=256)] = []
     failure_cause: Name | None = None
@@ -138,7 +140,7 @@ class PexChain(_Strict):
     binding_resource: StrictStr
     intervention: Intervention
     recovered: StrictBool
-    repetitions: Annotated[StrictInt, Field(ge=1)]
+    repetitions: Count
     trials: Annotated[list[Trial], Field(max_length=10_000)] = []
     provenance: Provenance | None = None
 

@@ -1,0 +1,624 @@
+"""Ingest end to end: identity, all-or-nothing, exact rebuild, errors that name the field, and
+the `luma kb` commands (query, stats, export, load) over a real on-disk project.
+
+DESIGN §2 (ledger = commit point, KB rebuilt from it) and §8 (untrusted input: validated,
+rejected whole, never able to fetch remote URLs or update through the query command).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pyoxigraph as ox
+import pytest
+from click.testing import CliRunner
+from sqlalchemy import text
+
+from luma.cli.main import cli
+from luma.errors import ConfigError, LumaError, RdfSyntaxError, RecordError
+from luma.kb.knowledge_base import KnowledgeBase
+from luma.kb.named_queries import named_queries
+from luma.kb.synthetic import write_jsonl
+from luma.kb.vocab import ID, LUMA
+from luma.settings import Settings
+
+DATA = Path(__file__).parent / "data"
+VALID_JSON = DATA / "valid_chain.json"
+VALID_YAML = DATA / "valid_chain.yaml"
+_LOCATION_VARS = ("LUMA_DB_URL", "LUMA_KB_URL", "LUMA_KB_QUERY_URL", "LUMA_KB_UPDATE_URL", "LUMA_KB_STORE_URL")
+TURTLE_WITH_BNODE = (
+    b"@prefix ex: <http://example.org/> .\n"
+    b'ex:rack1 ex:holds [ ex:model "H200" ; ex:count 8 ] ;\n    ex:label "rack one"@en .\n'
+)
+
+
+# -- helpers -------------------------------------------------------------------------------------
+
+
+def open_kb() -> KnowledgeBase:
+    return KnowledgeBase.open(Settings.from_env())
+
+
+def ledger_rows(kb: KnowledgeBase) -> int:
+    with kb.ledger.engine.connect() as conn:
+        return conn.execute(text("SELECT COUNT(*) FROM ledger_record")).scalar_one()
+
+
+def snapshot() -> tuple[int, int, bytes]:
+    """(ledger rows, quads in named graphs, sorted N-Quads export) of the project at LUMA_HOME."""
+    with open_kb() as kb:
+        return ledger_rows(kb), kb.store.count(), kb.store.dump("nquads", sort=True)
+
+
+def luma(*args: str):
+    """Run `luma ARGS` in-process; an exception that is not a clean exit fails the test."""
+    return CliRunner().invoke(cli, [str(a) for a in args], catch_exceptions=False)
+
+
+def assert_one_line_error(result, *fragments: str) -> None:
+    assert result.exit_code == 1, (result.exit_code, result.output)
+    assert "Traceback" not in result.output
+    err = result.stderr
+    assert err.startswith("Error: ") and err.endswith("\n") and err.count("\n") == 1, repr(err)
+    for frag in fragments:
+        assert frag in err, (frag, err)
+
+
+def valid_record() -> dict:
+    return json.loads(VALID_JSON.read_text())
+
+
+def variant(**changes) -> dict:
+    """The valid chain with top-level keys replaced (dicts are merged one level down)."""
+    rec = valid_record()
+    for key, value in changes.items():
+        rec[key] = {**rec[key], **value} if isinstance(value, dict) and isinstance(rec.get(key), dict) else value
+    return rec
+
+
+def _build_project(home: Path, synthetic: int, rdf: bool = False) -> None:
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("LUMA_HOME", str(home))
+        for var in _LOCATION_VARS:
+            mp.delenv(var, raising=False)
+        with open_kb() as kb:
+            kb.ingest([VALID_JSON])
+            if synthetic:
+                kb.ingest([write_jsonl(home.parent / f"{home.name}-synthetic.jsonl", synthetic)])
+            if rdf:
+                ttl = home.parent / f"{home.name}-rack.ttl"
+                ttl.write_bytes(TURTLE_WITH_BNODE)
+                kb.load_rdf(ttl, "turtle", "vendor-claim")
+
+
+@pytest.fixture(scope="module")
+def seeded_template(tmp_path_factory):
+    """A small closed project (valid chain + 20 synthetic) and its snapshot, copied per test."""
+    home = tmp_path_factory.mktemp("seeded") / "home"
+    _build_project(home, 20)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("LUMA_HOME", str(home))
+        return home, snapshot()
+
+
+@pytest.fixture
+def seeded(seeded_template, tmp_path, monkeypatch):
+    """A fresh copy of the seeded project as LUMA_HOME; yields its snapshot before the test."""
+    template, snap = seeded_template
+    home = tmp_path / "home"
+    shutil.copytree(template, home)
+    monkeypatch.setenv("LUMA_HOME", str(home))
+    for var in _LOCATION_VARS:
+        monkeypatch.delenv(var, raising=False)
+    return snap
+
+
+@pytest.fixture(scope="module")
+def query_home(tmp_path_factory):
+    """A read-only project for the query tests: the valid chain and 200 synthetic chains."""
+    home = tmp_path_factory.mktemp("query") / "home"
+    _build_project(home, 200)
+    return home
+
+
+@pytest.fixture
+def in_query_home(query_home, monkeypatch):
+    monkeypatch.setenv("LUMA_HOME", str(query_home))
+    for var in _LOCATION_VARS:
+        monkeypatch.delenv(var, raising=False)
+    return query_home
+
+
+# -- identity and duplicates ---------------------------------------------------------------------
+
+
+def test_json_and_yaml_of_one_record_are_one_ledger_row(luma_home):
+    with open_kb() as kb:
+        report = kb.ingest([VALID_JSON, VALID_YAML])
+        assert len(report.added) == 1 and len(report.duplicates) == 1
+        assert report.added[0].content_hash == report.duplicates[0].content_hash
+        assert report.duplicates[0].source == str(VALID_YAML)
+        assert ledger_rows(kb) == 1
+    with open_kb() as kb:  # and in a later call, the YAML twin is a duplicate of the stored row
+        again = kb.ingest([VALID_YAML])
+        assert again.added == [] and [d.content_hash for d in again.duplicates] == [report.added[0].content_hash]
+        assert ledger_rows(kb) == 1
+
+
+def test_ingesting_the_same_file_twice_changes_nothing(luma_home, tmp_path):
+    batch = write_jsonl(tmp_path / "batch.jsonl", 30)
+    first = luma("kb", "ingest", "--format", "json", batch, VALID_JSON)
+    assert first.exit_code == 0, first.output
+    assert json.loads(first.stdout)["added"] == 31
+    before = snapshot()
+    second = luma("kb", "ingest", "--format", "json", batch, VALID_JSON)
+    assert second.exit_code == 0, second.output
+    out = json.loads(second.stdout)
+    assert out["added"] == 0 and out["duplicates"] == 31 and out["quads_added"] == 0
+    assert {r["status"] for r in out["records"]} == {"duplicate"}
+    assert str(VALID_JSON) in {r["source"] for r in out["records"]}
+    assert snapshot() == before
+    with open_kb() as kb:
+        dup = kb.ingest([VALID_JSON])
+        assert dup.added == [] and [d.source for d in dup.duplicates] == [str(VALID_JSON)]
+        assert kb.store.count() == before[1] and ledger_rows(kb) == before[0] == 31
+
+
+# -- rebuild -------------------------------------------------------------------------------------
+
+
+def test_rebuild_reproduces_the_kb_exactly(luma_home):
+    _build_project(luma_home, 200, rdf=True)
+    with open_kb() as kb:
+        before = kb.store.dump("nquads", sort=True)
+        assert ledger_rows(kb) == 202
+        blank = kb.store.select("SELECT ?n WHERE { <http://example.org/rack1> <http://example.org/holds> ?n }")
+        assert len(blank) == 1 and blank[0]["n"].startswith(ID + "record/")  # skolemised, not a blank node
+        assert kb.rebuild() > 0
+        assert kb.store.dump("nquads", sort=True) == before
+    result = luma("kb", "rebuild")
+    assert result.exit_code == 0, result.output
+    with open_kb() as kb:
+        assert kb.store.dump("nquads", sort=True) == before
+    shutil.rmtree(luma_home / "kb")  # the KB lost entirely: the next open replays the ledger
+    with open_kb() as kb:
+        assert kb.store.dump("nquads", sort=True) == before
+        assert kb.watermark() == kb.ledger.last_id() == 202
+
+
+# -- bad input: one line naming file and field, nothing written ------------------------------------
+
+
+def _mutated(fn: Callable[[dict], None]) -> str:
+    rec = valid_record()
+    fn(rec)
+    return json.dumps(rec, indent=1)
+
+
+def _set(path: str, value) -> Callable[[dict], None]:
+    def apply(rec: dict) -> None:
+        *head, last = path.split(".")
+        node = rec
+        for part in head:
+            node = node[int(part)] if part.isdigit() else node[part]
+        if value is _DELETE:
+            del node[last]
+        else:
+            node[last] = value
+
+    return apply
+
+
+_DELETE = object()
+_HOST_MEM = "pass_state.dimensions.host_memory"
+_VALID_TEXT = json.dumps(valid_record(), indent=1)
+
+# id: (file name, content, expected field (None: no field), fragments of the message)
+BAD_INPUTS = {
+    "json-syntax": ("bad.json", '{"record_type": "pex-chain",\n  "evidence_class": , }', None, ["invalid JSON: line 2, column"]),
+    "yaml-syntax": ("bad.yaml", "record_type: pex-chain\nworkload: [a, b\nx: 1\n", None, ["invalid YAML: line 3"]),
+    "jsonl-bad-line": ("bad.jsonl", json.dumps(valid_record()) + "\n\n{oops}\n", None, ["line 3", "invalid JSON"]),
+    "missing-key": ("bad.json", _mutated(_set("workload.model", _DELETE)), "workload.model", ["Field required"]),
+    "missing-record-type": ("bad.json", _mutated(_set("record_type", _DELETE)), "record_type", ["unknown record_type"]),
+    "wrong-type-int": ("bad.json", _mutated(_set("repetitions", "3")), "repetitions", ["valid integer"]),
+    "wrong-type-bool": ("bad.json", _mutated(_set("recovered", "yes")), "recovered", ["valid boolean"]),
+    "wrong-type-text-level": ("bad.json", _mutated(_set(_HOST_MEM + ".value", "lots")), _HOST_MEM + ".value", ["must be a number"]),
+    "extra-key": ("bad.json", _mutated(_set("colour", "red")), "colour", ["Extra inputs"]),
+    "extra-nested-key": ("bad.json", _mutated(_set("workload.gpu", "H100")), "workload.gpu", ["Extra inputs"]),
+    "not-an-object": ("bad.json", json.dumps([valid_record(), 3]), None, ["record 2", "must be an object"]),
+    "unknown-dimension": ("bad.json", _mutated(_set("pass_state.dimensions.warp_drive", {"value": 1, "unit": "core"})),
+                          "pass_state.dimensions.warp_drive", ["unknown dimension 'warp_drive'", "host_memory"]),
+    "unknown-crossed-dimension": ("bad.json", _mutated(_set("crossed_dimension", "warp_drive")), "crossed_dimension",
+                                  ["unknown dimension 'warp_drive'"]),
+    "unit-does-not-fit": ("bad.json", _mutated(_set(_HOST_MEM + ".unit", "GHz")), _HOST_MEM + ".unit",
+                          ["'GHz' does not fit host_memory"]),
+    "unknown-unit": ("bad.json", _mutated(_set(_HOST_MEM + ".unit", "gigaflarps")), _HOST_MEM + ".unit", ["unknown unit"]),
+    "categorical-with-unit": ("bad.json", _mutated(_set("pass_state.dimensions.accelerator_type", {"value": "H100", "unit": "GiB"})),
+                              "pass_state.dimensions.accelerator_type", ["categorical"]),
+    "negative-capacity": ("bad.json", _mutated(_set("fail_state.dimensions.host_memory.value", -1)),
+                          "fail_state.dimensions.host_memory.value", ["must not be negative"]),
+    "nan-literal": ("bad.json", _VALID_TEXT.replace('"value": 1.5', '"value": NaN'), _HOST_MEM + ".value", ["finite"]),
+    "infinity-literal": ("bad.json", _VALID_TEXT.replace('"value": 1.5', '"value": Infinity'), _HOST_MEM + ".value", ["finite"]),
+    "minus-infinity-in-clause": ("bad.json", _VALID_TEXT.replace('"value": 200', '"value": -Infinity'),
+                                 "contract.clauses[0].value", ["finite"]),
+    "overflowing-float": ("bad.json", _VALID_TEXT.replace('"value": 1.5', '"value": 1e999'), _HOST_MEM + ".value", ["finite"]),
+    "overflow-on-conversion": ("bad.json", _mutated(_set(_HOST_MEM, {"value": 1e308, "unit": "TB"})), _HOST_MEM + ".value",
+                               ["too large"]),
+    "huge-integer": ("bad.json", _VALID_TEXT.replace('"value": 1.5', '"value": 1' + "0" * 400), _HOST_MEM + ".value",
+                     ["less than or equal"]),
+    "huge-repetitions": ("bad.json", _VALID_TEXT.replace('"repetitions": 3', '"repetitions": 1' + "0" * 400), "repetitions",
+                         ["less than or equal"]),
+    "unknown-record-type": ("bad.json", _mutated(_set("record_type", "pex-chainz")), "record_type",
+                            ["unknown record_type 'pex-chainz'", "pex-chain"]),
+    "crossed-same-level": ("bad.json", _mutated(_set("fail_state.dimensions.host_memory", {"value": 1.5, "unit": "GiB"})),
+                           "crossed_dimension", ["same level"]),
+    "crossed-same-level-other-unit": ("bad.json", _mutated(_set("fail_state.dimensions.host_memory", {"value": 1536, "unit": "MiB"})),
+                                      "crossed_dimension", ["same level"]),
+    "crossed-missing-in-fail": ("bad.json", _mutated(_set("fail_state.dimensions.host_memory", _DELETE)), "fail_state.dimensions",
+                                ["no level"]),
+    "empty-json": ("empty.json", "", None, ["empty"]),
+    "empty-yaml": ("empty.yaml", "\n", None, ["empty"]),
+    "empty-jsonl": ("empty.jsonl", "\n\n", None, ["empty"]),
+    "comments-only-yaml": ("empty.yaml", "# nothing here\n", None, ["no record"]),
+    "unsupported-extension": ("record.txt", _VALID_TEXT, None, ["unsupported file type"]),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD_INPUTS))
+def test_bad_input_is_refused_whole(case, seeded, tmp_path):
+    name, content, field, fragments = BAD_INPUTS[case]
+    path = tmp_path / name
+    path.write_text(content)
+    with open_kb() as kb:
+        with pytest.raises(RecordError) as caught:
+            kb.ingest([path])
+    err = caught.value
+    message = str(err)
+    assert "\n" not in message and message == err.one_line()
+    assert err.source.startswith(str(path)) and message.startswith(str(path))
+    assert err.field == field
+    if field:
+        assert f": {field}: " in message
+    for frag in fragments:
+        assert frag in message, (frag, message)
+    assert_one_line_error(luma("kb", "ingest", path), str(path), *fragments)
+    assert snapshot() == seeded
+
+
+def test_unreadable_file_is_refused(seeded, tmp_path):
+    latin = tmp_path / "latin.json"
+    latin.write_bytes(_VALID_TEXT.replace('"AMD"', '"AMD\xe9"').encode("latin-1"))
+    missing = tmp_path / "missing.json"
+    with open_kb() as kb:
+        with pytest.raises(RecordError, match=r"latin\.json: cannot read file as UTF-8"):
+            kb.ingest([latin])
+        with pytest.raises(RecordError, match=r"missing\.json: cannot read file"):
+            kb.ingest([missing])
+    assert_one_line_error(luma("kb", "ingest", missing), str(missing))
+    assert snapshot() == seeded
+
+
+def test_file_over_the_size_limit_is_refused(seeded, monkeypatch):
+    size = VALID_YAML.stat().st_size
+    assert VALID_JSON.stat().st_size < size
+    monkeypatch.setenv("LUMA_MAX_RECORD_FILE_BYTES", str(size - 1))
+    with open_kb() as kb:
+        with pytest.raises(RecordError) as caught:
+            kb.ingest([VALID_JSON, VALID_YAML])  # the JSON twin is smaller and passes the check
+    assert caught.value.source == str(VALID_YAML) and "over the limit" in str(caught.value)
+    assert_one_line_error(luma("kb", "ingest", VALID_YAML), str(VALID_YAML), f"over the limit of {size - 1} bytes")
+    monkeypatch.setenv("LUMA_MAX_RECORD_FILE_BYTES", "lots")
+    with open_kb() as kb:
+        with pytest.raises(ConfigError, match="LUMA_MAX_RECORD_FILE_BYTES"):
+            kb.ingest([VALID_JSON])
+    assert_one_line_error(luma("kb", "ingest", VALID_JSON), "LUMA_MAX_RECORD_FILE_BYTES")
+    monkeypatch.delenv("LUMA_MAX_RECORD_FILE_BYTES")
+    assert snapshot() == seeded
+
+
+def test_broken_turtle_is_refused_whole(seeded, tmp_path):
+    bad = tmp_path / "broken.ttl"
+    # The first triple is fine; rdflib would keep it, the KB must not.
+    bad.write_bytes(TURTLE_WITH_BNODE + b"ex:rack2 ex:holds ex:thing\nex:rack3 ex:label .\n")
+    with open_kb() as kb:
+        with pytest.raises(RdfSyntaxError) as caught:
+            kb.load_rdf(bad, "turtle", "measured")
+    message = str(caught.value)
+    assert "\n" not in message and message.startswith(f"{bad}: invalid turtle") and "line" in message
+    result = luma("kb", "load", bad, "--evidence-class", "measured")
+    assert_one_line_error(result, str(bad), "invalid turtle")
+    assert snapshot() == seeded
+
+
+def test_remote_jsonld_context_is_not_fetched(seeded, tmp_path):
+    doc = tmp_path / "remote.jsonld"
+    doc.write_text(json.dumps({"@context": "http://127.0.0.1:9/context.jsonld", "@id": "http://example.org/a", "name": "x"}))
+    with open_kb() as kb:
+        with pytest.raises(RdfSyntaxError, match=r"remote\.jsonld"):
+            kb.load_rdf(doc, "jsonld", "measured")
+    assert snapshot() == seeded
+
+
+def test_one_bad_file_among_good_ones_writes_nothing(seeded, tmp_path):
+    good = [write_jsonl(tmp_path / f"good-{i}.jsonl", 5, seed=100 + i) for i in range(3)]
+    fresh = tmp_path / "fresh.yaml"
+    fresh.write_text(VALID_YAML.read_text().replace("repetitions: 3", "repetitions: 4"))
+    bad_lines = (tmp_path / "good-0.jsonl").read_text().splitlines()
+    mixed = tmp_path / "mixed.jsonl"  # five valid lines, then a unit that does not fit
+    mixed.write_text("\n".join(bad_lines[:4] + [bad_lines[4].replace('"unit":"GiB"', '"unit":"GHz"', 1)]) + "\n")
+    bad = tmp_path / "last.json"
+    bad.write_text(_mutated(_set("fail_state.dimensions.compute.value", -2)))
+    for batch, culprit in (([*good, fresh, bad], bad), ([good[1], mixed], mixed)):
+        with open_kb() as kb:
+            with pytest.raises(RecordError) as caught:
+                kb.ingest(batch)
+        assert str(caught.value).startswith(str(culprit))
+        assert snapshot() == seeded
+    assert "line 5" in str(caught.value)
+    assert_one_line_error(luma("kb", "ingest", *good, fresh, bad), str(bad), "must not be negative")
+    assert snapshot() == seeded
+
+
+# -- CLI errors ------------------------------------------------------------------------------------
+
+
+def test_usage_errors_exit_2(seeded, tmp_path):
+    assert luma("kb", "ingest").exit_code == 2
+    assert luma("kb", "ingest", tmp_path).exit_code == 2  # a directory
+    assert luma("kb", "ingest", VALID_JSON, "--format", "xml").exit_code == 2
+    assert luma("kb", "query").exit_code == 2
+    assert luma("kb", "query", "ASK {}", "--name", "qualified-boundaries").exit_code == 2
+    assert luma("kb", "query", "ASK {}", "--timeout", "0").exit_code == 2
+    assert luma("kb", "load", VALID_JSON).exit_code == 2  # no --evidence-class
+    odd = tmp_path / "facts.rdfx"
+    odd.write_bytes(TURTLE_WITH_BNODE)
+    result = luma("kb", "load", odd, "--evidence-class", "measured")
+    assert result.exit_code == 2 and "--rdf-format" in result.stderr
+    assert luma("kb", "export", "--format", "rdfxml").exit_code == 2
+    assert luma("kb", "frobnicate").exit_code == 2
+    assert snapshot() == seeded
+
+
+# -- query ---------------------------------------------------------------------------------------
+
+QB_VARS = ["chain", "workload", "architecture", "crossed", "binding", "intervention",
+           "passLevel", "failLevel", "unit", "repetitions"]
+
+
+def _sparql_json(result) -> dict:
+    assert result.exit_code == 0, result.output
+    answer = json.loads(result.stdout)
+    assert isinstance(answer["head"]["vars"], list)
+    for row in answer["results"]["bindings"]:
+        assert set(row) <= set(answer["head"]["vars"])
+        assert all(term["type"] in ("uri", "literal", "bnode") and "value" in term for term in row.values())
+    return answer
+
+
+def test_query_json_is_sparql_results_json(in_query_home):
+    named = _sparql_json(luma("kb", "query", "--name", "qualified-boundaries", "--format", "json"))
+    assert named["head"]["vars"] == QB_VARS and named["results"]["bindings"]
+    adhoc = _sparql_json(luma("kb", "query", "--format", "json",
+                              f"SELECT ?g ?kind WHERE {{ ?g a <{LUMA}SourceRecord> ; <{LUMA}recordKind> ?kind }}"))
+    assert adhoc["head"]["vars"] == ["g", "kind"] and len(adhoc["results"]["bindings"]) == 201
+    for name in named_queries():
+        _sparql_json(luma("kb", "query", "--name", name, "--format", "json"))
+    table = luma("kb", "query", "--name", "evidence-by-class")
+    assert table.exit_code == 0 and "measured" in table.stdout.lower()
+
+
+def test_query_csv_has_a_header(in_query_home, tmp_path):
+    result = luma("kb", "query", "--name", "qualified-boundaries", "--format", "csv")
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert lines[0] == ",".join(QB_VARS) and len(lines) > 1
+    query = tmp_path / "q.rq"
+    query.write_text(f"PREFIX luma: <{LUMA}>\nSELECT (COUNT(*) AS ?records) WHERE {{ ?g a luma:SourceRecord }}\n")
+    counted = luma("kb", "query", "--file", query, "--format", "csv")
+    assert counted.exit_code == 0 and counted.stdout.splitlines() == ["records", "201"]
+
+
+def test_query_ask_and_construct(in_query_home):
+    yes = luma("kb", "query", "--format", "json", f"ASK {{ ?c a <{LUMA}BoundaryQualification> }}")
+    assert yes.exit_code == 0 and json.loads(yes.stdout)["boolean"] is True
+    no = luma("kb", "query", "ASK { ?c a <http://example.org/Nothing> }")
+    assert no.exit_code == 0 and no.stdout.strip() == "false"
+    graph = luma("kb", "query", f"CONSTRUCT {{ ?c <{LUMA}recovered> ?r }} WHERE {{ ?c <{LUMA}recovered> ?r }}")
+    assert graph.exit_code == 0, graph.output
+    triples = list(ox.parse(graph.stdout_bytes, format=ox.RdfFormat.N_TRIPLES))
+    assert len(triples) == 201 and all(t.predicate.value == LUMA + "recovered" for t in triples)
+
+
+def test_unknown_named_query_lists_the_names(in_query_home):
+    result = luma("kb", "query", "--name", "no-such-query")
+    assert_one_line_error(result, "no-such-query")
+    for name in named_queries():
+        assert name in result.stderr
+    listed = luma("kb", "query", "--list", "--format", "json")
+    assert {q["name"] for q in json.loads(listed.stdout)} == set(named_queries())
+
+
+REFUSED = {
+    "insert-data": "INSERT DATA { <http://example.org/a> <http://example.org/b> <http://example.org/c> }",
+    "delete-where": "DELETE WHERE { ?s ?p ?o }",
+    "insert-where": f"PREFIX luma: <{LUMA}>\nINSERT {{ ?c luma:recovered false }} WHERE {{ ?c luma:recovered true }}",
+    "load": "LOAD <http://127.0.0.1:9/data.ttl>",
+    "load-into": "LOAD SILENT <http://127.0.0.1:9/data.ttl> INTO GRAPH <http://example.org/g>",
+    "clear-all": "CLEAR ALL",
+    "drop-graph": f"DROP GRAPH <{ID}graph/entities>",
+    "drop-all": "DROP ALL",
+    "service": "SELECT * WHERE { SERVICE <http://127.0.0.1:9/sparql> { ?s ?p ?o } }",
+    "service-lowercase": "select * where { service silent <http://127.0.0.1:9/sparql> { ?s ?p ?o } }",
+    "service-in-subquery": "SELECT * WHERE { { SELECT ?s WHERE { SERVICE <http://127.0.0.1:9/s> { ?s ?p ?o } } } }",
+    "service-in-optional": "SELECT * WHERE { ?s ?p ?o OPTIONAL { SERVICE <http://127.0.0.1:9/s> { ?s ?q ?z } } }",
+    "service-in-exists": "SELECT * WHERE { ?s ?p ?o FILTER EXISTS { SERVICE <http://127.0.0.1:9/s> { ?s ?q ?z } } }",
+    "service-in-union": "SELECT * WHERE { { ?s ?p ?o } UNION { SERVICE <http://127.0.0.1:9/s> { ?s ?q ?z } } }",
+    "service-variable": "SELECT * WHERE { BIND(<http://127.0.0.1:9/s> AS ?e) SERVICE ?e { ?s ?q ?z } }",
+    "service-in-construct": "CONSTRUCT { ?s ?q ?z } WHERE { SERVICE <http://127.0.0.1:9/s> { ?s ?q ?z } }",
+    "service-in-ask": "ASK { GRAPH ?g { SERVICE <http://127.0.0.1:9/s> { ?s ?q ?z } } }",
+    "service-unicode-escape": r"SELECT * WHERE { \u0053ERVICE <http://127.0.0.1:9/s> { ?s ?q ?z } }",
+}
+
+
+@pytest.mark.parametrize("case", list(REFUSED))
+def test_updates_and_service_are_refused(case, seeded, tmp_path):
+    result = luma("kb", "query", REFUSED[case])
+    assert_one_line_error(result, "not allowed")
+    query = tmp_path / "q.rq"
+    query.write_text(REFUSED[case])
+    assert_one_line_error(luma("kb", "query", "--file", query, "--format", "json"), str(query), "not allowed")
+    assert snapshot() == seeded
+
+
+def test_service_in_a_comment_or_string_is_not_refused(seeded):
+    commented = "# SERVICE <http://127.0.0.1:9/s> { ?s ?p ?o } is not used here\nSELECT (COUNT(*) AS ?n) WHERE { ?s ?p ?o }"
+    result = luma("kb", "query", "--format", "json", commented)
+    assert result.exit_code == 0, result.output
+    assert int(json.loads(result.stdout)["results"]["bindings"][0]["n"]["value"]) > 0
+    quoted = luma("kb", "query", "--format", "csv", 'SELECT ?s WHERE { ?s ?p "SERVICE <http://127.0.0.1:9/s> {}" }')
+    assert quoted.exit_code == 0 and quoted.stdout.splitlines() == ["s"]
+    invalid = luma("kb", "query", "SELECT ?s WHERE { ?s ?p }")
+    assert_one_line_error(invalid, "invalid SPARQL")
+    assert snapshot() == seeded
+
+
+def test_query_timeout(in_query_home):
+    cross = "SELECT (COUNT(*) AS ?n) WHERE { ?a ?b ?c . ?d ?e ?f . ?g ?h ?i }"  # ~10^12 rows
+    # A subprocess: the abandoned query keeps running (and keeps the store open) until exit.
+    proc = subprocess.run(
+        [sys.executable, "-m", "luma.cli.main", "kb", "query", "--timeout", "0.3", cross],
+        capture_output=True, text=True, timeout=60, env={**os.environ, "LUMA_HOME": str(in_query_home)},
+    )
+    assert proc.returncode == 1, proc
+    assert "Traceback" not in proc.stderr and proc.stderr.count("\n") == 1
+    assert "longer than 0.3 s" in proc.stderr
+
+
+# -- stats, export, load -----------------------------------------------------------------------------
+
+
+def test_stats_json(in_query_home):
+    result = luma("kb", "stats", "--format", "json")
+    assert result.exit_code == 0, result.output
+    st = json.loads(result.stdout)
+    assert st["record_graphs"] == st["ledger_records"] == st["watermark"] == 201
+    assert st["quads"] > st["record_quads"] > 0
+    assert sum(st["by_kind_and_evidence"].values()) == 201
+    csv_out = luma("kb", "stats", "--format", "csv")
+    assert csv_out.exit_code == 0 and csv_out.stdout.splitlines()[0] == "what,value"
+
+
+@pytest.mark.parametrize("fmt,oxfmt", [("nquads", ox.RdfFormat.N_QUADS), ("trig", ox.RdfFormat.TRIG),
+                                       ("turtle", ox.RdfFormat.TURTLE), ("jsonld", ox.RdfFormat.JSON_LD)])
+def test_export_parses_back(fmt, oxfmt, in_query_home, tmp_path):
+    with open_kb() as kb:
+        quads = set(kb.store.iter_quads())
+    result = luma("kb", "export", "--format", fmt)
+    assert result.exit_code == 0
+    parsed = list(ox.parse(result.stdout_bytes, format=oxfmt))
+    if fmt == "turtle":
+        assert {(q.subject, q.predicate, q.object) for q in parsed} == {(q.subject, q.predicate, q.object) for q in quads}
+    else:
+        assert set(parsed) == quads
+    out = tmp_path / f"kb.{fmt}"
+    assert luma("kb", "export", "--format", fmt, "--out", out).exit_code == 0
+    assert out.read_bytes() == result.stdout_bytes
+
+
+RDF_DOCS = {
+    "facts.ttl": TURTLE_WITH_BNODE,
+    "facts.nt": b'<http://example.org/a> <http://example.org/p> "nt" .\n_:b1 <http://example.org/q> <http://example.org/a> .\n',
+    "facts.nq": b'<http://example.org/a> <http://example.org/p> "nq" <http://example.org/g1> .\n'
+                b'<http://example.org/a> <http://example.org/p> "nq2" .\n',
+    "facts.trig": b'@prefix ex: <http://example.org/> .\nex:g2 { ex:a ex:p "trig" ; ex:q [ ex:r 1 ] }\n',
+    "facts.jsonld": json.dumps({"@context": {"ex": "http://example.org/"}, "@id": "ex:a", "ex:p": "jsonld",
+                                "ex:q": {"ex:r": 2}}).encode(),
+}
+
+
+@pytest.mark.parametrize("name", list(RDF_DOCS))
+def test_load_each_rdf_syntax_once(name, seeded, tmp_path):
+    path = tmp_path / name
+    path.write_bytes(RDF_DOCS[name])
+    first = luma("kb", "load", path, "--evidence-class", "vendor-claim")
+    assert first.exit_code == 0, first.output
+    assert "loaded" in first.stdout and ID + "record/" in first.stdout
+    after = snapshot()
+    assert after[0] == seeded[0] + 1 and after[1] > seeded[1]
+    again = luma("kb", "load", path, "--evidence-class", "vendor-claim")
+    assert again.exit_code == 0 and "already loaded" in again.stdout
+    assert snapshot() == after
+    with open_kb() as kb:
+        subject = "http://example.org/rack1" if name == "facts.ttl" else "http://example.org/a"
+        assert kb.store.select(f"SELECT ?p WHERE {{ <{subject}> ?p ?o }}")
+        assert not kb.store.select(  # blank nodes are skolemised into the record's graph
+            f'SELECT ?s WHERE {{ GRAPH ?g {{ ?s ?p ?o }} FILTER(STRSTARTS(STR(?g), "{ID}record/")) '
+            "FILTER(isBlank(?s) || isBlank(?o)) } LIMIT 1", union=False)
+
+
+# -- the qualification query -----------------------------------------------------------------------
+
+
+def _chain(name: str, **changes) -> dict:
+    rec = variant(**changes)
+    rec["workload"] = {**rec["workload"], "name": name}
+    return rec
+
+
+def test_qualified_boundaries_selects_exactly_the_qualified_chains(luma_home, tmp_path):
+    mem = lambda v, u="GiB": {"value": v, "unit": u}  # noqa: E731
+    variants = {
+        "qualified": (True, _chain("qualified")),
+        "qualified-many-repetitions": (True, _chain("qualified-many-repetitions", repetitions=6)),
+        "qualified-other-units": (True, _chain(  # host_memory is not crossed here: 1 GiB == 1024 MiB
+            "qualified-other-units", crossed_dimension="compute", binding_resource="compute",
+            pass_state={"dimensions": {"compute": {"value": 4, "unit": "core"}, "host_memory": mem(1)}},
+            fail_state={"dimensions": {"compute": {"value": 2, "unit": "core"}, "host_memory": mem(1024, "MiB")}})),
+        "simulated": (False, _chain("simulated", evidence_class="simulated")),
+        "vendor-claim": (False, _chain("vendor-claim", evidence_class="vendor-claim")),
+        "not-recovered": (False, _chain("not-recovered", recovered=False)),
+        "two-repetitions": (False, _chain("two-repetitions", repetitions=2)),
+        "second-dimension-changed": (False, _chain(
+            "second-dimension-changed",
+            fail_state={"dimensions": {"compute": {"value": 1, "unit": "core"}, "host_memory": mem(1)}})),
+        "extra-dimension-in-fail": (False, _chain(
+            "extra-dimension-in-fail",
+            fail_state={"dimensions": {"compute": {"value": 2, "unit": "core"}, "host_memory": mem(1),
+                                       "power": {"value": 300, "unit": "W"}}})),
+        "other-units-not-equal": (False, _chain(
+            "other-units-not-equal", crossed_dimension="compute", binding_resource="compute",
+            pass_state={"dimensions": {"compute": {"value": 4, "unit": "core"}, "host_memory": mem(1)}},
+            fail_state={"dimensions": {"compute": {"value": 2, "unit": "core"}, "host_memory": mem(1000, "MiB")}})),
+    }
+    files = []
+    for name, (_, rec) in variants.items():
+        files.append(tmp_path / f"{name}.json")
+        files[-1].write_text(json.dumps(rec))
+    with open_kb() as kb:
+        report = kb.ingest(files)
+    assert len(report.added) == len(variants)
+    chain_of = {Path(r.source).stem: ID + "chain/" + r.content_hash[:32] for r in report.added}
+    expected = {chain_of[name] for name, (ok, _) in variants.items() if ok}
+    answer = _sparql_json(luma("kb", "query", "--name", "qualified-boundaries", "--format", "json"))
+    rows = answer["results"]["bindings"]
+    assert sorted(r["chain"]["value"] for r in rows) == sorted(expected)  # each exactly once
+    by_workload = {r["workload"]["value"]: r for r in rows}
+    assert set(by_workload) == {name for name, (ok, _) in variants.items() if ok}
+    units = by_workload["qualified-other-units"]
+    assert units["crossed"]["value"] == "compute" and float(units["passLevel"]["value"]) == 4.0
+    assert float(by_workload["qualified"]["passLevel"]["value"]) == 1.5 * 2**30
+    assert by_workload["qualified-many-repetitions"]["repetitions"]["value"] == "6"
+
+
+def test_luma_errors_are_one_line(tmp_path):
+    """The error hierarchy itself: what the CLI prints is `source: field: message`."""
+    err = RecordError("bad", source="a.json", field="x.y")
+    assert err.one_line() == "a.json: x.y: bad" and str(err) == err.one_line()
+    assert isinstance(err, LumaError) and err.exit_code == 1
