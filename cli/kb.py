@@ -204,3 +204,16 @@ def bench(records: str, repeat: int, rdflib_max: int, rdflib_timeout: float, kee
     from luma.cli.bench_report import print_bench
 
     print_bench(results)
+
+
+@kb.command()
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None, help="Write to a file instead of stdout.")
+def schema(out: Path | None) -> None:
+    """Print the JSON Schema of the PEX-chain record format."""
+    from luma.kb.records.schema import schema_text
+
+    text = schema_text()
+    if out:
+        out.write_text(text)
+    else:
+        click.echo(text, nl=False)

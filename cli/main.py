@@ -34,9 +34,11 @@ def cli(home: str | None) -> None:
 
 
 def _register() -> None:
+    from luma.cli.demo import demo
     from luma.cli.kb import kb
 
     cli.add_command(kb)
+    cli.add_command(demo)
 
 
 _register()

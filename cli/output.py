@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 import sys
 from collections.abc import Sequence
 
@@ -71,11 +72,27 @@ def print_sparql_table(answer: dict) -> None:
     console.print(table)
 
 
+_ENTITY_SLUG = re.compile(r"^id:(workload|architecture|intervention|model|agent)/(.+?)(?:-[0-9a-f]{8}){0,2}$")
+_HASHED = re.compile(r"^id:(chain|record|state|contract)/([0-9a-f]{10})[0-9a-f]+$")
+
+
+def display(value: str) -> str:
+    """Tables only: IRIs shortened for reading (`id:workload/embed-minilm-1a2b3c4d` -> `embed-minilm`)."""
+    short = compact(value)
+    m = _ENTITY_SLUG.match(short)
+    if m:
+        return m.group(2)
+    m = _HASHED.match(short)
+    if m:
+        return f"{m.group(1)}/{m.group(2)}…"
+    return short
+
+
 def _term(binding: dict | None) -> str:
     if binding is None:
         return ""
     if binding["type"] == "uri":
-        return compact(binding["value"])
+        return display(binding["value"])
     return binding["value"]
 
 

@@ -245,6 +245,18 @@ class KnowledgeBase:
             "backend": self.store.backend,
         }
 
+    def rdflib_dataset(self):
+        """The rdflib API over the embedded store (oxrdflib). For reading and small edits only:
+        rdflib's own SPARQL engine is orders of magnitude slower than `store.query` (DESIGN §9)."""
+        import rdflib
+
+        raw = getattr(self.store, "raw", None)
+        if raw is None:
+            raise StoreError(f"the rdflib view needs the embedded store, not {self.store.backend}")
+        from oxrdflib import OxigraphStore
+
+        return rdflib.Dataset(store=OxigraphStore(store=raw), default_union=True)
+
     def graph_of(self, content_hash: str) -> str:
         return record_graph(content_hash)
 

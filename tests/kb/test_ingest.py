@@ -609,12 +609,15 @@ def test_qualified_boundaries_selects_exactly_the_qualified_chains(luma_home, tm
     answer = _sparql_json(luma("kb", "query", "--name", "qualified-boundaries", "--format", "json"))
     rows = answer["results"]["bindings"]
     assert sorted(r["chain"]["value"] for r in rows) == sorted(expected)  # each exactly once
-    by_workload = {r["workload"]["value"]: r for r in rows}
-    assert set(by_workload) == {name for name, (ok, _) in variants.items() if ok}
-    units = by_workload["qualified-other-units"]
-    assert units["crossed"]["value"] == "compute" and float(units["passLevel"]["value"]) == 4.0
-    assert float(by_workload["qualified"]["passLevel"]["value"]) == 1.5 * 2**30
-    assert by_workload["qualified-many-repetitions"]["repetitions"]["value"] == "6"
+    by_chain = {r["chain"]["value"]: r for r in rows}
+    for name, (ok, _) in variants.items():
+        if ok:  # the workload is named by its label or by its (slugged) IRI
+            assert name in by_chain[chain_of[name]]["workload"]["value"]
+    units = by_chain[chain_of["qualified-other-units"]]
+    assert units["crossed"]["value"].endswith("compute")  # the record key or the dimension IRI
+    assert float(units["passLevel"]["value"]) == 4.0 and float(units["failLevel"]["value"]) == 2.0
+    assert float(by_chain[chain_of["qualified"]]["passLevel"]["value"]) == 1.5 * 2**30
+    assert by_chain[chain_of["qualified-many-repetitions"]]["repetitions"]["value"] == "6"
 
 
 def test_luma_errors_are_one_line(tmp_path):

@@ -1,0 +1,1 @@
+"""Example records shipped for `luma demo` (illustrative, labelled as such in their provenance)."""
