@@ -42,7 +42,7 @@ def child_luma(n: int, workdir: Path, repeat: int) -> dict:
     from luma.kb.knowledge_base import KnowledgeBase
     from luma.kb.named_queries import named_queries
     from luma.kb.synthetic import write_jsonl
-    from luma.kb.vocab import RECORD_GRAPH
+    from luma.kb.vocab import ONTOLOGY_GRAPH
     from luma.settings import Settings
 
     home = workdir / "project"
@@ -61,15 +61,16 @@ def child_luma(n: int, workdir: Path, repeat: int) -> dict:
         dump = workdir / "records.nq"
         quads = 0
 
-        def record_quads():
+        def ingested_quads():
+            # Everything ingest loaded: the record graphs and the shared entities graph.
             nonlocal quads
             for q in base.store.raw.quads_for_pattern(None, None, None, None):
-                if isinstance(q.graph_name, ox.NamedNode) and q.graph_name.value.startswith(RECORD_GRAPH):
+                if isinstance(q.graph_name, ox.NamedNode) and q.graph_name.value != ONTOLOGY_GRAPH:
                     quads += 1
                     yield q
 
         with open(dump, "wb") as fh:
-            ox.serialize(record_quads(), fh, format=ox.RdfFormat.N_QUADS)
+            ox.serialize(ingested_quads(), fh, format=ox.RdfFormat.N_QUADS)
 
     raw_dir = workdir / "raw"
     t0 = time.perf_counter()

@@ -38,7 +38,7 @@ PREFIXES = {
     "owl": OWL,
 }
 
-#: Named graph holding the ontology (reloaded on every sync; not part of exports by default).
+#: Named graph holding the ontology (reloaded when the ontology files change; exported too).
 ONTOLOGY_GRAPH = ID + "graph/ontology"
 #: Named graph holding the KB's bookkeeping (projection watermark); never exported.
 META_GRAPH = ID + "graph/meta"

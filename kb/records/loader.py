@@ -6,6 +6,7 @@ Errors name the file, the record's position in it and the field, e.g.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from collections.abc import Iterator
@@ -20,7 +21,7 @@ from luma.errors import ConfigError, RecordError
 from luma.kb import units
 from luma.kb.dimensions import record_dimensions
 from luma.kb.records.pex_chain import PexChain
-from luma.kb.vocab import canonical_json, content_hash
+from luma.kb.vocab import canonical_json
 
 #: Largest record file accepted (bytes); LUMA_MAX_RECORD_FILE_BYTES overrides it.
 DEFAULT_MAX_FILE_BYTES = 512 * 1024 * 1024
@@ -113,6 +114,8 @@ def validate_document(doc: Any, source: str, home: Path | None = None) -> Loaded
     if not isinstance(doc, dict):
         raise RecordError(f"a record must be an object, got {type(doc).__name__}", source=source)
     kind = doc.get("record_type")
+    if kind is None:
+        raise RecordError("record_type is missing (known: " + ", ".join(sorted(RECORD_TYPES)) + ")", source=source, field="record_type")
     model_cls = RECORD_TYPES.get(kind) if isinstance(kind, str) else None
     if model_cls is None:
         raise RecordError(
@@ -127,7 +130,7 @@ def validate_document(doc: Any, source: str, home: Path | None = None) -> Loaded
         raise RecordError(message, source=source, field=field) from None
     data = model.model_dump(mode="json", exclude_none=True)
     canonical = canonical_json(data)
-    return LoadedRecord(kind, model, canonical, content_hash(data), source)
+    return LoadedRecord(kind, model, canonical, hashlib.sha256(canonical.encode()).hexdigest(), source)
 
 
 def _first_error(exc: ValidationError) -> tuple[str | None, str]:

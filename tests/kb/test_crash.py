@@ -4,7 +4,7 @@ A subprocess ingests one large batch and is SIGKILLed at several moments. Afterw
 ledger holds none or all of the batch, and opening the project (which runs `sync()`) brings
 the knowledge base level with the ledger. One kill is timed on the ledger commit itself, so it
 lands after the commit and before the knowledge-base load has finished: the case `sync()`
-exists for. LUMA_CRASH_RECORDS sets the batch size (default 2000; the phases scale linearly).
+exists for. LUMA_CRASH_RECORDS sets the batch size (default 1500; the phases scale linearly).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from luma.kb.synthetic import write_jsonl
 from luma.kb.vocab import LUMA
 from luma.settings import Settings
 
-N = int(os.environ.get("LUMA_CRASH_RECORDS", "2000"))
+N = int(os.environ.get("LUMA_CRASH_RECORDS", "1500"))
 _LOCATION_VARS = ("LUMA_DB_URL", "LUMA_KB_URL", "LUMA_KB_QUERY_URL", "LUMA_KB_UPDATE_URL", "LUMA_KB_STORE_URL")
 
 pytestmark = pytest.mark.slow

@@ -7,13 +7,13 @@ rejected whole, never able to fetch remote URLs or update through the query comm
 
 from __future__ import annotations
 
-import copy
+import contextlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
-from collections.abc import Callable
 from pathlib import Path
 
 import pyoxigraph as ox
@@ -22,7 +22,7 @@ from click.testing import CliRunner
 from sqlalchemy import text
 
 from luma.cli.main import cli
-from luma.errors import ConfigError, LumaError, RdfSyntaxError, RecordError
+from luma.errors import ConfigError, RdfSyntaxError, RecordError
 from luma.kb.knowledge_base import KnowledgeBase
 from luma.kb.named_queries import named_queries
 from luma.kb.synthetic import write_jsonl
@@ -75,19 +75,16 @@ def valid_record() -> dict:
     return json.loads(VALID_JSON.read_text())
 
 
-def variant(**changes) -> dict:
-    """The valid chain with top-level keys replaced (dicts are merged one level down)."""
-    rec = valid_record()
-    for key, value in changes.items():
-        rec[key] = {**rec[key], **value} if isinstance(value, dict) and isinstance(rec.get(key), dict) else value
-    return rec
+def use_home(mp: pytest.MonkeyPatch, home: Path) -> Path:
+    mp.setenv("LUMA_HOME", str(home))
+    for var in _LOCATION_VARS:
+        mp.delenv(var, raising=False)
+    return home
 
 
 def _build_project(home: Path, synthetic: int, rdf: bool = False) -> None:
     with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("LUMA_HOME", str(home))
-        for var in _LOCATION_VARS:
-            mp.delenv(var, raising=False)
+        use_home(mp, home)
         with open_kb() as kb:
             kb.ingest([VALID_JSON])
             if synthetic:
@@ -104,7 +101,7 @@ def seeded_template(tmp_path_factory):
     home = tmp_path_factory.mktemp("seeded") / "home"
     _build_project(home, 20)
     with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("LUMA_HOME", str(home))
+        use_home(mp, home)
         return home, snapshot()
 
 
@@ -114,9 +111,7 @@ def seeded(seeded_template, tmp_path, monkeypatch):
     template, snap = seeded_template
     home = tmp_path / "home"
     shutil.copytree(template, home)
-    monkeypatch.setenv("LUMA_HOME", str(home))
-    for var in _LOCATION_VARS:
-        monkeypatch.delenv(var, raising=False)
+    use_home(monkeypatch, home)
     return snap
 
 
@@ -130,10 +125,7 @@ def query_home(tmp_path_factory):
 
 @pytest.fixture
 def in_query_home(query_home, monkeypatch):
-    monkeypatch.setenv("LUMA_HOME", str(query_home))
-    for var in _LOCATION_VARS:
-        monkeypatch.delenv(var, raising=False)
-    return query_home
+    return use_home(monkeypatch, query_home)
 
 
 # -- identity and duplicates ---------------------------------------------------------------------
@@ -196,78 +188,67 @@ def test_rebuild_reproduces_the_kb_exactly(luma_home):
 # -- bad input: one line naming file and field, nothing written ------------------------------------
 
 
-def _mutated(fn: Callable[[dict], None]) -> str:
+_DELETE = object()
+_MEM = "pass_state.dimensions.host_memory"
+_FAIL_MEM = "fail_state.dimensions.host_memory"
+_TEXT = json.dumps(valid_record(), indent=1)
+
+
+def _with(path: str, value) -> str:
+    """The valid chain as JSON text with the field at `path` (dotted) set, or deleted."""
     rec = valid_record()
-    fn(rec)
+    *head, last = path.split(".")
+    node = rec
+    for part in head:
+        node = node[part]
+    if value is _DELETE:
+        del node[last]
+    else:
+        node[last] = value
     return json.dumps(rec, indent=1)
 
 
-def _set(path: str, value) -> Callable[[dict], None]:
-    def apply(rec: dict) -> None:
-        *head, last = path.split(".")
-        node = rec
-        for part in head:
-            node = node[int(part)] if part.isdigit() else node[part]
-        if value is _DELETE:
-            del node[last]
-        else:
-            node[last] = value
-
-    return apply
+def _case(content: str, field: str | None, *fragments: str, name: str = "bad.json"):
+    return name, content, field, fragments
 
 
-_DELETE = object()
-_HOST_MEM = "pass_state.dimensions.host_memory"
-_VALID_TEXT = json.dumps(valid_record(), indent=1)
-
-# id: (file name, content, expected field (None: no field), fragments of the message)
-BAD_INPUTS = {
-    "json-syntax": ("bad.json", '{"record_type": "pex-chain",\n  "evidence_class": , }', None, ["invalid JSON: line 2, column"]),
-    "yaml-syntax": ("bad.yaml", "record_type: pex-chain\nworkload: [a, b\nx: 1\n", None, ["invalid YAML: line 3"]),
-    "jsonl-bad-line": ("bad.jsonl", json.dumps(valid_record()) + "\n\n{oops}\n", None, ["line 3", "invalid JSON"]),
-    "missing-key": ("bad.json", _mutated(_set("workload.model", _DELETE)), "workload.model", ["Field required"]),
-    "missing-record-type": ("bad.json", _mutated(_set("record_type", _DELETE)), "record_type", ["unknown record_type"]),
-    "wrong-type-int": ("bad.json", _mutated(_set("repetitions", "3")), "repetitions", ["valid integer"]),
-    "wrong-type-bool": ("bad.json", _mutated(_set("recovered", "yes")), "recovered", ["valid boolean"]),
-    "wrong-type-text-level": ("bad.json", _mutated(_set(_HOST_MEM + ".value", "lots")), _HOST_MEM + ".value", ["must be a number"]),
-    "extra-key": ("bad.json", _mutated(_set("colour", "red")), "colour", ["Extra inputs"]),
-    "extra-nested-key": ("bad.json", _mutated(_set("workload.gpu", "H100")), "workload.gpu", ["Extra inputs"]),
-    "not-an-object": ("bad.json", json.dumps([valid_record(), 3]), None, ["record 2", "must be an object"]),
-    "unknown-dimension": ("bad.json", _mutated(_set("pass_state.dimensions.warp_drive", {"value": 1, "unit": "core"})),
-                          "pass_state.dimensions.warp_drive", ["unknown dimension 'warp_drive'", "host_memory"]),
-    "unknown-crossed-dimension": ("bad.json", _mutated(_set("crossed_dimension", "warp_drive")), "crossed_dimension",
-                                  ["unknown dimension 'warp_drive'"]),
-    "unit-does-not-fit": ("bad.json", _mutated(_set(_HOST_MEM + ".unit", "GHz")), _HOST_MEM + ".unit",
-                          ["'GHz' does not fit host_memory"]),
-    "unknown-unit": ("bad.json", _mutated(_set(_HOST_MEM + ".unit", "gigaflarps")), _HOST_MEM + ".unit", ["unknown unit"]),
-    "categorical-with-unit": ("bad.json", _mutated(_set("pass_state.dimensions.accelerator_type", {"value": "H100", "unit": "GiB"})),
-                              "pass_state.dimensions.accelerator_type", ["categorical"]),
-    "negative-capacity": ("bad.json", _mutated(_set("fail_state.dimensions.host_memory.value", -1)),
-                          "fail_state.dimensions.host_memory.value", ["must not be negative"]),
-    "nan-literal": ("bad.json", _VALID_TEXT.replace('"value": 1.5', '"value": NaN'), _HOST_MEM + ".value", ["finite"]),
-    "infinity-literal": ("bad.json", _VALID_TEXT.replace('"value": 1.5', '"value": Infinity'), _HOST_MEM + ".value", ["finite"]),
-    "minus-infinity-in-clause": ("bad.json", _VALID_TEXT.replace('"value": 200', '"value": -Infinity'),
-                                 "contract.clauses[0].value", ["finite"]),
-    "overflowing-float": ("bad.json", _VALID_TEXT.replace('"value": 1.5', '"value": 1e999'), _HOST_MEM + ".value", ["finite"]),
-    "overflow-on-conversion": ("bad.json", _mutated(_set(_HOST_MEM, {"value": 1e308, "unit": "TB"})), _HOST_MEM + ".value",
-                               ["too large"]),
-    "huge-integer": ("bad.json", _VALID_TEXT.replace('"value": 1.5', '"value": 1' + "0" * 400), _HOST_MEM + ".value",
-                     ["less than or equal"]),
-    "huge-repetitions": ("bad.json", _VALID_TEXT.replace('"repetitions": 3', '"repetitions": 1' + "0" * 400), "repetitions",
-                         ["less than or equal"]),
-    "unknown-record-type": ("bad.json", _mutated(_set("record_type", "pex-chainz")), "record_type",
-                            ["unknown record_type 'pex-chainz'", "pex-chain"]),
-    "crossed-same-level": ("bad.json", _mutated(_set("fail_state.dimensions.host_memory", {"value": 1.5, "unit": "GiB"})),
-                           "crossed_dimension", ["same level"]),
-    "crossed-same-level-other-unit": ("bad.json", _mutated(_set("fail_state.dimensions.host_memory", {"value": 1536, "unit": "MiB"})),
-                                      "crossed_dimension", ["same level"]),
-    "crossed-missing-in-fail": ("bad.json", _mutated(_set("fail_state.dimensions.host_memory", _DELETE)), "fail_state.dimensions",
-                                ["no level"]),
-    "empty-json": ("empty.json", "", None, ["empty"]),
-    "empty-yaml": ("empty.yaml", "\n", None, ["empty"]),
-    "empty-jsonl": ("empty.jsonl", "\n\n", None, ["empty"]),
-    "comments-only-yaml": ("empty.yaml", "# nothing here\n", None, ["no record"]),
-    "unsupported-extension": ("record.txt", _VALID_TEXT, None, ["unsupported file type"]),
+BAD_INPUTS = {  # id: (file name, content, the field named (None: none), fragments of the message)
+    "json-syntax": _case('{"record_type": "pex-chain",\n  "evidence_class": , }', None, "invalid JSON: line 2, column"),
+    "yaml-syntax": _case("record_type: pex-chain\nworkload: [a, b\nx: 1\n", None, "invalid YAML: line 3", name="bad.yaml"),
+    "jsonl-bad-line": _case(_TEXT.replace("\n", "") + "\n\n{oops}\n", None, "line 3", "invalid JSON", name="bad.jsonl"),
+    "missing-key": _case(_with("workload.model", _DELETE), "workload.model", "Field required"),
+    "missing-record-type": _case(_with("record_type", _DELETE), "record_type", "record_type is missing"),
+    "wrong-type-int": _case(_with("repetitions", "3"), "repetitions", "valid integer"),
+    "wrong-type-bool": _case(_with("recovered", "yes"), "recovered", "valid boolean"),
+    "wrong-type-text-level": _case(_with(_MEM + ".value", "lots"), _MEM + ".value", "must be a number"),
+    "extra-key": _case(_with("colour", "red"), "colour", "Extra inputs"),
+    "extra-nested-key": _case(_with("workload.gpu", "H100"), "workload.gpu", "Extra inputs"),
+    "not-an-object": _case(json.dumps([valid_record(), 3]), None, "record 2", "must be an object"),
+    "unknown-dimension": _case(_with("pass_state.dimensions.warp_drive", {"value": 1, "unit": "core"}),
+                               "pass_state.dimensions.warp_drive", "unknown dimension 'warp_drive'", "host_memory"),
+    "unknown-crossed-dimension": _case(_with("crossed_dimension", "warp_drive"), "crossed_dimension", "unknown dimension"),
+    "unit-does-not-fit": _case(_with(_MEM + ".unit", "GHz"), _MEM + ".unit", "'GHz' does not fit host_memory"),
+    "unknown-unit": _case(_with(_MEM + ".unit", "gigaflarps"), _MEM + ".unit", "unknown unit"),
+    "categorical-with-unit": _case(_with("pass_state.dimensions.accelerator_type", {"value": "H100", "unit": "GiB"}),
+                                   "pass_state.dimensions.accelerator_type", "categorical"),
+    "negative-capacity": _case(_with(_FAIL_MEM + ".value", -1), _FAIL_MEM + ".value", "must not be negative"),
+    "nan-literal": _case(_TEXT.replace('"value": 1.5', '"value": NaN'), _MEM + ".value", "finite"),
+    "infinity-literal": _case(_TEXT.replace('"value": 1.5', '"value": Infinity'), _MEM + ".value", "finite"),
+    "minus-infinity-in-clause": _case(_TEXT.replace('"value": 200', '"value": -Infinity'), "contract.clauses[0].value", "finite"),
+    "overflowing-float": _case(_TEXT.replace('"value": 1.5', '"value": 1e999'), _MEM + ".value", "finite"),
+    "overflow-on-conversion": _case(_with(_MEM, {"value": 1e308, "unit": "TB"}), _MEM + ".value", "too large"),
+    "huge-integer": _case(_TEXT.replace('"value": 1.5', '"value": 1' + "0" * 400), _MEM + ".value", "less than or equal"),
+    "huge-repetitions": _case(_TEXT.replace('"repetitions": 3', '"repetitions": 1' + "0" * 400), "repetitions",
+                              "less than or equal"),
+    "unknown-record-type": _case(_with("record_type", "pex-chainz"), "record_type", "unknown record_type 'pex-chainz'"),
+    "crossed-same-level": _case(_with(_FAIL_MEM, {"value": 1.5, "unit": "GiB"}), "crossed_dimension", "same level"),
+    "crossed-same-level-other-unit": _case(_with(_FAIL_MEM, {"value": 1536, "unit": "MiB"}), "crossed_dimension", "same level"),
+    "crossed-missing-in-fail": _case(_with(_FAIL_MEM, _DELETE), "fail_state.dimensions", "no level"),
+    "empty-json": _case("", None, "empty", name="empty.json"),
+    "empty-yaml": _case("\n", None, "empty", name="empty.yaml"),
+    "empty-jsonl": _case("\n\n", None, "empty", name="empty.jsonl"),
+    "comments-only-yaml": _case("# nothing here\n", None, "no record", name="empty.yaml"),
+    "unsupported-extension": _case(_TEXT, None, "unsupported file type", name="record.txt"),
 }
 
 
@@ -276,25 +257,20 @@ def test_bad_input_is_refused_whole(case, seeded, tmp_path):
     name, content, field, fragments = BAD_INPUTS[case]
     path = tmp_path / name
     path.write_text(content)
-    with open_kb() as kb:
-        with pytest.raises(RecordError) as caught:
-            kb.ingest([path])
-    err = caught.value
-    message = str(err)
-    assert "\n" not in message and message == err.one_line()
-    assert err.source.startswith(str(path)) and message.startswith(str(path))
-    assert err.field == field
-    if field:
-        assert f": {field}: " in message
-    for frag in fragments:
-        assert frag in message, (frag, message)
+    with open_kb() as kb, pytest.raises(RecordError) as caught:
+        kb.ingest([path])
+    err, message = caught.value, str(caught.value)
+    assert "\n" not in message and message == err.one_line() and message.startswith(str(path))
+    assert err.source.startswith(str(path)) and err.field == field
+    assert field is None or f": {field}: " in message
+    assert all(frag in message for frag in fragments), message
     assert_one_line_error(luma("kb", "ingest", path), str(path), *fragments)
     assert snapshot() == seeded
 
 
 def test_unreadable_file_is_refused(seeded, tmp_path):
     latin = tmp_path / "latin.json"
-    latin.write_bytes(_VALID_TEXT.replace('"AMD"', '"AMD\xe9"').encode("latin-1"))
+    latin.write_bytes(_TEXT.replace('"AMD"', '"AMD\xe9"').encode("latin-1"))
     missing = tmp_path / "missing.json"
     with open_kb() as kb:
         with pytest.raises(RecordError, match=r"latin\.json: cannot read file as UTF-8"):
@@ -309,15 +285,13 @@ def test_file_over_the_size_limit_is_refused(seeded, monkeypatch):
     size = VALID_YAML.stat().st_size
     assert VALID_JSON.stat().st_size < size
     monkeypatch.setenv("LUMA_MAX_RECORD_FILE_BYTES", str(size - 1))
-    with open_kb() as kb:
-        with pytest.raises(RecordError) as caught:
-            kb.ingest([VALID_JSON, VALID_YAML])  # the JSON twin is smaller and passes the check
+    with open_kb() as kb, pytest.raises(RecordError) as caught:
+        kb.ingest([VALID_JSON, VALID_YAML])  # the JSON twin is smaller and passes the check
     assert caught.value.source == str(VALID_YAML) and "over the limit" in str(caught.value)
     assert_one_line_error(luma("kb", "ingest", VALID_YAML), str(VALID_YAML), f"over the limit of {size - 1} bytes")
     monkeypatch.setenv("LUMA_MAX_RECORD_FILE_BYTES", "lots")
-    with open_kb() as kb:
-        with pytest.raises(ConfigError, match="LUMA_MAX_RECORD_FILE_BYTES"):
-            kb.ingest([VALID_JSON])
+    with open_kb() as kb, pytest.raises(ConfigError, match="LUMA_MAX_RECORD_FILE_BYTES"):
+        kb.ingest([VALID_JSON])
     assert_one_line_error(luma("kb", "ingest", VALID_JSON), "LUMA_MAX_RECORD_FILE_BYTES")
     monkeypatch.delenv("LUMA_MAX_RECORD_FILE_BYTES")
     assert snapshot() == seeded
@@ -327,22 +301,19 @@ def test_broken_turtle_is_refused_whole(seeded, tmp_path):
     bad = tmp_path / "broken.ttl"
     # The first triple is fine; rdflib would keep it, the KB must not.
     bad.write_bytes(TURTLE_WITH_BNODE + b"ex:rack2 ex:holds ex:thing\nex:rack3 ex:label .\n")
-    with open_kb() as kb:
-        with pytest.raises(RdfSyntaxError) as caught:
-            kb.load_rdf(bad, "turtle", "measured")
+    with open_kb() as kb, pytest.raises(RdfSyntaxError) as caught:
+        kb.load_rdf(bad, "turtle", "measured")
     message = str(caught.value)
     assert "\n" not in message and message.startswith(f"{bad}: invalid turtle") and "line" in message
-    result = luma("kb", "load", bad, "--evidence-class", "measured")
-    assert_one_line_error(result, str(bad), "invalid turtle")
+    assert_one_line_error(luma("kb", "load", bad, "--evidence-class", "measured"), str(bad), "invalid turtle")
     assert snapshot() == seeded
 
 
 def test_remote_jsonld_context_is_not_fetched(seeded, tmp_path):
     doc = tmp_path / "remote.jsonld"
     doc.write_text(json.dumps({"@context": "http://127.0.0.1:9/context.jsonld", "@id": "http://example.org/a", "name": "x"}))
-    with open_kb() as kb:
-        with pytest.raises(RdfSyntaxError, match=r"remote\.jsonld"):
-            kb.load_rdf(doc, "jsonld", "measured")
+    with open_kb() as kb, pytest.raises(RdfSyntaxError, match=r"remote\.jsonld"):
+        kb.load_rdf(doc, "jsonld", "measured")
     assert snapshot() == seeded
 
 
@@ -354,11 +325,10 @@ def test_one_bad_file_among_good_ones_writes_nothing(seeded, tmp_path):
     mixed = tmp_path / "mixed.jsonl"  # five valid lines, then a unit that does not fit
     mixed.write_text("\n".join(bad_lines[:4] + [bad_lines[4].replace('"unit":"GiB"', '"unit":"GHz"', 1)]) + "\n")
     bad = tmp_path / "last.json"
-    bad.write_text(_mutated(_set("fail_state.dimensions.compute.value", -2)))
+    bad.write_text(_with("fail_state.dimensions.compute.value", -2))
     for batch, culprit in (([*good, fresh, bad], bad), ([good[1], mixed], mixed)):
-        with open_kb() as kb:
-            with pytest.raises(RecordError) as caught:
-                kb.ingest(batch)
+        with open_kb() as kb, pytest.raises(RecordError) as caught:
+            kb.ingest(batch)
         assert str(caught.value).startswith(str(culprit))
         assert snapshot() == seeded
     assert "line 5" in str(caught.value)
@@ -388,8 +358,8 @@ def test_usage_errors_exit_2(seeded, tmp_path):
 
 # -- query ---------------------------------------------------------------------------------------
 
-QB_VARS = ["chain", "workload", "architecture", "crossed", "binding", "intervention",
-           "passLevel", "failLevel", "unit", "repetitions"]
+#: The projected variables of the qualified-boundaries query, as its SELECT line lists them.
+QB_VARS = re.findall(r"\?(\w+)", re.search(r"^SELECT (.*)$", named_queries()["qualified-boundaries"].sparql, re.M)[1])
 
 
 def _sparql_json(result) -> dict:
@@ -439,8 +409,7 @@ def test_query_ask_and_construct(in_query_home):
 def test_unknown_named_query_lists_the_names(in_query_home):
     result = luma("kb", "query", "--name", "no-such-query")
     assert_one_line_error(result, "no-such-query")
-    for name in named_queries():
-        assert name in result.stderr
+    assert all(name in result.stderr for name in named_queries())
     listed = luma("kb", "query", "--list", "--format", "json")
     assert {q["name"] for q in json.loads(listed.stdout)} == set(named_queries())
 
@@ -469,8 +438,7 @@ REFUSED = {
 
 @pytest.mark.parametrize("case", list(REFUSED))
 def test_updates_and_service_are_refused(case, seeded, tmp_path):
-    result = luma("kb", "query", REFUSED[case])
-    assert_one_line_error(result, "not allowed")
+    assert_one_line_error(luma("kb", "query", REFUSED[case]), "not allowed")
     query = tmp_path / "q.rq"
     query.write_text(REFUSED[case])
     assert_one_line_error(luma("kb", "query", "--file", query, "--format", "json"), str(query), "not allowed")
@@ -484,8 +452,7 @@ def test_service_in_a_comment_or_string_is_not_refused(seeded):
     assert int(json.loads(result.stdout)["results"]["bindings"][0]["n"]["value"]) > 0
     quoted = luma("kb", "query", "--format", "csv", 'SELECT ?s WHERE { ?s ?p "SERVICE <http://127.0.0.1:9/s> {}" }')
     assert quoted.exit_code == 0 and quoted.stdout.splitlines() == ["s"]
-    invalid = luma("kb", "query", "SELECT ?s WHERE { ?s ?p }")
-    assert_one_line_error(invalid, "invalid SPARQL")
+    assert_one_line_error(luma("kb", "query", "SELECT ?s WHERE { ?s ?p }"), "invalid SPARQL")
     assert snapshot() == seeded
 
 
@@ -567,47 +534,41 @@ def test_load_each_rdf_syntax_once(name, seeded, tmp_path):
 
 
 def _chain(name: str, **changes) -> dict:
-    rec = variant(**changes)
+    """The valid chain under another workload name, with top-level keys replaced."""
+    rec = {**valid_record(), **changes}
     rec["workload"] = {**rec["workload"], "name": name}
     return rec
 
 
+def _levels(compute: float, mem: float, unit: str = "GiB", **more) -> dict:
+    return {"dimensions": {"compute": {"value": compute, "unit": "core"}, "host_memory": {"value": mem, "unit": unit}, **more}}
+
+
 def test_qualified_boundaries_selects_exactly_the_qualified_chains(luma_home, tmp_path):
-    mem = lambda v, u="GiB": {"value": v, "unit": u}  # noqa: E731
-    variants = {
-        "qualified": (True, _chain("qualified")),
-        "qualified-many-repetitions": (True, _chain("qualified-many-repetitions", repetitions=6)),
-        "qualified-other-units": (True, _chain(  # host_memory is not crossed here: 1 GiB == 1024 MiB
-            "qualified-other-units", crossed_dimension="compute", binding_resource="compute",
-            pass_state={"dimensions": {"compute": {"value": 4, "unit": "core"}, "host_memory": mem(1)}},
-            fail_state={"dimensions": {"compute": {"value": 2, "unit": "core"}, "host_memory": mem(1024, "MiB")}})),
-        "simulated": (False, _chain("simulated", evidence_class="simulated")),
-        "vendor-claim": (False, _chain("vendor-claim", evidence_class="vendor-claim")),
-        "not-recovered": (False, _chain("not-recovered", recovered=False)),
-        "two-repetitions": (False, _chain("two-repetitions", repetitions=2)),
-        "second-dimension-changed": (False, _chain(
-            "second-dimension-changed",
-            fail_state={"dimensions": {"compute": {"value": 1, "unit": "core"}, "host_memory": mem(1)}})),
-        "extra-dimension-in-fail": (False, _chain(
-            "extra-dimension-in-fail",
-            fail_state={"dimensions": {"compute": {"value": 2, "unit": "core"}, "host_memory": mem(1),
-                                       "power": {"value": 300, "unit": "W"}}})),
-        "other-units-not-equal": (False, _chain(
-            "other-units-not-equal", crossed_dimension="compute", binding_resource="compute",
-            pass_state={"dimensions": {"compute": {"value": 4, "unit": "core"}, "host_memory": mem(1)}},
-            fail_state={"dimensions": {"compute": {"value": 2, "unit": "core"}, "host_memory": mem(1000, "MiB")}})),
+    on_compute = {"crossed_dimension": "compute", "binding_resource": "compute"}
+    changes = {  # name: (qualified?, changes to the valid chain, which crosses host_memory 1.5 -> 1 GiB)
+        "qualified": (True, {}),
+        "qualified-many-repetitions": (True, {"repetitions": 6}),
+        # host_memory is not crossed here, and 1 GiB == 1024 MiB: the states differ only in compute
+        "qualified-other-units": (True, {**on_compute, "pass_state": _levels(4, 1), "fail_state": _levels(2, 1024, "MiB")}),
+        "other-units-not-equal": (False, {**on_compute, "pass_state": _levels(4, 1), "fail_state": _levels(2, 1000, "MiB")}),
+        "simulated": (False, {"evidence_class": "simulated"}),
+        "vendor-claim": (False, {"evidence_class": "vendor-claim"}),
+        "not-recovered": (False, {"recovered": False}),
+        "two-repetitions": (False, {"repetitions": 2}),
+        "second-dimension-changed": (False, {"fail_state": _levels(1, 1)}),
+        "extra-dimension-in-fail": (False, {"fail_state": _levels(2, 1, power={"value": 300, "unit": "W"})}),
     }
-    files = []
-    for name, (_, rec) in variants.items():
-        files.append(tmp_path / f"{name}.json")
-        files[-1].write_text(json.dumps(rec))
+    variants = {name: (ok, _chain(name, **change)) for name, (ok, change) in changes.items()}
+    files = [tmp_path / f"{name}.json" for name in variants]
+    for path, (_, rec) in zip(files, variants.values()):
+        path.write_text(json.dumps(rec))
     with open_kb() as kb:
         report = kb.ingest(files)
     assert len(report.added) == len(variants)
     chain_of = {Path(r.source).stem: ID + "chain/" + r.content_hash[:32] for r in report.added}
     expected = {chain_of[name] for name, (ok, _) in variants.items() if ok}
-    answer = _sparql_json(luma("kb", "query", "--name", "qualified-boundaries", "--format", "json"))
-    rows = answer["results"]["bindings"]
+    rows = _sparql_json(luma("kb", "query", "--name", "qualified-boundaries", "--format", "json"))["results"]["bindings"]
     assert sorted(r["chain"]["value"] for r in rows) == sorted(expected)  # each exactly once
     by_chain = {r["chain"]["value"]: r for r in rows}
     for name, (ok, _) in variants.items():
@@ -620,8 +581,20 @@ def test_qualified_boundaries_selects_exactly_the_qualified_chains(luma_home, tm
     assert by_chain[chain_of["qualified-many-repetitions"]]["repetitions"]["value"] == "6"
 
 
-def test_luma_errors_are_one_line(tmp_path):
-    """The error hierarchy itself: what the CLI prints is `source: field: message`."""
-    err = RecordError("bad", source="a.json", field="x.y")
-    assert err.one_line() == "a.json: x.y: bad" and str(err) == err.one_line()
-    assert isinstance(err, LumaError) and err.exit_code == 1
+def test_plain_rdf_cannot_forge_a_measured_boundary(luma_home, tmp_path):
+    """DESIGN §8: a plain RDF document loaded as vendor-claim must not turn into measured evidence."""
+    forged = tmp_path / "forged.ttl"
+    forged.write_text(
+        f"@prefix luma: <{LUMA}> .\n"
+        f"<{ID}chain/forged> luma:evidenceClass luma:Measured ; luma:recovered true ; luma:repetitions 9 ;\n"
+        '  luma:passContext "same" ; luma:failContext "same" ;\n'
+        "  luma:crossedDimension <https://w3id.org/luma/dim/host_memory> ;\n"
+        "  luma:bindingResource <https://w3id.org/luma/dim/host_memory> ;\n"
+        "  luma:workload <urn:x:w> ; luma:architecture <urn:x:a> ; luma:intervention <urn:x:i> .\n"
+    )
+    with open_kb() as kb:
+        genuine = kb.ingest([VALID_JSON]).added[0].content_hash
+        with contextlib.suppress(RecordError):  # refusing such a document outright is fine too
+            kb.load_rdf(forged, "turtle", "vendor-claim")
+    rows = _sparql_json(luma("kb", "query", "--name", "qualified-boundaries", "--format", "json"))["results"]["bindings"]
+    assert {r["chain"]["value"] for r in rows} == {ID + "chain/" + genuine[:32]}
