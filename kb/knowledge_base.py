@@ -25,9 +25,9 @@ from luma.kb.ledger import Ledger, LedgerEntry, NewRecord
 from luma.kb.projection import LedgerMeta, project
 from luma.kb.records.loader import RECORD_TYPES, LoadedRecord, load_files
 from luma.kb.records.pex_chain import SCHEMA_VERSION
-from luma.kb.records.rdf_document import RdfDocument, read_document
+from luma.kb.records.rdf_document import RdfDocument, read_document, skolemised_triples
 from luma.kb.stores import open_store
-from luma.kb.stores.base import QuadStore
+from luma.kb.stores.base import QuadStore, parse_rdf
 from luma.kb.vocab import LUMA, ONTOLOGY_GRAPH, RECORD_GRAPH, record_graph
 from luma.settings import Settings
 
@@ -107,23 +107,11 @@ class KnowledgeBase:
         rows = self.store.select(f"SELECT ?h WHERE {{ <{_KB}> <{LUMA}ontologyHash> ?h }}", union=False)
         if rows and rows[0]["h"] == digest:
             return
-        import pyoxigraph as ox
-
-        from luma.kb.stores.base import parse_rdf
-
-        # Blank-node labels are random per parse (and per load), which would make the ontology
-        # graph, and so every export, differ after a rebuild; skolemise them in document order.
-        skolem: dict[tuple[str, str], str] = {}
-
-        def term(t, name: str) -> str:
-            if isinstance(t, ox.BlankNode):
-                return f"<{ONTOLOGY_GRAPH}/bnode/{skolem.setdefault((name, t.value), str(len(skolem)))}>"
-            return str(t)
-
+        # Skolemised (blank nodes numbered per file), so a rebuild exports the same bytes.
         lines = set()
-        for name, data in files:
-            for q in parse_rdf(data, "turtle", name):
-                lines.add(f"{term(q.subject, name)} {q.predicate} {term(q.object, name)} <{ONTOLOGY_GRAPH}> .\n")
+        for i, (name, data) in enumerate(files):
+            for line in skolemised_triples(parse_rdf(data, "turtle", name), f"{ONTOLOGY_GRAPH}/bnode/{i}-"):
+                lines.add(line[:-2] + f"<{ONTOLOGY_GRAPH}> .\n")
         self.store.update(f"DROP SILENT GRAPH <{ONTOLOGY_GRAPH}>")
         self.store.load_nquads("".join(sorted(lines)).encode())
         self._set_meta("ontologyHash", f'"{digest}"')

@@ -43,12 +43,7 @@ def read_document(data: bytes, fmt: str, evidence_class: str, source: str) -> tu
     """Parse (all or nothing) and skolemise; return (record hash, record)."""
     rec_hash = document_hash(data, fmt, evidence_class)
     base = record_graph(rec_hash) + "/"
-    quads = parse_rdf(data, fmt, source, base_iri=base)
-
-    def skolem(term):
-        return ox.NamedNode(base + "bnode/" + term.value) if isinstance(term, ox.BlankNode) else term
-
-    lines = sorted({f"{skolem(q.subject)} {q.predicate} {skolem(q.object)} .\n" for q in quads})
+    lines = sorted(set(skolemised_triples(parse_rdf(data, fmt, source, base_iri=base), base + "bnode/")))
     doc = RdfDocument(
         evidence_class=evidence_class,
         format=fmt,
@@ -56,6 +51,22 @@ def read_document(data: bytes, fmt: str, evidence_class: str, source: str) -> tu
         ntriples="".join(lines),
     )
     return rec_hash, doc
+
+
+def skolemised_triples(quads, prefix: str) -> list[str]:
+    """N-Triples lines of `quads` (graph names dropped), blank nodes replaced by `prefix`N IRIs.
+
+    N counts blank nodes in document order: parsers label anonymous nodes at random, so
+    numbering by appearance is what makes the same text give the same triples every time.
+    """
+    numbers: dict[str, str] = {}
+
+    def term(t) -> str:
+        if isinstance(t, ox.BlankNode):
+            return f"<{prefix}{numbers.setdefault(t.value, str(len(numbers)))}>"
+        return str(t)
+
+    return [f"{term(q.subject)} {q.predicate} {term(q.object)} .\n" for q in quads]
 
 
 def project_document(w, doc: RdfDocument, meta, dims) -> None:
