@@ -34,7 +34,7 @@ from luma.settings import Settings
 _KB = "https://w3id.org/luma/id/kb"
 _REPLAY_TYPES = {**RECORD_TYPES, "rdf-document": RdfDocument}
 #: Records projected per bulk-load call.
-CHUNK_RECORDS = 5000
+CHUNK_RECORDS = 25_000
 
 
 @dataclass
@@ -180,14 +180,24 @@ class KnowledgeBase:
         quads = 0
         seen: set[str] = set()
 
+        def pending() -> Iterator[tuple[int, bytes]]:
+            if projected:
+                # Right after an ingest the batch is already projected: read ids, not payloads,
+                # unless another writer's records also lie beyond the watermark.
+                light = self.ledger.hashes_after(mark)
+                if all(h in projected for _, h in light):
+                    yield from ((i, projected[h]) for i, h in light)
+                    return
+            for entry in self.ledger.after(mark):
+                yield entry.id, (projected or {}).get(entry.content_hash) or self._reproject(entry, seen)
+
         def chunks() -> Iterator[bytes]:
             nonlocal last, quads
             buf: list[bytes] = []
-            for entry in self.ledger.after(mark):
-                data = (projected or {}).get(entry.content_hash) or self._reproject(entry, seen)
+            for entry_id, data in pending():
                 quads += data.count(b"\n")
                 buf.append(data)
-                last = entry.id
+                last = entry_id
                 if len(buf) >= CHUNK_RECORDS:
                     yield b"".join(buf)
                     buf = []

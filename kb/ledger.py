@@ -157,6 +157,12 @@ class Ledger:
                 yield LedgerEntry(**{**m, "ingested_at": as_utc(m["ingested_at"])})
             last_id = rows[-1].id
 
+    def hashes_after(self, last_id: int) -> list[tuple[int, str]]:
+        """(id, content hash) of every record with id > last_id, in id order (no payloads)."""
+        c = self._table.c
+        with self.engine.connect() as conn:
+            return [tuple(r) for r in conn.execute(select(c.id, c.content_hash).where(c.id > last_id).order_by(c.id))]
+
     def last_id(self) -> int:
         with self.engine.connect() as conn:
             return conn.execute(select(func.coalesce(func.max(self._table.c.id), 0))).scalar_one()

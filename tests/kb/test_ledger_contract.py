@@ -94,6 +94,15 @@ def test_after_streams_in_id_order_across_batches(ledger):
     assert list(ledger.after(entries[-1].id, batch=3)) == []
 
 
+def test_hashes_after_matches_after_without_payloads(ledger):
+    ledger.append([record(n) for n in range(5)])
+    ledger.append([record(n) for n in range(5, 8)])
+    full = [(e.id, e.content_hash) for e in ledger.after(0)]
+    assert ledger.hashes_after(0) == full
+    assert ledger.hashes_after(full[2][0]) == full[3:]
+    assert ledger.hashes_after(full[-1][0]) == []
+
+
 def test_a_batch_with_a_known_hash_writes_nothing(ledger):
     ledger.append([record(1), record(2)])
     with pytest.raises(LedgerError):
