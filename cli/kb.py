@@ -49,8 +49,7 @@ def ingest(files: tuple[Path, ...], submitter: str | None, fmt: str) -> None:
         for status, recs in (("added", report.added), ("duplicate", report.duplicates))
         for r in recs
     ]
-    if fmt == "table" and len(rows) > 50:
-        rows = rows[:50]
+    shown = rows[:50] if fmt == "table" else rows  # a table of 100k rows helps nobody
     cols = ["source", "kind", "evidence_class", "hash", "status"]
     if fmt == "json":
         click.echo(json.dumps({
@@ -58,9 +57,11 @@ def ingest(files: tuple[Path, ...], submitter: str | None, fmt: str) -> None:
             "quads_added": report.quads_added, "records": rows, "seconds": report.seconds,
         }, indent=2))
         return
-    print_rows(rows, cols, fmt)
+    print_rows(shown, cols, fmt)
     if fmt == "table":
         total = sum(report.seconds.values())
+        if len(shown) < len(rows):
+            click.echo(f"(first {len(shown)} of {len(rows)} records shown; --format json or csv lists all)")
         click.echo(
             f"{len(report.added)} added, {len(report.duplicates)} duplicate(s), "
             f"{report.quads_added} quads in {total:.2f} s"
