@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import importlib.resources
+import json
 from datetime import datetime, timezone
 from functools import lru_cache
+from pathlib import Path
 
 import pyoxigraph as ox
 import pytest
@@ -23,26 +25,7 @@ PROV = Namespace("http://www.w3.org/ns/prov#")
 SKOS = Namespace("http://www.w3.org/2004/02/skos/core#")
 QUDT = Namespace("http://qudt.org/schema/qudt/")
 
-EXAMPLE = {
-    "record_type": "pex-chain",
-    "evidence_class": "measured",
-    "workload": {"name": "embed-minilm", "model": "all-MiniLM-L6-v2", "task": "embedding"},
-    "architecture": {"name": "AMD EPYC (Zen 4)", "kind": "cpu", "vendor": "AMD"},
-    "contract": {
-        "name": "embed-p99",
-        "clauses": [
-            {"metric": "p99_latency", "op": "<=", "value": 200, "unit": "ms"},
-            {"metric": "quality_cosine", "op": ">=", "value": 0.99, "unit": "dimensionless"},
-        ],
-    },
-    "pass_state": {"dimensions": {"compute": {"value": 2, "unit": "core"}, "host_memory": {"value": 1.5, "unit": "GiB"}}},
-    "fail_state": {"dimensions": {"compute": {"value": 2, "unit": "core"}, "host_memory": {"value": 1, "unit": "GiB"}}},
-    "crossed_dimension": "host_memory",
-    "binding_resource": "host_memory",
-    "intervention": {"name": "int8-weights", "kind": "software"},
-    "recovered": True,
-    "repetitions": 3,
-}
+EXAMPLE = json.loads((Path(__file__).parent / "data" / "valid_chain.json").read_text())
 
 #: Every optional part of a record: trials with observations and a failure cause, provenance,
 #: a categorical dimension.

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import atexit
 import importlib.resources
+import json
 import os
 import shutil
 import tempfile
 from datetime import datetime, timezone
 from functools import lru_cache
+from pathlib import Path
 
 import pyoxigraph as ox
 import pyshacl
@@ -37,26 +39,7 @@ SH = Namespace("http://www.w3.org/ns/shacl#")
 TYPE = str(RDF.type)
 DOUBLE, INTEGER, BOOLEAN, DATETIME = (f"^^<{XSD}{t}>" for t in ("double", "integer", "boolean", "dateTime"))
 
-EXAMPLE = {
-    "record_type": "pex-chain",
-    "evidence_class": "measured",
-    "workload": {"name": "embed-minilm", "model": "all-MiniLM-L6-v2", "task": "embedding"},
-    "architecture": {"name": "AMD EPYC (Zen 4)", "kind": "cpu", "vendor": "AMD"},
-    "contract": {
-        "name": "embed-p99",
-        "clauses": [
-            {"metric": "p99_latency", "op": "<=", "value": 200, "unit": "ms"},
-            {"metric": "quality_cosine", "op": ">=", "value": 0.99, "unit": "dimensionless"},
-        ],
-    },
-    "pass_state": {"dimensions": {"compute": {"value": 2, "unit": "core"}, "host_memory": {"value": 1.5, "unit": "GiB"}}},
-    "fail_state": {"dimensions": {"compute": {"value": 2, "unit": "core"}, "host_memory": {"value": 1, "unit": "GiB"}}},
-    "crossed_dimension": "host_memory",
-    "binding_resource": "host_memory",
-    "intervention": {"name": "int8-weights", "kind": "software"},
-    "recovered": True,
-    "repetitions": 3,
-}
+EXAMPLE = json.loads((Path(__file__).parent / "data" / "valid_chain.json").read_text())
 
 #: Every optional part: trials (observations, failure cause), provenance, a categorical level.
 FULL = {
