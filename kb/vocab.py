@@ -40,8 +40,6 @@ PREFIXES = {
 
 #: Named graph holding the ontology (reloaded when the ontology files change; exported too).
 ONTOLOGY_GRAPH = ID + "graph/ontology"
-#: Named graph holding the KB's bookkeeping (projection watermark); never exported.
-META_GRAPH = ID + "graph/meta"
 #: Named graph of shared entities (workloads, architectures, contracts, states, ...).
 ENTITY_GRAPH = ID + "graph/entities"
 #: Prefix of the named graph of each ingested record.
@@ -55,11 +53,6 @@ EVIDENCE_CLASSES = {
 }
 
 _SLUG_BAD = re.compile(r"[^A-Za-z0-9._~-]+")
-
-
-def sparql_prefixes() -> str:
-    """PREFIX lines for every namespace above, for queries written by hand."""
-    return "".join(f"PREFIX {p}: <{ns}>\n" for p, ns in PREFIXES.items())
 
 
 def canonical_json(data: Any) -> str:
