@@ -8,7 +8,9 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 
-from luma.kb.vocab import XSD
+from luma.kb.vocab import RDF, XSD
+
+_TYPE = RDF + "type"
 
 _ESCAPES = str.maketrans({"\\": "\\\\", '"': '\\"', "\n": "\\n", "\r": "\\r"})
 
@@ -42,25 +44,41 @@ def datetime_(value: datetime) -> str:
     return f'"{value.isoformat()}"^^<{XSD}dateTime>'
 
 
+class Batch:
+    """Shared entities already described by earlier records of one ingest (or replay) batch.
+
+    Each entity is described (and shape-checked) once per batch; later records only refer to
+    it. Its type is kept so that their sh:class checks still see what it is.
+    """
+
+    __slots__ = ("types",)
+
+    def __init__(self) -> None:
+        #: entity IRI -> its rdf:type (an N-Quads term)
+        self.types: dict[str, str] = {}
+
+
 class QuadWriter:
     """The triples one record projects to: its own facts, and descriptions of shared entities.
 
     Record facts go to the record's named graph. Shared entities (workloads, architectures,
-    contracts, machine states, ...) have content-derived IRIs, so their descriptions are the
-    same whichever record mentions them; they go to one entities graph, where repeats collapse
-    instead of appearing once per record in union-graph queries.
+    contracts, machine states, levels, ...) have content-derived IRIs, so their descriptions are
+    the same whichever record mentions them; they go to one entities graph, where repeats
+    collapse instead of appearing once per record in union-graph queries.
     """
 
-    __slots__ = ("graph", "entity_graph", "triples", "_record", "_entities", "_current")
+    __slots__ = ("graph", "entity_graph", "batch", "triples", "known", "_record", "_entities", "_current")
 
-    def __init__(self, graph: str, entity_graph: str):
+    def __init__(self, graph: str, entity_graph: str, batch: Batch | None = None):
         self.graph = graph
         self.entity_graph = entity_graph
+        self.batch = batch if batch is not None else Batch()
         #: every (subject IRI, predicate IRI, object as an N-Quads term): what the shape check reads
         self.triples: list[tuple[str, str, str]] = []
+        #: entities this record refers to that an earlier record of the batch described: IRI -> type
+        self.known: dict[str, str] = {}
         self._record: list[tuple[str, str, str]] = []
-        self._entities: dict[str, list[tuple[str, str, str]]] = {}
-        self._current: list[tuple[str, str, str]] | None = None
+        self._entities: list[tuple[str, str, str]] = []
 
     def add(self, s: str, p: str, o: str) -> None:
         """Add `<s> <p> o` to the record graph (o is an already formatted term)."""
@@ -68,29 +86,38 @@ class QuadWriter:
         self.triples.append(t)
         self._record.append(t)
 
-    def entity(self, iri: str) -> bool:
-        """Start describing a shared entity; False if this record already described it."""
-        if iri in self._entities:
-            self._current = None
+    def entity(self, iri: str, rdf_type: str) -> bool:
+        """Start describing a shared entity of class `rdf_type` (an IRI); False if the batch
+        already has it, in which case the caller skips its description."""
+        types = self.batch.types
+        term = types.get(iri)
+        if term is not None:
+            self.known[iri] = term
             return False
-        self._current = self._entities[iri] = []
+        term = types[iri] = f"<{rdf_type}>"
+        self.describe(iri, _TYPE, term)
         return True
 
     def describe(self, s: str, p: str, o: str) -> None:
-        """Add a triple of the entity opened by the last `entity()` call."""
+        """Add a triple to the description of the entity opened by the last `entity()` call."""
         t = (s, p, o)
         self.triples.append(t)
-        self._current.append(t)
+        self._entities.append(t)
 
-    def data(self, seen: set[str] | None = None) -> bytes:
-        """N-Quads; entities already in `seen` are skipped (and new ones added to it)."""
+    def data(self) -> bytes:
+        """N-Quads of the record graph and of the entities first described by this record."""
+        return self.record_data() + self.entity_data()
+
+    def record_data(self) -> bytes:
+        """N-Quads of the record's own graph."""
         g = f"<{self.graph}> .\n"
+        return "".join([f"<{s}> <{p}> {o} {g}" for s, p, o in self._record]).encode()
+
+    def entity_subjects(self) -> set[str]:
+        """Every subject of the entity descriptions this record wrote (entities and their parts)."""
+        return {t[0] for t in self._entities}
+
+    def entity_data(self) -> bytes:
+        """N-Quads of the shared entities this record described first in its batch."""
         e = f"<{self.entity_graph}> .\n"
-        lines = [f"<{s}> <{p}> {o} {g}" for s, p, o in self._record]
-        for iri, triples in self._entities.items():
-            if seen is not None:
-                if iri in seen:
-                    continue
-                seen.add(iri)
-            lines += [f"<{s}> <{p}> {o} {e}" for s, p, o in triples]
-        return "".join(lines).encode()
+        return "".join([f"<{s}> <{p}> {o} {e}" for s, p, o in self._entities]).encode()

@@ -9,16 +9,30 @@ entities graph, so rules join across records without seeing one copy per record.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
+from functools import lru_cache
 
 from luma.kb import nquads as nq
 from luma.kb import units
 from luma.kb.dimensions import Dimension, record_dimensions
-from luma.kb.records.pex_chain import Level, MachineState, PexChain
+from luma.kb.records.pex_chain import Level, PexChain
 from luma.kb.records.rdf_document import project_document
-from luma.kb.vocab import ENTITY_GRAPH, EVIDENCE_CLASSES, ID, LUMA, PROV, QUDT, RDF, RDFS, record_graph, short_hash, slug
+from luma.kb.vocab import (
+    ENTITY_GRAPH,
+    EVIDENCE_CLASSES,
+    ID,
+    LUMA,
+    PROV,
+    QUDT,
+    RDF,
+    RDFS,
+    record_graph,
+    short_hash,
+    slug,
+)
 
 TYPE = RDF + "type"
 LABEL = RDFS + "label"
@@ -39,29 +53,41 @@ class LedgerMeta:
     ingested_at: datetime
 
 
-def project(model, meta: LedgerMeta, dims: dict[str, Dimension] | None = None) -> nq.QuadWriter:
-    """The triples of one record (`.data()` gives its N-Quads)."""
+def project(
+    model, meta: LedgerMeta, dims: dict[str, Dimension] | None = None, batch: nq.Batch | None = None
+) -> nq.QuadWriter:
+    """The triples of one record (`.data()` gives its N-Quads). Records projected with the same
+    `batch` describe each shared entity once (the first record that mentions it does)."""
     projector = PROJECTORS[model.record_type]
     graph = record_graph(meta.content_hash)
-    w = nq.QuadWriter(graph, ENTITY_GRAPH)
-    agent = ID + "agent/" + slug(meta.submitter)
+    w = nq.QuadWriter(graph, ENTITY_GRAPH, batch)
+    agent = _agent(meta.submitter)
     w.add(graph, TYPE, nq.iri(LUMA + "SourceRecord"))
     w.add(graph, LUMA + "recordKind", nq.string(model.record_type))
     w.add(graph, LUMA + "contentHash", nq.string(meta.content_hash))
     w.add(graph, LUMA + "evidenceClass", nq.iri(EVIDENCE_CLASSES[model.evidence_class]))
     w.add(graph, PROV + "generatedAtTime", nq.datetime_(meta.ingested_at))
     w.add(graph, PROV + "wasAttributedTo", nq.iri(agent))
-    if w.entity(agent):
-        w.describe(agent, TYPE, nq.iri(PROV + "Agent"))
+    if w.entity(agent, PROV + "Agent"):
         w.describe(agent, LABEL, nq.string(meta.submitter))
     projector(w, model, meta, dims if dims is not None else record_dimensions())
     return w
 
 
+@lru_cache(maxsize=1024)
+def _agent(submitter: str) -> str:
+    return ID + "agent/" + slug(submitter)
+
+
+@lru_cache(maxsize=65536)
 def _named(kind: str, name: str, *facts: str) -> str:
     """IRI of a named entity; the facts that define it are hashed in, so a name reused with
     different facts (another model, vendor, kind) is a different entity, not a conflict."""
     return f"{ID}{kind}/{slug(name)}-{short_hash(list(facts))[:8]}"
+
+
+def _hash(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()[:32]
 
 
 def _pex_chain(w: nq.QuadWriter, rec: PexChain, meta: LedgerMeta, dims: dict[str, Dimension]) -> None:
@@ -75,28 +101,24 @@ def _pex_chain(w: nq.QuadWriter, rec: PexChain, meta: LedgerMeta, dims: dict[str
     wl_iri = _named("workload", wl.name, wl.model, wl.task)
     model = ID + "model/" + slug(wl.model)
     w.add(c, LUMA + "workload", nq.iri(wl_iri))
-    if w.entity(wl_iri):
-        w.describe(wl_iri, TYPE, nq.iri(LUMA + "Workload"))
+    if w.entity(wl_iri, LUMA + "Workload"):
         w.describe(wl_iri, LABEL, nq.string(wl.name))
         w.describe(wl_iri, LUMA + "model", nq.iri(model))
         w.describe(wl_iri, LUMA + "task", nq.string(wl.task))
-    if w.entity(model):
-        w.describe(model, TYPE, nq.iri(LUMA + "Model"))
+    if w.entity(model, LUMA + "Model"):
         w.describe(model, LABEL, nq.string(wl.model))
 
     ar = rec.architecture
     arch = _named("architecture", ar.name, ar.kind, ar.vendor)
     w.add(c, LUMA + "architecture", nq.iri(arch))
-    if w.entity(arch):
-        w.describe(arch, TYPE, nq.iri(LUMA + "Architecture"))
+    if w.entity(arch, LUMA + "Architecture"):
         w.describe(arch, LABEL, nq.string(ar.name))
         w.describe(arch, LUMA + "architectureKind", nq.iri(LUMA + ARCH_KINDS[ar.kind]))
         w.describe(arch, LUMA + "vendor", nq.string(ar.vendor))
 
-    contract = ID + "contract/" + short_hash(rec.contract.model_dump(mode="json"))
+    contract = ID + "contract/" + _hash(rec.contract.model_dump_json())
     w.add(c, LUMA + "contract", nq.iri(contract))
-    if w.entity(contract):
-        w.describe(contract, TYPE, nq.iri(LUMA + "ServiceContract"))
+    if w.entity(contract, LUMA + "ServiceContract"):
         w.describe(contract, LABEL, nq.string(rec.contract.name))
         for i, clause in enumerate(rec.contract.clauses):
             cl = f"{contract}/clause/{i}"
@@ -106,16 +128,19 @@ def _pex_chain(w: nq.QuadWriter, rec: PexChain, meta: LedgerMeta, dims: dict[str
 
     crossed = rec.crossed_dimension
     for prop, state in (("pass", rec.pass_state), ("fail", rec.fail_state)):
-        s = ID + "state/" + short_hash(state.model_dump(mode="json"))
+        levels = {key: _level(w, dims[key], level) for key, level in state.dimensions.items()}
+        # A state is its set of levels (levels are compared in canonical units, so 8 GiB and
+        # 8192 MiB are the same level and the same state).
+        s = ID + "state/" + _hash(" ".join(sorted(levels.values())))
         w.add(c, LUMA + prop + "State", nq.iri(s))
         # The state's levels with the crossed dimension left out: equal for PASS and FAIL
         # exactly when the two states differ only in the crossed dimension (what the
         # qualification rule asks), as one comparison instead of a join over levels.
-        w.add(c, LUMA + prop + "Context", nq.string(_context(state, crossed)))
-        if w.entity(s):
-            w.describe(s, TYPE, nq.iri(LUMA + "MachineState"))
-            for key, level in sorted(state.dimensions.items()):
-                _level(w, s, dims[key], level)
+        rest = sorted(iri for key, iri in levels.items() if key != crossed)
+        w.add(c, LUMA + prop + "Context", nq.string(_hash(" ".join(rest))))
+        if w.entity(s, LUMA + "MachineState"):
+            for iri in levels.values():
+                w.describe(s, LUMA + "level", nq.iri(iri))
 
     # The boundary itself, on the chain: the crossed dimension's PASS and FAIL levels (also in
     # the states), so boundary queries and rules read one triple instead of a join over levels.
@@ -131,13 +156,11 @@ def _pex_chain(w: nq.QuadWriter, rec: PexChain, meta: LedgerMeta, dims: dict[str
     w.add(c, LUMA + "bindingResource", nq.iri(dims[rec.binding_resource].iri))
     iv = _named("intervention", rec.intervention.name, rec.intervention.kind)
     w.add(c, LUMA + "intervention", nq.iri(iv))
-    if w.entity(iv):
-        w.describe(iv, TYPE, nq.iri(LUMA + "Intervention"))
+    if w.entity(iv, LUMA + "Intervention"):
         w.describe(iv, LABEL, nq.string(rec.intervention.name))
         w.describe(iv, LUMA + "interventionKind", nq.iri(LUMA + INTERVENTION_KINDS[rec.intervention.kind]))
     w.add(c, LUMA + "recovered", nq.boolean(rec.recovered))
     w.add(c, LUMA + "repetitions", nq.integer(rec.repetitions))
-
     for i, trial in enumerate(rec.trials):
         t = f"{c}/trial/{i}"
         w.add(c, LUMA + "trial", nq.iri(t))
@@ -166,18 +189,6 @@ def _pex_chain(w: nq.QuadWriter, rec: PexChain, meta: LedgerMeta, dims: dict[str
             w.add(act, PROV + "startedAtTime", nq.datetime_(p.started))
 
 
-def _context(state: MachineState, crossed: str) -> str:
-    rest = {k: v.model_dump(mode="json") for k, v in state.dimensions.items() if k != crossed}
-    return short_hash([_comparable(v) for v in sorted(rest.items())])
-
-
-def _comparable(item):
-    key, level = item
-    if isinstance(level["value"], str):
-        return [key, level["value"]]
-    return [key, *units.normalise(level["value"], level["unit"])]
-
-
 def _quantity(add, node: str, metric: str, value: float, unit: str) -> None:
     normalised, canonical = units.normalise(float(value), unit)
     add(node, LUMA + "metric", nq.string(metric))
@@ -185,16 +196,24 @@ def _quantity(add, node: str, metric: str, value: float, unit: str) -> None:
     add(node, UNIT, nq.iri(units.unit_iri(canonical)))
 
 
-def _level(w: nq.QuadWriter, state: str, dim: Dimension, level: Level) -> None:
-    node = f"{state}/level/{dim.key}"
-    w.describe(state, LUMA + "level", nq.iri(node))
-    w.describe(node, LUMA + "dimension", nq.iri(dim.iri))
+def _level(w: nq.QuadWriter, dim: Dimension, level: Level) -> str:
+    """The IRI of a level, described once per batch. A level is a value (dimension + quantity in
+    its canonical unit, or dimension + category), shared by every state that has it."""
     if dim.categorical:
-        w.describe(node, LUMA + "category", nq.string(str(level.value)))
-        return
+        text = str(level.value)
+        node = f"{ID}level/{dim.key}/c-{slug(text)}"
+        if w.entity(node, LUMA + "Level"):
+            w.describe(node, LUMA + "dimension", nq.iri(dim.iri))
+            w.describe(node, LUMA + "category", nq.string(text))
+        return node
     normalised, canonical = units.normalise(float(level.value), level.unit)
-    w.describe(node, VALUE, nq.double(normalised))
-    w.describe(node, UNIT, nq.iri(units.unit_iri(canonical)))
+    normalised += 0.0  # -0.0 and 0.0 are one level
+    node = f"{ID}level/{dim.key}/{normalised!r}-{slug(canonical)}"
+    if w.entity(node, LUMA + "Level"):
+        w.describe(node, LUMA + "dimension", nq.iri(dim.iri))
+        w.describe(node, VALUE, nq.double(normalised))
+        w.describe(node, UNIT, nq.iri(units.unit_iri(canonical)))
+    return node
 
 
 PROJECTORS: dict[str, Callable] = {"pex-chain": _pex_chain, "rdf-document": project_document}

@@ -26,19 +26,18 @@ silently left unchecked.
 from __future__ import annotations
 
 import importlib.resources
-import math
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from datetime import datetime
 from functools import lru_cache
 from pathlib import Path
 
 import pyoxigraph as ox
+from luma.kb import nquads as nq
+from luma.kb.shacl_terms import LEXICAL, NUMERIC, literal, string_of
+from luma.kb.vocab import PREFIXES, RDF, RDFS, SH, XSD
 
 from luma.errors import ConfigError, RecordError
-from luma.kb import nquads as nq
-from luma.kb.vocab import PREFIXES, RDF, RDFS, SH, XSD
 
 #: subject IRI -> predicate IRI -> its object term, or a list of them when there are several
 #: (a bare term for the common single value spares a list per triple: a tenth of the budget)
@@ -67,85 +66,6 @@ _NODE_KINDS = {
     SH + "IRIOrLiteral": ("<", '"'),
 }
 
-# Lexical forms by the XSD rules (as Oxigraph reads them). Each parser returns the value, or
-# None for a form outside the datatype's lexical space.
-_DATETIME = re.compile(r"[0-9]{4,}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]+)?(Z|[+-][0-9]{2}:[0-9]{2})?")
-_SPECIAL_DOUBLES = {"INF": math.inf, "+INF": math.inf, "-INF": -math.inf, "NaN": math.nan}
-
-
-def _double(lex: str) -> float | None:
-    # Python's float() reads a superset of the XSD forms; outside these characters it accepts
-    # only its own spellings ("inf", "nan", "1_0", " 1"), which XSD does not.
-    if lex.strip("0123456789.eE+-"):
-        return _SPECIAL_DOUBLES.get(lex)
-    try:
-        return float(lex)
-    except ValueError:
-        return None
-
-
-def _integer(lex: str) -> int | None:
-    if lex.strip("0123456789+-"):
-        return None
-    try:
-        return int(lex)
-    except ValueError:
-        return None
-
-
-_BOOLEANS = {"true": True, "1": True, "false": False, "0": False}
-_boolean = _BOOLEANS.get
-
-
-@lru_cache(maxsize=1024)  # a batch shares its ingestion time
-def _datetime(lex: str) -> datetime | None:
-    if not _DATETIME.fullmatch(lex):
-        return None
-    try:  # month, day and time ranges
-        return datetime.fromisoformat(lex)
-    except ValueError:
-        return None
-
-
-_LEXICAL: dict[str, Callable[[str], object]] = {
-    XSD + "double": _double,
-    XSD + "integer": _integer,
-    XSD + "boolean": _boolean,
-    XSD + "dateTime": _datetime,
-}
-_NUMERIC = {XSD + "double", XSD + "integer"}
-
-_UNESCAPE = re.compile(r'\\(u[0-9A-Fa-f]{4}|U[0-9A-Fa-f]{8}|[tbnrf"\'\\])')
-_SIMPLE_ESCAPES = {"t": "\t", "b": "\b", "n": "\n", "r": "\r", "f": "\f", '"': '"', "'": "'", "\\": "\\"}
-
-
-def _unescape(text: str) -> str:
-    if "\\" not in text:
-        return text
-    return _UNESCAPE.sub(lambda m: _SIMPLE_ESCAPES.get(m[1]) or chr(int(m[1][1:], 16)), text)
-
-
-def _literal(term: str) -> tuple[str, str] | None:
-    """(escaped lexical form, datatype IRI) of an N-Quads literal term, None for IRIs and blank nodes."""
-    if term[:1] != '"':
-        return None
-    end = term.rfind('"')
-    rest = term[end + 1 :]
-    if not rest:
-        return term[1:end], _XSD_STRING
-    if rest[0] == "@":
-        return term[1:end], RDF + "langString"
-    return term[1:end], rest[3:-1]
-
-
-def _string_of(term: str) -> str | None:
-    """SPARQL str(): the lexical form of a literal, the text of an IRI; None for a blank node."""
-    if term[:1] == "<":
-        return term[1:-1]
-    lit = _literal(term)
-    return None if lit is None else _unescape(lit[0])
-
-
 def qname(iri: str) -> str:
     """`luma:workload` for a known namespace, else `<iri>`."""
     for prefix, ns in PREFIXES.items():
@@ -171,13 +91,13 @@ _EMPTY: dict = {}
 
 
 def _at_least(bound: float, v: str) -> bool:
-    lit = _literal(v)
-    value = _LEXICAL[lit[1]](lit[0]) if lit is not None and lit[1] in _NUMERIC else None
+    lit = literal(v)
+    value = LEXICAL[lit[1]](lit[0]) if lit is not None and lit[1] in NUMERIC else None
     return value is not None and value >= bound  # not a number: a violation, as in SPARQL
 
 
 def _matches(regex: re.Pattern, v: str) -> bool:
-    text = _string_of(v)
+    text = string_of(v)
     return text is not None and regex.search(text) is not None
 
 
@@ -197,7 +117,7 @@ def _passes(kind: int, arg, v: str, ix: Index) -> bool:
         return _at_least(arg, v)
     if kind == _PATTERN:
         return _matches(arg, v)
-    text = _string_of(v)
+    text = string_of(v)
     return text is not None and len(text) >= arg
 
 
@@ -217,7 +137,7 @@ def _test_code(kind: int, arg, name: str, env: dict, numeric: bool, string: bool
         env[name + "s"], env[name + "f"] = suffix, valid
         return f"not v.endswith({name}s) or (x := {name}f(v[1:{-len(suffix)}])) is None"
     if kind == _CLASS:  # the type is one term, or a list of them
-        types = f"(t := ix.get(v[1:-1], _EMPTY).get(_TYPE))"
+        types = "(t := ix.get(v[1:-1], _EMPTY).get(_TYPE))"
         return f"v[:1] != '<' or ({types} != {name} and (t.__class__ is not list or {name} not in t))"
     if kind == _KIND:
         return f"not v.startswith({name})"
@@ -313,7 +233,7 @@ def _generate(props: Sequence[PropertyCheck], name: str) -> Callable[[dict, Inde
                 continue  # the pattern test checks the datatype too
             code = _test_code(kind, arg, f"a{i}_{j}", env, numeric, string=_STRING in kinds)
             lines.append(f"{tab}if {code}: return {i}")
-            numeric = numeric or (kind == _TYPED and arg[0][4:-1] in _NUMERIC)
+            numeric = numeric or (kind == _TYPED and arg[0][4:-1] in NUMERIC)
     lines.append("    return -1")
     source = "\n".join(lines) + "\n"
     exec(compile(source, f"<shapes for {name}>", "exec"), env)  # code built here from parsed shapes only
@@ -351,13 +271,26 @@ class ShapeChecker:
             shapes += _compile(name, data)
         return cls(shapes)
 
-    def check(self, triples: Sequence[tuple[str, str, str]], source: str) -> None:
-        """Raise RecordError(source=source, field=<sh:name>) at the first shape violation."""
+    def check(
+        self, triples: Sequence[tuple[str, str, str]], source: str, known: dict[str, str] | None = None
+    ) -> None:
+        """Raise RecordError(source=source, field=<sh:name>) at the first shape violation.
+
+        `known`: entities (IRI -> rdf:type term) described and checked with an earlier record
+        of the batch; they are not checked again, but sh:class sees their type.
+        """
         # Written out rather than built on _targets(): this loop is part of the time budget.
         objects_of = self._by_objects_of
         ix, found = _index(triples, objects_of)
+        if known:
+            for iri, t in known.items():
+                ix.setdefault(iri, {_TYPE: t})
+        else:
+            known = _EMPTY
         by_class = self._by_class
         for s, props in ix.items():
+            if s in known:
+                continue
             types = props.get(_TYPE)
             if types is not None:
                 for t in types if types.__class__ is list else (types,):
@@ -367,6 +300,8 @@ class ShapeChecker:
                         if failed >= 0:
                             self._fail(target[1][failed], f"<{s}>", props, ix, source)
         for p, o in found:
+            if o[1:-1] in known:
+                continue
             target = objects_of[p]
             props = ix.get(o[1:-1], _EMPTY) if o[:1] == "<" else _EMPTY
             failed = target[0](props, ix)
@@ -533,8 +468,8 @@ def _property(graph, node, fail) -> PropertyCheck:
         what = f"is not a valid literal of datatype {qname(dt)} (sh:datatype)"
         if dt == _XSD_STRING:
             tests.append((_STRING, None, what))
-        elif dt in _LEXICAL:
-            tests.append((_TYPED, (f'"^^<{dt}>', _LEXICAL[dt]), what))
+        elif dt in LEXICAL:
+            tests.append((_TYPED, (f'"^^<{dt}>', LEXICAL[dt]), what))
         else:
             fail(node, f"sh:datatype {qname(dt)}")
     if SH + "class" in one:

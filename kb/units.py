@@ -13,7 +13,6 @@ import re
 from functools import lru_cache
 
 import pint
-
 from luma.kb.vocab import LUNIT, UNIT
 
 _EXTRA_UNITS = (

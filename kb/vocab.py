@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from functools import lru_cache
 from typing import Any
 
 LUMA = "https://w3id.org/luma/ns#"
@@ -70,6 +71,7 @@ def short_hash(data: Any) -> str:
     return content_hash(data)[:32]
 
 
+@lru_cache(maxsize=65536)
 def slug(text: str) -> str:
     """A readable IRI segment for a user-given name; a hash suffix keeps distinct names distinct."""
     cleaned = _SLUG_BAD.sub("-", text.strip()).strip("-")[:64] or "x"

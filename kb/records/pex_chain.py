@@ -11,10 +11,20 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, StrictStr, ValidationInfo, model_validator
-
 from luma.kb import units
 from luma.kb.dimensions import Dimension, record_dimensions
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictBool,
+    StrictFloat,
+    StrictInt,
+    StrictStr,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 SCHEMA_VERSION = 1
 
@@ -78,6 +88,13 @@ class MachineState(_Strict):
     """A complete assignment of levels to dimensions."""
 
     dimensions: Annotated[dict[StrictStr, Level], Field(min_length=1, max_length=64)]
+
+    @field_validator("dimensions", mode="after")
+    @classmethod
+    def _sorted(cls, dims: dict[str, Level]) -> dict[str, Level]:
+        # Key order is part of the canonical JSON (the content hash), so it must not depend
+        # on the order the submitter wrote the dimensions in.
+        return dict(sorted(dims.items()))
 
     @model_validator(mode="after")
     def _levels_fit_dimensions(self, info: ValidationInfo) -> "MachineState":

@@ -10,8 +10,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from luma.errors import ConfigError
 from luma.kb.stores.base import QuadStore
+
+from luma.errors import ConfigError
 
 _REGISTRY: dict[str, Callable[[str], QuadStore]] = {}
 
