@@ -38,11 +38,11 @@ def _timed_queries(run, names, repeat: int) -> dict:
 def child_luma(n: int, workdir: Path, repeat: int) -> dict:
     """Run in a child process: ingest n records, time queries and the raw bulk-load baseline."""
     import pyoxigraph as ox
+
     from luma.kb.knowledge_base import KnowledgeBase
     from luma.kb.named_queries import named_queries
     from luma.kb.synthetic import write_jsonl
     from luma.kb.vocab import ONTOLOGY_GRAPH
-
     from luma.settings import Settings
 
     home = workdir / "project"
@@ -101,8 +101,9 @@ def child_rdflib(workdir: Path, per_query_timeout: float) -> dict:
     import threading
 
     import rdflib
-    from luma.kb.dimensions import ontology_files
+
     from luma.kb.named_queries import named_queries
+    from luma.kb.dimensions import ontology_files
 
     t0 = time.perf_counter()
     ds = rdflib.Dataset(default_union=True)

@@ -12,9 +12,9 @@ from functools import lru_cache
 from pathlib import Path
 
 import pyoxigraph as ox
-from luma.kb.vocab import DIM, LUMA, RDF
 
 from luma.errors import ConfigError
+from luma.kb.vocab import DIM, LUMA, RDF
 
 _TYPE = ox.NamedNode(RDF + "type")
 _DIMENSION = ox.NamedNode(LUMA + "ResourceDimension")

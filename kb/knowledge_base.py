@@ -22,6 +22,7 @@ from datetime import datetime, timezone
 from itertools import islice
 from pathlib import Path
 
+from luma.errors import RecordError, StoreError
 from luma.kb import pending, shacl
 from luma.kb.dimensions import ontology_files, record_dimensions
 from luma.kb.ledger import Ledger, LedgerEntry, NewRecord
@@ -33,8 +34,6 @@ from luma.kb.records.rdf_document import RdfDocument, read_document, skolemised_
 from luma.kb.stores import open_store
 from luma.kb.stores.base import QuadStore, parse_rdf
 from luma.kb.vocab import LUMA, ONTOLOGY_GRAPH, RECORD_GRAPH, record_graph
-
-from luma.errors import RecordError, StoreError
 from luma.settings import Settings
 
 _KB = "https://w3id.org/luma/id/kb"

@@ -22,10 +22,9 @@ import os
 from collections.abc import Iterable
 from pathlib import Path
 
+from luma.errors import StoreError
 from luma.kb.stores.base import QuadStore
 from luma.kb.vocab import ENTITY_GRAPH, record_graph
-
-from luma.errors import StoreError
 
 MARKER = "pending-ingest.json"
 #: DROP GRAPH operations per SPARQL update (~0.5-0.7 ms per graph on disk here).

@@ -33,11 +33,11 @@ from functools import lru_cache
 from pathlib import Path
 
 import pyoxigraph as ox
+
+from luma.errors import ConfigError, RecordError
 from luma.kb import nquads as nq
 from luma.kb.shacl_terms import LEXICAL, NUMERIC, literal, string_of
 from luma.kb.vocab import PREFIXES, RDF, RDFS, SH, XSD
-
-from luma.errors import ConfigError, RecordError
 
 #: subject IRI -> predicate IRI -> its object term, or a list of them when there are several
 #: (a bare term for the common single value spares a list per triple: a tenth of the budget)

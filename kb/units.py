@@ -13,6 +13,7 @@ import re
 from functools import lru_cache
 
 import pint
+
 from luma.kb.vocab import LUNIT, UNIT
 
 _EXTRA_UNITS = (

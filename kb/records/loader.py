@@ -15,12 +15,12 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from luma.kb import units
-from luma.kb.dimensions import record_dimensions
-from luma.kb.records.pex_chain import PexChain
 from pydantic import BaseModel, ValidationError
 
 from luma.errors import ConfigError, RecordError
+from luma.kb import units
+from luma.kb.dimensions import record_dimensions
+from luma.kb.records.pex_chain import PexChain
 
 #: Largest record file accepted (bytes); LUMA_MAX_RECORD_FILE_BYTES overrides it.
 DEFAULT_MAX_FILE_BYTES = 512 * 1024 * 1024

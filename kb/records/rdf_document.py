@@ -10,9 +10,10 @@ import hashlib
 from typing import Literal
 
 import pyoxigraph as ox
+from pydantic import BaseModel, ConfigDict
+
 from luma.kb.stores.base import parse_rdf
 from luma.kb.vocab import record_graph
-from pydantic import BaseModel, ConfigDict
 
 EvidenceClass = Literal["measured", "simulated", "projected", "vendor-claim"]
 

@@ -10,9 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from luma.kb.stores.base import QuadStore
-
 from luma.errors import ConfigError
+from luma.kb.stores.base import QuadStore
 
 _REGISTRY: dict[str, Callable[[str], QuadStore]] = {}
 

@@ -7,9 +7,9 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import pyoxigraph as ox
-from luma.kb.stores.base import RESULT_FORMATS, QuadStore, QueryOutput
 
 from luma.errors import QueryError, QueryTimeout, StoreError
+from luma.kb.stores.base import RESULT_FORMATS, QueryOutput, QuadStore
 
 
 class EmbeddedStore(QuadStore):

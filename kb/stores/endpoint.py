@@ -13,9 +13,9 @@ import urllib.request
 from collections.abc import Iterable, Iterator
 
 import pyoxigraph as ox
-from luma.kb.stores.base import RESULT_FORMATS, QuadStore, QueryOutput
 
 from luma.errors import QueryError, QueryTimeout, StoreError
+from luma.kb.stores.base import RESULT_FORMATS, QueryOutput, QuadStore
 
 _GRAPH_MEDIA = "application/n-triples"
 
