@@ -59,3 +59,7 @@ class LedgerError(LumaError):
 
 class UnknownName(LumaError):
     """A named thing (named query, backend scheme, format) does not exist."""
+
+
+class TensorError(LumaError):
+    """A tensor or a quantisation setting given to a kernel is invalid (NaN/Inf, bits, axis, shape)."""
