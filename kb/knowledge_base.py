@@ -40,7 +40,7 @@ _KB = "https://w3id.org/luma/id/kb"
 _REPLAY_TYPES = {**RECORD_TYPES, "rdf-document": RdfDocument}
 #: Records validated and projected per chunk (the first chunk is smaller: the load starts sooner).
 CHUNK_RECORDS = 25_000
-FIRST_CHUNK_RECORDS = 5_000
+FIRST_CHUNK_RECORDS = 2_000
 
 
 @dataclass
