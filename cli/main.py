@@ -36,8 +36,10 @@ def cli(home: str | None) -> None:
 def _register() -> None:
     from luma.cli.demo import demo
     from luma.cli.kb import kb
+    from luma.cli.kernels import kernels
 
     cli.add_command(kb)
+    cli.add_command(kernels)
     cli.add_command(demo)
 
 

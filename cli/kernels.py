@@ -1,0 +1,90 @@
+"""`luma kernels`: accuracy of the int8 family on real models, and its speed on this machine."""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from luma.cli.output import format_option, print_rows
+from luma.errors import TensorError
+
+GRANULARITIES = ("per-tensor", "per-channel")
+
+
+def _bits(text: str) -> tuple[int, ...]:
+    try:
+        bits = tuple(int(b) for b in text.split(",") if b.strip())
+    except ValueError:
+        raise click.BadParameter(f"expected comma-separated whole numbers, got {text!r}") from None
+    bad = [b for b in bits if not 2 <= b <= 8]
+    if not bits or bad:
+        raise click.BadParameter(f"bit widths must be from 2 to 8, got {text!r}")
+    return bits
+
+
+@click.group()
+def kernels() -> None:
+    """The int8 quantization family: accuracy and speed."""
+
+
+@kernels.command()
+@click.option("--model", "model_name", type=click.Choice(["digits", "minilm"]), required=True,
+              help="digits: an MLP on scikit-learn's digits; minilm: the all-MiniLM-L6-v2 sentence transformer.")
+@click.option("--bits", default="8,6,4", show_default=True, help="Comma-separated weight bit widths (2-8).")
+@click.option("--granularity", type=click.Choice([*GRANULARITIES, "both"]), default="both", show_default=True)
+@click.option("--mode", type=click.Choice(["dynamic", "weight-only"]), default="dynamic", show_default=True,
+              help="dynamic: int8 activations too; weight-only: float activations.")
+@click.option("--seed", type=int, default=0, show_default=True)
+@format_option(choices=("table", "json"))
+def evaluate(model_name: str, bits: str, granularity: str, mode: str, seed: int, fmt: str) -> None:
+    """Accuracy of fp32 against quantized variants of a real model."""
+    widths = _bits(bits)
+    grans = GRANULARITIES if granularity == "both" else (granularity,)
+    if model_name == "digits":
+        from luma.kernels import digits
+
+        rows = digits.evaluate(widths, grans, mode, seed)
+        columns = ["method", "granularity", "mode", "accuracy", "delta_pp", "weight_bytes"]
+    else:
+        from luma.kernels import minilm
+
+        rows = minilm.evaluate(widths, grans, mode)
+        columns = ["method", "granularity", "mode", "mean_cosine", "min_cosine", "sentences_per_s", "weight_bytes"]
+    print_rows(rows, columns, fmt, title=f"{model_name}: fp32 vs quantized")
+
+
+@kernels.command()
+@click.option("--threads", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Torch threads (1 keeps timings comparable on a shared machine).")
+@click.option("--quick", is_flag=True, help="Small sizes only (a smoke run, not the figures).")
+@format_option(choices=("table", "json"))
+def bench(threads: int, quick: bool, fmt: str) -> None:
+    """Quantize throughput vs copy bandwidth; int8 Linear vs fp32 and the peers."""
+    from luma.kernels.bench import run
+
+    try:
+        result = run(threads, quick)
+    except RuntimeError as exc:  # torch kernels report missing support this way
+        raise TensorError(f"benchmark failed: {exc}") from None
+    if fmt == "json":
+        click.echo(json.dumps(result, indent=2))
+        return
+    env = result["environment"]
+    click.echo(f"{env.get('cpu_model')} · ISA {' '.join(env.get('isa') or [])} · torch {env.get('torch')} "
+               f"({env.get('torch_cpu_capability')}) · {threads} thread(s) · rev {env.get('git_revision')}")
+    print_rows([_fmt(r) for r in result["quantize"]], ["case", "values", "min_s", "median_s", "gb_per_s",
+                                                         "fraction_of_copy"], "table", title="Quantize throughput")
+    print_rows([_fmt(r) for r in result["linear"]], ["m", "case", "min_s", "median_s", "speedup_vs_fp32",
+                                                       "rel_error_vs_fp64"], "table",
+               title=f"Linear K = N = {result['linear'][0]['k']}")
+
+
+def _fmt(row: dict) -> dict:
+    out = {}
+    for k, v in row.items():
+        if isinstance(v, float):
+            out[k] = f"{v:.3e}" if k == "rel_error_vs_fp64" else (f"{v * 1e3:.3f} ms" if k.endswith("_s") else f"{v:.2f}")
+        else:
+            out[k] = v
+    return out

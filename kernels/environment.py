@@ -1,0 +1,65 @@
+"""The environment block of every kernel result (the benchmark standard: hardware, software,
+revision), read from this machine at run time. Unknown values stay None, never guessed."""
+
+from __future__ import annotations
+
+import os
+import platform
+import subprocess
+from functools import lru_cache
+from pathlib import Path
+
+_ISA_FLAGS = ("sse4_2", "avx", "avx2", "fma", "avx512f", "avx512bw", "avx512_vnni", "avx_vnni", "avx512_bf16",
+              "amx_tile", "amx_int8", "amx_bf16", "asimd", "sve")
+
+
+@lru_cache(maxsize=1)
+def cpu() -> dict:
+    model, flags = None, set()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            key, _, value = line.partition(":")
+            key = key.strip()
+            if key in ("model name", "Model") and model is None:
+                model = value.strip()
+            elif key in ("flags", "Features") and not flags:
+                flags = set(value.split())
+    except OSError:
+        pass
+    return {
+        "cpu_model": model or platform.processor() or None,
+        "isa": [f for f in _ISA_FLAGS if f in flags],
+        "logical_cpus": os.cpu_count(),
+        "usable_cpus": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
+        "machine": platform.machine(),
+    }
+
+
+def git_revision() -> str | None:
+    """The checkout's commit (with `+dirty` when it has local changes), or None outside git."""
+    root = Path(__file__).resolve().parent.parent
+    try:
+        rev = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True,
+                             timeout=10).stdout.strip()
+        if not rev:
+            return None
+        dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
+                               capture_output=True, text=True, timeout=10).stdout.strip()
+        return rev + ("+dirty" if dirty else "")
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def describe(threads: int | None = None) -> dict:
+    """CPU model and ISA, library versions, torch's CPU capability and threads, git revision."""
+    import numpy
+
+    env = {**cpu(), "python": platform.python_version(), "numpy": numpy.__version__, "git_revision": git_revision()}
+    try:
+        import torch
+
+        env.update(torch=torch.__version__, torch_cpu_capability=torch.backends.cpu.get_cpu_capability(),
+                   torch_threads=threads or torch.get_num_threads())
+    except ImportError:
+        env.update(torch=None)
+    return env

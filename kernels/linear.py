@@ -1,0 +1,150 @@
+"""An int8 replacement for `torch.nn.Linear`, and a quantizer that swaps it into a model.
+
+Two modes:
+
+* ``weight-only``: int8 weights (per channel or per tensor) and float activations. Saves 4x weight
+  memory; the product runs on `torch._weight_int8pack_mm` where the build has it (per-channel
+  scales), else on the dequantized weight.
+* ``dynamic``: int8 weights and activations quantized per call (one scale per call, from max|x|),
+  an int8 x int8 -> int32 product, then one fused rescale pass: out = acc · (s_x · s_w) + bias.
+
+`bits` below 8 stores the weight on a coarser grid (qmax = 2^(bits-1) - 1) in int8 containers: the
+accuracy of a lower bit width, not its memory (see `weight_bytes`, which counts packed bits).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from dataclasses import dataclass, field
+from typing import Literal
+
+import torch
+from torch import nn
+
+from luma.errors import TensorError
+from luma.kernels import torch_ops
+
+MODES = ("weight-only", "dynamic")
+GRANULARITIES = ("per-channel", "per-tensor")
+
+
+@dataclass(frozen=True)
+class QuantConfig:
+    """How `quantize_model` converts a model's Linear layers."""
+
+    mode: Literal["weight-only", "dynamic"] = "dynamic"
+    granularity: Literal["per-channel", "per-tensor"] = "per-channel"
+    bits: int = 8
+    #: fnmatch patterns of module names left in float (e.g. a classifier head)
+    skip: tuple[str, ...] = ()
+    #: per-layer weight bits (mixed precision), by module name; others get `bits`
+    layer_bits: dict[str, int] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.mode not in MODES:
+            raise TensorError(f"unknown mode {self.mode!r} (known: {', '.join(MODES)})", field="mode")
+        if self.granularity not in GRANULARITIES:
+            raise TensorError(
+                f"unknown granularity {self.granularity!r} (known: {', '.join(GRANULARITIES)})", field="granularity"
+            )
+        for b in (self.bits, *self.layer_bits.values()):
+            if isinstance(b, bool) or not isinstance(b, int) or not 2 <= b <= 8:
+                raise TensorError(f"bits must be a whole number from 2 to 8, got {b!r}", field="bits")
+
+
+class Int8Linear(nn.Module):
+    """y = x Wᵀ + b with W stored as int8 levels and float32 scales."""
+
+    def __init__(self, q_weight: torch.Tensor, w_scale: torch.Tensor, bias: torch.Tensor | None,
+                 mode: str = "dynamic", bits: int = 8):
+        super().__init__()
+        self.out_features, self.in_features = q_weight.shape
+        self.mode, self.bits = mode, bits
+        self.register_buffer("q_weight", q_weight.contiguous())  # (N, K), for the weight-only kernel
+        # (K, N) for _int_mm; the weight-only path never reads it.
+        self.register_buffer("q_weight_t", q_weight.t().contiguous() if mode == "dynamic" else None)
+        self.register_buffer("w_scale", w_scale.to(torch.float32))
+        self.register_buffer("bias", None if bias is None else bias.detach().to(torch.float32).clone())
+        self._per_channel_w = w_scale.ndim == 1
+
+    @classmethod
+    def from_float(cls, linear: nn.Linear, mode: str = "dynamic", granularity: str = "per-channel", bits: int = 8):
+        w = linear.weight.detach().float()
+        m = 2 ** (bits - 1) - 1
+        if granularity == "per-channel":
+            amax = w.abs().amax(dim=1)
+            scale = torch.where(amax > 0, amax / m, torch.ones_like(amax))
+            q = torch.clamp(torch.round(w / scale[:, None]), -m, m).to(torch.int8)
+        else:
+            amax = w.abs().amax()
+            scale = torch.where(amax > 0, amax / m, torch.ones_like(amax))
+            q = torch.clamp(torch.round(w / scale), -m, m).to(torch.int8)
+        return cls(q, scale, linear.bias, mode, bits)
+
+    def weight_bytes(self) -> int:
+        """Bytes the weight needs packed at `bits` per value, scales included (float32)."""
+        return (self.q_weight.numel() * self.bits + 7) // 8 + self.w_scale.numel() * 4
+
+    def dequantized_weight(self) -> torch.Tensor:
+        s = self.w_scale[:, None] if self._per_channel_w else self.w_scale
+        return self.q_weight.float() * s
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        shape = x.shape
+        x2 = x.reshape(-1, self.in_features)
+        if self.mode == "weight-only":
+            y = self._weight_only(x2)
+        else:
+            y = self._dynamic(x2)
+        return y.reshape(*shape[:-1], self.out_features)
+
+    def _weight_only(self, x2: torch.Tensor) -> torch.Tensor:
+        if self._per_channel_w and hasattr(torch, "_weight_int8pack_mm") and x2.dtype == torch.float32:
+            y = torch._weight_int8pack_mm(x2.contiguous(), self.q_weight, self.w_scale)
+        else:
+            y = x2.float() @ self.dequantized_weight().t()
+        return y if self.bias is None else y.add_(self.bias)
+
+    def _dynamic(self, x2: torch.Tensor) -> torch.Tensor:
+        m = x2.shape[0]
+        buf = self._activation_buffer(m)
+        _, s_x = torch_ops.quantize_per_tensor(x2, check=False, out=buf[:m])
+        acc = torch_ops.int8_matmul(buf, self.q_weight_t)
+        if buf.shape[0] != m:
+            acc = acc[:m]
+        col = self.w_scale * s_x  # (N,) or scalar: one multiply per output element below
+        if self.bias is not None:
+            return torch.addcmul(self.bias, acc, col)
+        return acc * col
+
+    def _activation_buffer(self, m: int) -> torch.Tensor:
+        """A reused int8 buffer for m rows of activations (fresh large allocations page-fault).
+        _int_mm's CPU kernel wants more than 16 rows: a smaller batch gets zero rows appended,
+        which change no other row of the product."""
+        bufs = self.__dict__.setdefault("_buffers_by_rows", {})
+        buf = bufs.get(m)
+        if buf is None:
+            rows = 17 if m <= 16 and torch_ops.int_mm_supported(17, self.in_features, self.out_features) else m
+            if len(bufs) >= 8:
+                bufs.clear()
+            buf = bufs[m] = torch.zeros((rows, self.in_features), dtype=torch.int8)
+        return buf
+
+    def extra_repr(self) -> str:
+        gran = "per-channel" if self._per_channel_w else "per-tensor"
+        return f"in={self.in_features}, out={self.out_features}, mode={self.mode}, {gran}, bits={self.bits}"
+
+
+def quantize_model(model: nn.Module, config: QuantConfig | None = None) -> list[str]:
+    """Replace every `nn.Linear` of `model` in place (except `config.skip`); return their names."""
+    config = config or QuantConfig()
+    done = []
+    for name, module in list(model.named_modules()):
+        for child_name, child in list(module.named_children()):
+            full = f"{name}.{child_name}" if name else child_name
+            if type(child) is not nn.Linear or any(fnmatch.fnmatchcase(full, p) for p in config.skip):
+                continue
+            bits = config.layer_bits.get(full, config.bits)
+            setattr(module, child_name, Int8Linear.from_float(child, config.mode, config.granularity, bits))
+            done.append(full)
+    return done

@@ -1,0 +1,151 @@
+"""Calibration-aware mixed precision: per-layer sensitivity, then an accuracy–memory Pareto front.
+
+1. Sensitivity: each Linear layer alone at each bit width (the rest fp32), scored on the
+   *calibration* split — the drop in the quality metric from fp32.
+2. Search: start from every layer at the widest width; repeatedly lower the layer whose next
+   step down costs the least quality per byte saved (by the sensitivities), and score the whole
+   configuration for real on the *evaluation* split. Each step is one point.
+3. Front: the points no other point beats on both memory and quality.
+
+The score function is the caller's (digits accuracy, MiniLM cosine similarity); higher is better.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from torch import nn
+
+from luma.kernels.linear import QuantConfig, quantize_model
+
+Score = Callable[[nn.Module], float]
+
+
+@dataclass
+class Point:
+    """One configuration: bits per layer, the Linear weight bytes, and its evaluation score."""
+
+    layer_bits: dict[str, int]
+    weight_bytes: int
+    score: float
+    on_front: bool = False
+    label: str = ""
+
+
+@dataclass
+class Study:
+    """Everything a mixed-precision run produces (written to the KB as data and plotted)."""
+
+    metric: str
+    fp32_score: float
+    fp32_bytes: int
+    sensitivity: dict[str, dict[int, float]] = field(default_factory=dict)
+    points: list[Point] = field(default_factory=list)
+
+    def front(self) -> list[Point]:
+        return [p for p in self.points if p.on_front]
+
+    def as_rows(self) -> list[dict]:
+        return [{"label": p.label, "weight_bytes": p.weight_bytes, self.metric: p.score, "on_front": p.on_front,
+                 "bits": ",".join(str(b) for b in p.layer_bits.values())} for p in self.points]
+
+
+def linear_names(model: nn.Module, skip: tuple[str, ...] = ()) -> list[str]:
+    return [n for n, m in model.named_modules() if type(m) is nn.Linear and n not in skip]
+
+
+def _bytes(model: nn.Module, layer_bits: dict[str, int]) -> int:
+    total = 0
+    for name, m in model.named_modules():
+        if type(m) is nn.Linear:
+            bits = layer_bits.get(name)
+            w = m.weight.numel()
+            total += w * 4 if bits is None else (w * bits + 7) // 8 + m.weight.shape[0] * 4
+    return total
+
+
+def _quantized(model: nn.Module, layer_bits: dict[str, int], mode: str) -> nn.Module:
+    q = copy.deepcopy(model)
+    only = tuple(n for n in linear_names(model) if n not in layer_bits)
+    quantize_model(q, QuantConfig(mode=mode, granularity="per-channel", skip=only, layer_bits=layer_bits))
+    return q
+
+
+def run(model: nn.Module, calibration: Score, evaluation: Score, metric: str, bits=(8, 6, 4, 3, 2),
+        mode: str = "weight-only", skip: tuple[str, ...] = (), progress: Callable[[str], None] | None = None) -> Study:
+    """Sensitivity on `calibration`, greedy search scored on `evaluation`, then the front."""
+    layers = linear_names(model, skip)
+    widths = sorted(set(bits), reverse=True)
+    study = Study(metric, evaluation(model), _bytes(model, {}))
+    base_cal = calibration(model)
+    for name in layers:
+        study.sensitivity[name] = {b: base_cal - calibration(_quantized(model, {name: b}, mode)) for b in widths}
+        if progress:
+            progress(f"sensitivity {name}")
+    current = {name: widths[0] for name in layers}
+    study.points.append(_point(model, current, evaluation, mode, f"all int{widths[0]}"))
+    while True:
+        best, best_cost = None, None
+        for name in layers:
+            i = widths.index(current[name])
+            if i + 1 == len(widths):
+                continue
+            lower = widths[i + 1]
+            saved = _bytes(model, {name: current[name]}) - _bytes(model, {name: lower})
+            cost = (study.sensitivity[name][lower] - study.sensitivity[name][current[name]]) / max(saved, 1)
+            if best_cost is None or cost < best_cost:
+                best, best_cost = (name, lower), cost
+        if best is None:
+            break
+        current = {**current, best[0]: best[1]}
+        study.points.append(_point(model, current, evaluation, mode, f"{best[0]} -> int{best[1]}"))
+        if progress:
+            progress(f"step {len(study.points) - 1}")
+    _mark_front(study.points)
+    return study
+
+
+def _point(model, layer_bits, evaluation, mode, label) -> Point:
+    return Point(dict(layer_bits), _bytes(model, layer_bits), evaluation(_quantized(model, layer_bits, mode)), label=label)
+
+
+def _mark_front(points: list[Point]) -> None:
+    for p in points:
+        p.on_front = not any(
+            (o.weight_bytes <= p.weight_bytes and o.score >= p.score)
+            and (o.weight_bytes < p.weight_bytes or o.score > p.score)
+            for o in points
+        )
+
+
+def plot(study: Study, out: Path, title: str) -> list[Path]:
+    """The front as PNG and SVG: score against weight MiB, fp32 marked."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    mib = 2**20
+    pts = study.points
+    ax.scatter([p.weight_bytes / mib for p in pts], [p.score for p in pts], s=12, color="0.6", label="searched")
+    front = sorted(study.front(), key=lambda p: p.weight_bytes)
+    ax.plot([p.weight_bytes / mib for p in front], [p.score for p in front], "o-", color="C0", label="Pareto front")
+    ax.scatter([study.fp32_bytes / mib], [study.fp32_score], marker="*", s=120, color="C3", label="fp32")
+    ax.set_xlabel("Linear weight memory (MiB)")
+    ax.set_ylabel(study.metric)
+    ax.set_title(title)
+    ax.grid(True, alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    out.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for ext in ("png", "svg"):
+        path = out / f"pareto.{ext}"
+        fig.savefig(path, dpi=120)
+        paths.append(path)
+    plt.close(fig)
+    return paths

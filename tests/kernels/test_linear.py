@@ -1,0 +1,100 @@
+"""Int8Linear and quantize_model against float `nn.Linear` and the reference."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+from torch import nn  # noqa: E402
+
+from luma.errors import TensorError  # noqa: E402
+from luma.kernels import reference  # noqa: E402
+from luma.kernels.linear import Int8Linear, QuantConfig, quantize_model  # noqa: E402
+
+
+def _linear(k=64, n=48, bias=True, seed=0):
+    torch.manual_seed(seed)
+    return nn.Linear(k, n, bias=bias)
+
+
+@pytest.mark.parametrize("granularity", ["per-channel", "per-tensor"])
+def test_weight_levels_match_the_reference(granularity):
+    lin = _linear()
+    q = Int8Linear.from_float(lin, "weight-only", granularity)
+    axis = 0 if granularity == "per-channel" else None
+    ref = reference.quantize(lin.weight.detach().double().numpy(), 8, axis)
+    assert np.abs(q.q_weight.numpy().astype(int) - ref.q).max() <= 1
+    np.testing.assert_allclose(q.w_scale.numpy().ravel(), np.ravel(ref.scale), rtol=1e-6)
+
+
+@pytest.mark.parametrize("mode", ["weight-only", "dynamic"])
+@pytest.mark.parametrize("m", [1, 5, 16, 17, 64])
+def test_output_error_is_within_the_quantisation_bound(mode, m):
+    """|y - ŷ| per element is bounded by the rounding of W (and of x in dynamic mode):
+    Σ_k |x_k|·s_w/2 (+ Σ_k |W_k|·s_x/2 + the product of the two half-steps)."""
+    lin = _linear(k=64, n=40)
+    q = Int8Linear.from_float(lin, mode)
+    x = torch.randn(m, 64)
+    y, yq = lin(x).double(), q(x).double()
+    sw = q.w_scale.double()
+    xa, wa = x.abs().double(), lin.weight.detach().abs().double()
+    bound = xa @ (sw[:, None] / 2 * torch.ones_like(wa)).t()
+    if mode == "dynamic":
+        sx = x.abs().max().double() / 127
+        bound = bound + sx / 2 * wa.sum(dim=1) + (sx / 2) * (sw / 2) * 64
+    assert bool(((y - yq).abs() <= bound * 1.001 + 1e-5).all())
+
+
+def test_dynamic_mode_equals_the_reference_integer_pipeline():
+    """Quantize x, integer product, rescale: the same as doing it with the reference's integers."""
+    lin = _linear(k=32, n=24)
+    q = Int8Linear.from_float(lin, "dynamic")
+    x = torch.randn(20, 32)
+    rx = reference.quantize(x.double().numpy())
+    rw = q.q_weight.numpy().astype(np.int64)
+    acc = rx.q.astype(np.int64) @ rw.T
+    expected = acc * float(rx.scale) * q.w_scale.double().numpy()[None, :] + lin.bias.detach().double().numpy()
+    np.testing.assert_allclose(q(x).double().numpy(), expected, rtol=1e-5, atol=1e-4)
+
+
+def test_batched_input_keeps_its_leading_dimensions():
+    q = Int8Linear.from_float(_linear(), "dynamic")
+    assert q(torch.randn(2, 3, 64)).shape == (2, 3, 48)
+
+
+def test_lower_bits_store_a_coarser_grid_and_count_packed_bytes():
+    lin = _linear(k=64, n=48, bias=False)
+    q8 = Int8Linear.from_float(lin, bits=8)
+    q4 = Int8Linear.from_float(lin, bits=4)
+    assert int(q4.q_weight.abs().max()) == 7
+    assert q8.weight_bytes() == 64 * 48 + 48 * 4
+    assert q4.weight_bytes() == 64 * 48 // 2 + 48 * 4
+    assert q4.bias is None
+
+
+def test_quantize_model_swaps_linears_in_place_and_honours_skip_and_layer_bits():
+    model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Sequential(nn.Linear(16, 16), nn.Linear(16, 4)))
+    names = quantize_model(model, QuantConfig(mode="weight-only", skip=("2.1",), layer_bits={"2.0": 4}))
+    assert names == ["0", "2.0"]
+    assert isinstance(model[0], Int8Linear) and model[0].bits == 8
+    assert isinstance(model[2][0], Int8Linear) and model[2][0].bits == 4
+    assert type(model[2][1]) is nn.Linear
+    assert model(torch.randn(3, 8)).shape == (3, 4)
+
+
+@pytest.mark.parametrize("kwargs,field", [({"mode": "static"}, "mode"), ({"granularity": "per-row"}, "granularity"),
+                                          ({"bits": 9}, "bits"), ({"layer_bits": {"x": 1}}, "bits")])
+def test_bad_config_is_refused_naming_the_field(kwargs, field):
+    with pytest.raises(TensorError) as info:
+        QuantConfig(**kwargs)
+    assert info.value.field == field
+
+
+def test_reused_activation_buffers_never_leak_rows_between_calls():
+    q = Int8Linear.from_float(_linear(k=64, n=48), "dynamic")
+    x20, x5 = torch.randn(20, 64), torch.randn(5, 64)
+    first20, first5 = q(x20), q(x5)
+    q(torch.randn(20, 64) * 100)
+    q(torch.randn(5, 64) * 100)
+    assert torch.equal(q(x20), first20) and torch.equal(q(x5), first5)
