@@ -5,8 +5,9 @@ Two modes:
 * ``weight-only``: int8 weights (per channel or per tensor) and float activations. Saves 4x weight
   memory; the product runs on `torch._weight_int8pack_mm` where the build has it (per-channel
   scales), else on the dequantized weight.
-* ``dynamic``: int8 weights and activations quantized per call (one scale per call, from max|x|),
-  an int8 x int8 -> int32 product, then one fused rescale pass: out = acc · (s_x · s_w) + bias.
+* ``dynamic``: int8 weights and activations quantized per call, an int8 GEMM, then one rescale
+  pass. Which GEMM (`torch._int_mm` with LUMA's symmetric activations, or PyTorch's prepacked
+  engine GEMM) is measured per machine: see `luma.kernels.gemm_backend`.
 
 `bits` below 8 stores the weight on a coarser grid (qmax = 2^(bits-1) - 1) in int8 containers: the
 accuracy of a lower bit width, not its memory (see `weight_bytes`, which counts packed bits).
@@ -22,7 +23,7 @@ import torch
 from torch import nn
 
 from luma.errors import TensorError
-from luma.kernels import torch_ops
+from luma.kernels import gemm_backend, torch_ops
 
 MODES = ("weight-only", "dynamic")
 GRANULARITIES = ("per-channel", "per-tensor")
@@ -39,6 +40,8 @@ class QuantConfig:
     skip: tuple[str, ...] = ()
     #: per-layer weight bits (mixed precision), by module name; others get `bits`
     layer_bits: dict[str, int] = field(default_factory=dict)
+    #: int8 GEMM of the dynamic mode (`auto`: the fastest measured here)
+    backend: str = "auto"
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
@@ -47,6 +50,7 @@ class QuantConfig:
             raise TensorError(
                 f"unknown granularity {self.granularity!r} (known: {', '.join(GRANULARITIES)})", field="granularity"
             )
+        gemm_backend.resolve(self.backend)  # refuses an unknown or unavailable backend
         for b in (self.bits, *self.layer_bits.values()):
             if isinstance(b, bool) or not isinstance(b, int) or not 2 <= b <= 8:
                 raise TensorError(f"bits must be a whole number from 2 to 8, got {b!r}", field="bits")
@@ -56,19 +60,22 @@ class Int8Linear(nn.Module):
     """y = x Wᵀ + b with W stored as int8 levels and float32 scales."""
 
     def __init__(self, q_weight: torch.Tensor, w_scale: torch.Tensor, bias: torch.Tensor | None,
-                 mode: str = "dynamic", bits: int = 8):
+                 mode: str = "dynamic", bits: int = 8, backend: str = "auto"):
         super().__init__()
         self.out_features, self.in_features = q_weight.shape
         self.mode, self.bits = mode, bits
+        self.backend = gemm_backend.resolve(backend) if mode == "dynamic" else "-"
+        self._packed = None
         self.register_buffer("q_weight", q_weight.contiguous())  # (N, K), for the weight-only kernel
-        # (K, N) for _int_mm; the weight-only path never reads it.
-        self.register_buffer("q_weight_t", q_weight.t().contiguous() if mode == "dynamic" else None)
+        # (K, N) for _int_mm; the other paths never read it.
+        self.register_buffer("q_weight_t", q_weight.t().contiguous() if self.backend == "int_mm" else None)
         self.register_buffer("w_scale", w_scale.to(torch.float32))
         self.register_buffer("bias", None if bias is None else bias.detach().to(torch.float32).clone())
         self._per_channel_w = w_scale.ndim == 1
 
     @classmethod
-    def from_float(cls, linear: nn.Linear, mode: str = "dynamic", granularity: str = "per-channel", bits: int = 8):
+    def from_float(cls, linear: nn.Linear, mode: str = "dynamic", granularity: str = "per-channel", bits: int = 8,
+                   backend: str = "auto"):
         w = linear.weight.detach().float()
         m = 2 ** (bits - 1) - 1
         if granularity == "per-channel":
@@ -79,7 +86,7 @@ class Int8Linear(nn.Module):
             amax = w.abs().amax()
             scale = torch.where(amax > 0, amax / m, torch.ones_like(amax))
             q = torch.clamp(torch.round(w / scale), -m, m).to(torch.int8)
-        return cls(q, scale, linear.bias, mode, bits)
+        return cls(q, scale, linear.bias, mode, bits, backend)
 
     def weight_bytes(self) -> int:
         """Bytes the weight needs packed at `bits` per value, scales included (float32)."""
@@ -106,6 +113,10 @@ class Int8Linear(nn.Module):
         return y if self.bias is None else y.add_(self.bias)
 
     def _dynamic(self, x2: torch.Tensor) -> torch.Tensor:
+        if self.backend != "int_mm":
+            if self._packed is None:
+                self._packed = gemm_backend.prepack(self.q_weight, self.w_scale, self.bias, self.backend)
+            return gemm_backend.linear_dynamic(x2.float().contiguous(), self._packed, self.backend)
         m = x2.shape[0]
         buf = self._activation_buffer(m)
         _, s_x = torch_ops.quantize_per_tensor(x2, check=False, out=buf[:m])
@@ -132,7 +143,8 @@ class Int8Linear(nn.Module):
 
     def extra_repr(self) -> str:
         gran = "per-channel" if self._per_channel_w else "per-tensor"
-        return f"in={self.in_features}, out={self.out_features}, mode={self.mode}, {gran}, bits={self.bits}"
+        return (f"in={self.in_features}, out={self.out_features}, mode={self.mode}, {gran}, bits={self.bits}, "
+                f"backend={self.backend}")
 
 
 def quantize_model(model: nn.Module, config: QuantConfig | None = None) -> list[str]:
@@ -145,6 +157,7 @@ def quantize_model(model: nn.Module, config: QuantConfig | None = None) -> list[
             if type(child) is not nn.Linear or any(fnmatch.fnmatchcase(full, p) for p in config.skip):
                 continue
             bits = config.layer_bits.get(full, config.bits)
-            setattr(module, child_name, Int8Linear.from_float(child, config.mode, config.granularity, bits))
+            setattr(module, child_name,
+                    Int8Linear.from_float(child, config.mode, config.granularity, bits, config.backend))
             done.append(full)
     return done

@@ -9,7 +9,7 @@ torch = pytest.importorskip("torch")
 from torch import nn  # noqa: E402
 
 from luma.errors import TensorError  # noqa: E402
-from luma.kernels import reference  # noqa: E402
+from luma.kernels import gemm_backend, reference  # noqa: E402
 from luma.kernels.linear import Int8Linear, QuantConfig, quantize_model  # noqa: E402
 
 
@@ -41,7 +41,7 @@ def test_output_error_is_within_the_quantisation_bound(mode, m):
     xa, wa = x.abs().double(), lin.weight.detach().abs().double()
     bound = xa @ (sw[:, None] / 2 * torch.ones_like(wa)).t()
     if mode == "dynamic":
-        sx = x.abs().max().double() / 127
+        sx = gemm_backend.activation_step(x, q.backend)
         bound = bound + sx / 2 * wa.sum(dim=1) + (sx / 2) * (sw / 2) * 64
     assert bool(((y - yq).abs() <= bound * 1.001 + 1e-5).all())
 
@@ -49,7 +49,7 @@ def test_output_error_is_within_the_quantisation_bound(mode, m):
 def test_dynamic_mode_equals_the_reference_integer_pipeline():
     """Quantize x, integer product, rescale: the same as doing it with the reference's integers."""
     lin = _linear(k=32, n=24)
-    q = Int8Linear.from_float(lin, "dynamic")
+    q = Int8Linear.from_float(lin, "dynamic", backend="int_mm")
     x = torch.randn(20, 32)
     rx = reference.quantize(x.double().numpy())
     rw = q.q_weight.numpy().astype(np.int64)
@@ -98,3 +98,21 @@ def test_reused_activation_buffers_never_leak_rows_between_calls():
     q(torch.randn(20, 64) * 100)
     q(torch.randn(5, 64) * 100)
     assert torch.equal(q(x20), first20) and torch.equal(q(x5), first5)
+
+
+@pytest.mark.parametrize("engine", [e for e in ("x86", "fbgemm", "onednn") if e in torch.backends.quantized.supported_engines])
+def test_engine_backends_run_on_our_weight_integers(engine):
+    lin = _linear(k=64, n=40)
+    q = Int8Linear.from_float(lin, "dynamic", backend=engine)
+    x = torch.randn(8, 64)
+    y = q(x)
+    w, b = torch.ops.quantized.linear_unpack(q._packed)
+    assert torch.equal(w.int_repr(), q.q_weight)
+    torch.testing.assert_close(w.q_per_channel_scales().float(), q.w_scale)
+    assert y.shape == (8, 40)
+
+
+def test_auto_backend_is_a_known_one_and_bad_backends_are_refused():
+    assert gemm_backend.resolve("auto") in gemm_backend.BACKENDS
+    with pytest.raises(TensorError, match="unknown int8 GEMM backend 'cuda'"):
+        QuantConfig(backend="cuda")
