@@ -208,12 +208,14 @@ def bench(records: str, repeat: int, rdflib_max: int, rdflib_timeout: float, kee
 
 
 @kb.command()
+@click.option("--record-type", type=click.Choice(["pex-chain", "kernel-result"]), default="pex-chain",
+              show_default=True, help="Which record format.")
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None, help="Write to a file instead of stdout.")
-def schema(out: Path | None) -> None:
-    """Print the JSON Schema of the PEX-chain record format."""
+def schema(record_type: str, out: Path | None) -> None:
+    """Print the JSON Schema of a record format (PEX chain or kernel result)."""
     from luma.kb.records.schema import schema_text
 
-    text = schema_text()
+    text = schema_text(record_type)
     if out:
         out.write_text(text)
     else:

@@ -18,6 +18,7 @@ from functools import lru_cache
 from luma.kb import nquads as nq
 from luma.kb import units
 from luma.kb.dimensions import Dimension, record_dimensions
+from luma.kb.records.kernel_result import KernelResult
 from luma.kb.records.pex_chain import Level, PexChain
 from luma.kb.records.rdf_document import project_document
 from luma.kb.vocab import (
@@ -97,16 +98,7 @@ def _pex_chain(w: nq.QuadWriter, rec: PexChain, meta: LedgerMeta, dims: dict[str
     # Explicit link to the record, so union-graph queries (and `kb explain`) keep provenance.
     w.add(c, PROV + "wasDerivedFrom", nq.iri(w.graph))
 
-    wl = rec.workload
-    wl_iri = _named("workload", wl.name, wl.model, wl.task)
-    model = ID + "model/" + slug(wl.model)
-    w.add(c, LUMA + "workload", nq.iri(wl_iri))
-    if w.entity(wl_iri, LUMA + "Workload"):
-        w.describe(wl_iri, LABEL, nq.string(wl.name))
-        w.describe(wl_iri, LUMA + "model", nq.iri(model))
-        w.describe(wl_iri, LUMA + "task", nq.string(wl.task))
-    if w.entity(model, LUMA + "Model"):
-        w.describe(model, LABEL, nq.string(wl.model))
+    w.add(c, LUMA + "workload", nq.iri(_workload(w, rec.workload)))
 
     ar = rec.architecture
     arch = _named("architecture", ar.name, ar.kind, ar.vendor)
@@ -154,11 +146,7 @@ def _pex_chain(w: nq.QuadWriter, rec: PexChain, meta: LedgerMeta, dims: dict[str
             w.add(c, LUMA + prop + "Unit", nq.iri(units.unit_iri(canonical)))
     w.add(c, LUMA + "crossedDimension", nq.iri(dim.iri))
     w.add(c, LUMA + "bindingResource", nq.iri(dims[rec.binding_resource].iri))
-    iv = _named("intervention", rec.intervention.name, rec.intervention.kind)
-    w.add(c, LUMA + "intervention", nq.iri(iv))
-    if w.entity(iv, LUMA + "Intervention"):
-        w.describe(iv, LABEL, nq.string(rec.intervention.name))
-        w.describe(iv, LUMA + "interventionKind", nq.iri(LUMA + INTERVENTION_KINDS[rec.intervention.kind]))
+    w.add(c, LUMA + "intervention", nq.iri(_intervention(w, rec.intervention.name, rec.intervention.kind)))
     w.add(c, LUMA + "recovered", nq.boolean(rec.recovered))
     w.add(c, LUMA + "repetitions", nq.integer(rec.repetitions))
     for i, trial in enumerate(rec.trials):
@@ -216,4 +204,69 @@ def _level(w: nq.QuadWriter, dim: Dimension, level: Level) -> str:
     return node
 
 
-PROJECTORS: dict[str, Callable] = {"pex-chain": _pex_chain, "rdf-document": project_document}
+def _workload(w: nq.QuadWriter, wl) -> str:
+    iri = _named("workload", wl.name, wl.model, wl.task)
+    model = ID + "model/" + slug(wl.model)
+    if w.entity(iri, LUMA + "Workload"):
+        w.describe(iri, LABEL, nq.string(wl.name))
+        w.describe(iri, LUMA + "model", nq.iri(model))
+        w.describe(iri, LUMA + "task", nq.string(wl.task))
+    if w.entity(model, LUMA + "Model"):
+        w.describe(model, LABEL, nq.string(wl.model))
+    return iri
+
+
+def _intervention(w: nq.QuadWriter, name: str, kind: str) -> str:
+    iri = _named("intervention", name, kind)
+    if w.entity(iri, LUMA + "Intervention"):
+        w.describe(iri, LABEL, nq.string(name))
+        w.describe(iri, LUMA + "interventionKind", nq.iri(LUMA + INTERVENTION_KINDS[kind]))
+    return iri
+
+
+def _kernel_result(w: nq.QuadWriter, rec: KernelResult, meta: LedgerMeta, dims: dict[str, Dimension]) -> None:
+    r = ID + "result/" + meta.content_hash[:32]
+    w.add(r, TYPE, nq.iri(LUMA + "KernelResult"))
+    w.add(r, LUMA + "evidenceClass", nq.iri(EVIDENCE_CLASSES[rec.evidence_class]))
+    w.add(r, PROV + "wasDerivedFrom", nq.iri(w.graph))
+    w.add(r, LUMA + "workload", nq.iri(_workload(w, rec.workload)))  # the same entity PEX chains name
+    m = rec.method
+    w.add(r, LUMA + "intervention", nq.iri(_intervention(w, m.name, m.kind)))
+    for prop, value in (("bits", m.bits), ("granularity", m.granularity), ("quantMode", m.mode),
+                        ("gemmBackend", m.backend)):
+        if value is not None:
+            w.add(r, LUMA + prop, nq.integer(value) if isinstance(value, int) else nq.string(value))
+    for j, obs in enumerate(rec.metrics):
+        o = f"{r}/observation/{j}"
+        w.add(r, LUMA + "observation", nq.iri(o))
+        _quantity(w.add, o, obs.metric, obs.value, obs.unit)
+    w.add(r, LUMA + "repetitions", nq.integer(rec.repetitions))
+    w.add(r, LUMA + "warmup", nq.integer(rec.warmup))
+    w.add(r, LUMA + "artifact", nq.string(rec.artifact))
+    for text in rec.limitations:
+        w.add(r, LUMA + "limitation", nq.string(text))
+    act = f"{r}/activity"
+    w.add(r, PROV + "wasGeneratedBy", nq.iri(act))
+    w.add(act, TYPE, nq.iri(PROV + "Activity"))
+    w.add(act, LUMA + "tool", nq.string(rec.tool))
+    if rec.git_revision:
+        w.add(act, LUMA + "gitRevision", nq.string(rec.git_revision))
+    if rec.started:
+        w.add(act, PROV + "startedAtTime", nq.datetime_(rec.started))
+    env = f"{r}/environment"
+    w.add(r, LUMA + "environment", nq.iri(env))
+    w.add(env, TYPE, nq.iri(LUMA + "Environment"))
+    for key, value in rec.environment.model_dump(exclude_none=True).items():
+        prop = LUMA + _ENV_PROPS[key]
+        for v in value if isinstance(value, list) else [value]:
+            w.add(env, prop, nq.integer(v) if isinstance(v, int) else nq.string(str(v)))
+
+
+_ENV_PROPS = {
+    "cpu_model": "cpuModel", "isa": "isaExtension", "logical_cpus": "logicalCpus", "usable_cpus": "usableCpus",
+    "machine": "machineArchitecture", "python": "pythonVersion", "numpy": "numpyVersion", "torch": "torchVersion",
+    "torch_cpu_capability": "torchCpuCapability", "torch_threads": "threads", "accelerator": "acceleratorModel",
+}
+
+PROJECTORS: dict[str, Callable] = {"pex-chain": _pex_chain, "kernel-result": _kernel_result,
+                                   "rdf-document": project_document}

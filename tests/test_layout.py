@@ -114,12 +114,19 @@ def validator():
     return jsonschema.Draft202012Validator(schema)
 
 
-def test_committed_schema_is_the_generated_one():
+@pytest.mark.parametrize("record_type", ["pex-chain", "kernel-result"])
+def test_committed_schema_is_the_generated_one(record_type):
     from luma.kb.records.schema import schema_text
 
-    assert SCHEMA_PATH.read_text() == schema_text(), (
-        "ontology/pex-chain.schema.json is stale: regenerate it from luma.kb.records.schema.schema_text()"
+    assert (ROOT / "ontology" / f"{record_type}.schema.json").read_text() == schema_text(record_type), (
+        f"ontology/{record_type}.schema.json is stale: regenerate it with `luma kb schema --record-type {record_type}`"
     )
+
+
+def test_kernel_result_schema_accepts_the_example():
+    schema = json.loads((ROOT / "ontology" / "kernel-result.schema.json").read_text())
+    example = json.loads((ROOT / "tests" / "kb" / "data" / "kernel_result.json").read_text())
+    jsonschema.Draft202012Validator(schema).validate(example)
 
 
 def test_schema_accepts_the_valid_chain(validator):

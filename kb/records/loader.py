@@ -20,13 +20,14 @@ from pydantic import BaseModel, ValidationError
 from luma.errors import ConfigError, RecordError
 from luma.kb import units
 from luma.kb.dimensions import record_dimensions
+from luma.kb.records.kernel_result import KernelResult
 from luma.kb.records.pex_chain import PexChain
 
 #: Largest record file accepted (bytes); LUMA_MAX_RECORD_FILE_BYTES overrides it.
 DEFAULT_MAX_FILE_BYTES = 512 * 1024 * 1024
 
 #: record_type -> model class. Later record kinds register here.
-RECORD_TYPES: dict[str, type[BaseModel]] = {"pex-chain": PexChain}
+RECORD_TYPES: dict[str, type[BaseModel]] = {"pex-chain": PexChain, "kernel-result": KernelResult}
 
 _YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 

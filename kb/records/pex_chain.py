@@ -36,11 +36,13 @@ Count = Annotated[StrictInt, Field(ge=1, le=2**63 - 1)]
 EvidenceClass = Literal["measured", "simulated", "projected", "vendor-claim"]
 
 
-class _Strict(BaseModel):
+class StrictModel(BaseModel):
+    """Base of the record models: unknown fields are errors, instances are immutable."""
+
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-class Workload(_Strict):
+class Workload(StrictModel):
     """What is served."""
 
     name: Name
@@ -48,7 +50,7 @@ class Workload(_Strict):
     task: Name
 
 
-class Architecture(_Strict):
+class Architecture(StrictModel):
     """The physical platform family."""
 
     name: Name
@@ -56,7 +58,7 @@ class Architecture(_Strict):
     vendor: Name
 
 
-class Clause(_Strict):
+class Clause(StrictModel):
     """One accepted-service clause: `metric op value unit` (e.g. p99_latency <= 200 ms)."""
 
     metric: Annotated[StrictStr, Field(pattern=r"^[A-Za-z][A-Za-z0-9_.-]{0,63}$")]
@@ -70,21 +72,21 @@ class Clause(_Strict):
         return self
 
 
-class Contract(_Strict):
+class Contract(StrictModel):
     """A frozen accepted-service contract."""
 
     name: Name
     clauses: Annotated[list[Clause], Field(min_length=1, max_length=256)]
 
 
-class Level(_Strict):
+class Level(StrictModel):
     """The level of one dimension: a non-negative quantity, or a category (no unit)."""
 
     value: Number | Name
     unit: Name | None = None
 
 
-class MachineState(_Strict):
+class MachineState(StrictModel):
     """A complete assignment of levels to dimensions."""
 
     dimensions: Annotated[dict[StrictStr, Level], Field(min_length=1, max_length=64)]
@@ -104,14 +106,14 @@ class MachineState(_Strict):
         return self
 
 
-class Intervention(_Strict):
+class Intervention(StrictModel):
     """The mechanism applied at the FAIL state."""
 
     name: Name
     kind: Literal["software", "hardware", "partner"]
 
 
-class Observation(_Strict):
+class Observation(StrictModel):
     """One observed metric of a trial."""
 
     metric: Annotated[StrictStr, Field(pattern=r"^[A-Za-z][A-Za-z0-9_.-]{0,63}$")]
@@ -124,7 +126,7 @@ class Observation(_Strict):
         return self
 
 
-class Trial(_Strict):
+class Trial(StrictModel):
     """One physical trial behind the chain."""
 
     state: Literal["pass", "fail", "recovered"]
@@ -134,7 +136,7 @@ class Trial(_Strict):
     failure_cause: Name | None = None
 
 
-class Provenance(_Strict):
+class Provenance(StrictModel):
     """Who or what produced the record."""
 
     tool: Name
@@ -143,7 +145,7 @@ class Provenance(_Strict):
     started: datetime | None = None
 
 
-class PexChain(_Strict):
+class PexChain(StrictModel):
     """minimum PASS -> adjacent FAIL -> binding resource -> intervention -> recovered PASS."""
 
     record_type: Literal["pex-chain"]

@@ -1,7 +1,7 @@
 """JSON Schema of the public record formats, generated from the pydantic models.
 
-The committed `ontology/pex-chain.schema.json` is this function's output (a test keeps them
-equal); regenerate it with `luma kb schema --out ontology/pex-chain.schema.json`.
+The committed `ontology/<record-type>.schema.json` files are these functions' output (a test
+keeps them equal); regenerate one with `luma kb schema --record-type T --out ontology/T.schema.json`.
 """
 
 from __future__ import annotations
@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 
 from luma.kb.dimensions import record_dimensions
+from luma.kb.records.kernel_result import KernelResult
 from luma.kb.records.pex_chain import PexChain
 
 SCHEMA_ID = "https://w3id.org/luma/schema/pex-chain.schema.json"
@@ -38,5 +39,24 @@ def pex_chain_schema() -> dict:
     return schema
 
 
-def schema_text() -> str:
-    return json.dumps(pex_chain_schema(), indent=2, sort_keys=True) + "\n"
+def kernel_result_schema() -> dict:
+    """JSON Schema (2020-12) of a kernel-result record."""
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$id": "https://w3id.org/luma/schema/kernel-result.schema.json",
+        **KernelResult.model_json_schema(mode="validation"),
+        "title": "LUMA kernel-result record",
+        "description": (
+            "One evaluation or benchmark figure of a kernel (an intervention such as int8 quantization) "
+            "with the benchmark standard's fields: environment, workload, method, metrics with units, "
+            "repetitions and warm-up, artifact (how to reproduce it), git revision and limitations. "
+            "Metric units are pint expressions checked by `luma kb ingest`."
+        ),
+    }
+
+
+SCHEMAS = {"pex-chain": pex_chain_schema, "kernel-result": kernel_result_schema}
+
+
+def schema_text(record_type: str = "pex-chain") -> str:
+    return json.dumps(SCHEMAS[record_type](), indent=2, sort_keys=True) + "\n"

@@ -155,7 +155,7 @@ def test_luma_classes_have_label_and_comment():
         "ResourceDimension", "MachineState", "Level", "SoftwareConfig", "Trial", "Observation", "Verdict",
         "BoundaryQualification", "Intervention", "InterventionKind", "InterventionParameterRecord",
         "EvidenceClass", "SourceRecord", "RecurringBinding", "RecurringRemedy", "ArchitectureEvidence",
-        "HardwareRequirement", "FrontierShift",
+        "HardwareRequirement", "FrontierShift", "KernelResult", "Environment",
     }
     assert {str(c).removeprefix(LUMA) for c in classes} == expected
     for cls in classes:

@@ -76,12 +76,15 @@ FULL = {
     "provenance": {"tool": "luma-pex 0.1", "git_revision": "abc123", "host": "node-7", "started": "2026-11-30T08:00:00+00:00"},
 }
 
+#: A kernel-result record (luma.kb.records.kernel_result).
+KERNEL = json.loads((Path(__file__).parent / "data" / "kernel_result.json").read_text())
+
 Triples = list[tuple[str, str, str]]
 
 
 @lru_cache(maxsize=None)
 def _projected(name: str) -> tuple[tuple[str, str, str], ...]:
-    rec = validate_document({"example": EXAMPLE, "full": FULL}[name], name)
+    rec = validate_document({"example": EXAMPLE, "full": FULL, "kernel": KERNEL}[name], name)
     w = project(rec.model, LedgerMeta(rec.content_hash, "alice", datetime(2026, 12, 2, tzinfo=timezone.utc)))
     return tuple(w.triples)
 
@@ -137,7 +140,7 @@ def test_every_property_shape_names_its_field():
         assert (shape, SH.name, None) in g, shape
 
 
-@pytest.mark.parametrize("name", ["example", "full"])
+@pytest.mark.parametrize("name", ["example", "full", "kernel"])
 def test_shapes_cover_every_type_and_predicate_of_a_record(name):
     g = _graph("shapes.ttl")
     targets = {str(c) for c in g.objects(None, SH.targetClass)}
@@ -183,7 +186,7 @@ def test_classes_named_by_shapes_have_no_subclasses():
 # --- conforming records -------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("name", ["example", "full"])
+@pytest.mark.parametrize("name", ["example", "full", "kernel"])
 @pytest.mark.parametrize("ontology", [False, True], ids=["alone", "with-ontology"])
 def test_projected_records_conform_under_both_checkers(name, ontology):
     triples = projected(name)
@@ -378,7 +381,7 @@ EXTRA_OBJECTS = [
 
 @st.composite
 def edited_records(draw) -> Triples:
-    triples = projected(draw(st.sampled_from(["example", "full"])))
+    triples = projected(draw(st.sampled_from(["example", "full", "kernel"])))
     subjects = sorted({s for s, _, _ in triples})
     predicates = sorted({p for _, p, _ in triples})
     objects = sorted({o for _, _, o in triples}) + EXTRA_OBJECTS
@@ -413,7 +416,7 @@ def test_random_edits_get_the_same_verdict_from_both_checkers(triples):
 
 def test_default_checker_is_compiled_once():
     assert default_checker() is default_checker()
-    assert len(default_checker().shapes) == 14
+    assert len(default_checker().shapes) == 16  # 14 for PEX chains and their parts, 2 for kernel results
 
 
 def test_extra_shapes_add_constraints(tmp_path):
