@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from luma.cli.output import FORMATS, echo_bytes, format_option, print_rows, print_sparql_table
+from luma.cli.output import echo_bytes, format_option, print_rows, print_sparql_table
 
 _EXTENSIONS = {
     ".ttl": "turtle", ".nt": "ntriples", ".nq": "nquads", ".trig": "trig",

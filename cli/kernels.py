@@ -36,8 +36,10 @@ def kernels() -> None:
 @click.option("--mode", type=click.Choice(["dynamic", "weight-only"]), default="dynamic", show_default=True,
               help="dynamic: int8 activations too; weight-only: float activations.")
 @click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--record/--no-record", default=True, show_default=True,
+              help="Ingest the figures into the KB as measured kernel-result records.")
 @format_option(choices=("table", "json"))
-def evaluate(model_name: str, bits: str, granularity: str, mode: str, seed: int, fmt: str) -> None:
+def evaluate(model_name: str, bits: str, granularity: str, mode: str, seed: int, record: bool, fmt: str) -> None:
     """Accuracy of fp32 against quantized variants of a real model."""
     widths = _bits(bits)
     grans = GRANULARITIES if granularity == "both" else (granularity,)
@@ -52,14 +54,22 @@ def evaluate(model_name: str, bits: str, granularity: str, mode: str, seed: int,
         rows = minilm.evaluate(widths, grans, mode)
         columns = ["method", "granularity", "mode", "mean_cosine", "min_cosine", "sentences_per_s", "weight_bytes"]
     print_rows(rows, columns, fmt, title=f"{model_name}: fp32 vs quantized")
+    if record:
+        from luma.kernels import evidence
+
+        artifact = (f"luma kernels evaluate --model {model_name} --bits {bits} --granularity {granularity} "
+                    f"--mode {mode} --seed {seed}")
+        _record(evidence.evaluation_records(model_name, rows, artifact), f"evaluate-{model_name}")
 
 
 @kernels.command()
 @click.option("--threads", type=click.IntRange(min=1), default=1, show_default=True,
               help="Torch threads (1 keeps timings comparable on a shared machine).")
 @click.option("--quick", is_flag=True, help="Small sizes only (a smoke run, not the figures).")
+@click.option("--record/--no-record", default=True, show_default=True,
+              help="Ingest the figures into the KB as measured kernel-result records.")
 @format_option(choices=("table", "json"))
-def bench(threads: int, quick: bool, fmt: str) -> None:
+def bench(threads: int, quick: bool, record: bool, fmt: str) -> None:
     """Quantize throughput vs copy bandwidth; int8 Linear vs fp32 and the peers."""
     from luma.kernels.bench import run
 
@@ -67,6 +77,11 @@ def bench(threads: int, quick: bool, fmt: str) -> None:
         result = run(threads, quick)
     except RuntimeError as exc:  # torch kernels report missing support this way
         raise TensorError(f"benchmark failed: {exc}") from None
+    if record:
+        from luma.kernels import evidence
+
+        artifact = f"luma kernels bench --threads {threads}" + (" --quick" if quick else "")
+        _record(evidence.bench_records(result, artifact), "bench")
     if fmt == "json":
         click.echo(json.dumps(result, indent=2))
         return
@@ -78,6 +93,14 @@ def bench(threads: int, quick: bool, fmt: str) -> None:
     print_rows([_fmt(r) for r in result["linear"]], ["m", "case", "min_s", "median_s", "speedup_vs_fp32",
                                                        "rel_error_vs_fp64"], "table",
                title=f"Linear K = N = {result['linear'][0]['k']}")
+
+
+def _record(records: list[dict], kind: str) -> None:
+    from luma.kernels.evidence import save_and_ingest
+
+    path, report = save_and_ingest(records, kind)
+    click.echo(f"recorded {len(report.added)} measured kernel results in the KB ({len(report.duplicates)} already "
+               f"there); artifact {path}", err=True)
 
 
 def _fmt(row: dict) -> dict:

@@ -27,7 +27,8 @@ from luma.kernels.linear import Int8Linear
 
 
 def timed(fn: Callable[[], object], repeat: int = 7, warmup: int = 2, slow_s: float | None = None) -> tuple[float, float]:
-    """(min, median) seconds of `repeat` calls after `warmup` calls. A first call slower than
+    """(min, median) seconds of `repeat` calls after `warmup` calls (`timed.last_n`: how many were
+    timed). A first call slower than
     `slow_s` is timed once more and reported as is (a peer with no fast kernel here can take
     minutes per repeat; its figure is still measured, just not repeated)."""
     t = time.perf_counter()
@@ -36,6 +37,7 @@ def timed(fn: Callable[[], object], repeat: int = 7, warmup: int = 2, slow_s: fl
         t = time.perf_counter()
         fn()
         once = time.perf_counter() - t
+        timed.last_n = 1
         return once, once
     for _ in range(warmup - 1):
         fn()
@@ -44,6 +46,7 @@ def timed(fn: Callable[[], object], repeat: int = 7, warmup: int = 2, slow_s: fl
         t = time.perf_counter()
         fn()
         times.append(time.perf_counter() - t)
+    timed.last_n = repeat
     return min(times), statistics.median(times)
 
 
@@ -107,11 +110,14 @@ def linear_rows(ms=(1, 16, 256, 2048), k: int = 4096, n: int = 4096, repeat: int
         exact = x.double() @ lin.weight.double().t() + lin.bias.double()
         reps = repeat if m >= 256 else repeat * 4
         base_min, base_med = timed(lambda: lin(x), reps)
-        cases = {"fp32 nn.Linear (baseline)": lin, "luma Int8Linear dynamic": ours, **peers}
+        cases = {"fp32 nn.Linear (baseline)": lin, f"luma Int8Linear dynamic ({ours.backend})": ours, **peers}
         for name, mod in cases.items():
-            t_min, t_med = (base_min, base_med) if mod is lin else timed(lambda mod=mod: mod(x), reps,
-                                                                          slow_s=10 * base_med)
-            rows.append({"m": m, "k": k, "n": n, "case": name, "min_s": t_min, "median_s": t_med,
+            if mod is lin:
+                t_min, t_med, n_timed = base_min, base_med, reps
+            else:
+                t_min, t_med = timed(lambda mod=mod: mod(x), reps, slow_s=10 * base_med)
+                n_timed = timed.last_n
+            rows.append({"m": m, "k": k, "n": n, "case": name, "min_s": t_min, "median_s": t_med, "repeats": n_timed,
                          "speedup_vs_fp32": base_min / t_min, "rel_error_vs_fp64": _rel_error(mod(x), exact)})
     return rows
 

@@ -10,6 +10,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from luma.kernels import gemm_backend
 from luma.kernels.linear import Int8Linear, QuantConfig, quantize_model
 
 
@@ -87,5 +88,6 @@ def evaluate(bits=(8, 6, 4, 3, 2), granularities=("per-tensor", "per-channel"), 
             quantize_model(q, QuantConfig(mode=mode, granularity=g, bits=b))
             acc = accuracy(q, data)
             rows.append({"model": "digits-mlp", "method": f"int{b}", "bits": b, "granularity": g, "mode": mode,
+                         "backend": gemm_backend.resolve() if mode == "dynamic" else None,
                          "accuracy": acc, "delta_pp": 100 * (acc - base), "weight_bytes": weight_bytes(q)})
     return rows

@@ -12,6 +12,7 @@ import torch
 from torch import nn
 
 from luma.errors import TensorError
+from luma.kernels import gemm_backend
 from luma.kernels.linear import Int8Linear, QuantConfig, quantize_model
 
 #: A fixed, varied sentence set (short and long, technical and plain), so figures are comparable.
@@ -114,6 +115,7 @@ def evaluate(bits=(8,), granularities=("per-channel",), mode: str = "dynamic", t
             quantize_model(q, QuantConfig(mode=mode, granularity=g, bits=b))
             cos = cosine(embed(q), ref)
             rows.append({"model": "all-MiniLM-L6-v2", "method": f"int{b}", "bits": b, "granularity": g, "mode": mode,
+                         "backend": gemm_backend.resolve() if mode == "dynamic" else None,
                          "mean_cosine": float(cos.mean()), "min_cosine": float(cos.min()),
                          "sentences_per_s": throughput(q), "weight_bytes": weight_bytes(q)})
     return rows
