@@ -16,6 +16,7 @@ accuracy of a lower bit width, not its memory (see `weight_bytes`, which counts 
 from __future__ import annotations
 
 import fnmatch
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -24,6 +25,7 @@ from torch import nn
 
 from luma.errors import TensorError
 from luma.kernels import gemm_backend, torch_ops
+from luma.kernels.calibration import Calibrator
 
 MODES = ("weight-only", "dynamic")
 GRANULARITIES = ("per-channel", "per-tensor")
@@ -42,6 +44,10 @@ class QuantConfig:
     layer_bits: dict[str, int] = field(default_factory=dict)
     #: int8 GEMM of the dynamic mode (`auto`: the fastest measured here)
     backend: str = "auto"
+    #: SmoothQuant migration strength for dynamic mode when calibration data is given. Off (0) by
+    #: default: on MiniLM here α = 0.5 lowered the mean cosine to fp32 from 0.976 to 0.960 (engine
+    #: GEMM) and from 0.982 to 0.963 (int_mm), so it is an option to measure, not a default.
+    smooth_alpha: float = 0.0
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
@@ -72,11 +78,22 @@ class Int8Linear(nn.Module):
         self.register_buffer("w_scale", w_scale.to(torch.float32))
         self.register_buffer("bias", None if bias is None else bias.detach().to(torch.float32).clone())
         self._per_channel_w = w_scale.ndim == 1
+        #: 1/s per input feature when the layer was smoothed (see `from_float`), else None
+        self.register_buffer("inv_smooth", None)
 
     @classmethod
     def from_float(cls, linear: nn.Linear, mode: str = "dynamic", granularity: str = "per-channel", bits: int = 8,
-                   backend: str = "auto"):
+                   backend: str = "auto", act_amax: torch.Tensor | None = None, alpha: float = 0.5):
+        """Quantize a float Linear. With `act_amax` (calibrated max|x| per input feature, dynamic
+        mode), the layer is smoothed first (SmoothQuant): x' = x / s and W' = W · s with
+        s_j = act_amax_j^α / max_i|W_ij|^(1-α), which moves activation outliers into the weights,
+        where per-channel scales absorb them; the product is unchanged in exact arithmetic."""
         w = linear.weight.detach().float()
+        smooth = None
+        if act_amax is not None and mode == "dynamic":
+            w_amax = w.abs().amax(dim=0).clamp(min=1e-8)
+            smooth = (act_amax.float().clamp(min=1e-8) ** alpha / w_amax ** (1 - alpha)).clamp(min=1e-5, max=1e5)
+            w = w * smooth[None, :]
         m = 2 ** (bits - 1) - 1
         if granularity == "per-channel":
             amax = w.abs().amax(dim=1)
@@ -86,7 +103,10 @@ class Int8Linear(nn.Module):
             amax = w.abs().amax()
             scale = torch.where(amax > 0, amax / m, torch.ones_like(amax))
             q = torch.clamp(torch.round(w / scale), -m, m).to(torch.int8)
-        return cls(q, scale, linear.bias, mode, bits, backend)
+        layer = cls(q, scale, linear.bias, mode, bits, backend)
+        if smooth is not None:
+            layer.inv_smooth = 1.0 / smooth
+        return layer
 
     def weight_bytes(self) -> int:
         """Bytes the weight needs packed at `bits` per value, scales included (float32)."""
@@ -99,6 +119,8 @@ class Int8Linear(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         shape = x.shape
         x2 = x.reshape(-1, self.in_features)
+        if self.inv_smooth is not None:
+            x2 = x2 * self.inv_smooth
         if self.mode == "weight-only":
             y = self._weight_only(x2)
         else:
@@ -147,17 +169,41 @@ class Int8Linear(nn.Module):
                 f"backend={self.backend}")
 
 
-def quantize_model(model: nn.Module, config: QuantConfig | None = None) -> list[str]:
-    """Replace every `nn.Linear` of `model` in place (except `config.skip`); return their names."""
+def quantize_model(model: nn.Module, config: QuantConfig | None = None,
+                   calibrate: Callable[[nn.Module], object] | None = None) -> list[str]:
+    """Replace every `nn.Linear` of `model` in place (except `config.skip`); return their names.
+
+    `calibrate(model)`, when given, runs the float model on calibration inputs first: max|x| per
+    input feature of each Linear is recorded (luma.kernels.calibration) and, in dynamic mode with
+    `smooth_alpha` > 0, used to smooth each layer before it is quantized.
+    """
     config = config or QuantConfig()
-    done = []
+    targets = []
     for name, module in list(model.named_modules()):
         for child_name, child in list(module.named_children()):
             full = f"{name}.{child_name}" if name else child_name
-            if type(child) is not nn.Linear or any(fnmatch.fnmatchcase(full, p) for p in config.skip):
-                continue
-            bits = config.layer_bits.get(full, config.bits)
-            setattr(module, child_name,
-                    Int8Linear.from_float(child, config.mode, config.granularity, bits, config.backend))
-            done.append(full)
-    return done
+            if type(child) is nn.Linear and not any(fnmatch.fnmatchcase(full, p) for p in config.skip):
+                targets.append((module, child_name, child, full))
+    amax: dict[str, torch.Tensor] = {}
+    if calibrate is not None and config.mode == "dynamic" and config.smooth_alpha > 0:
+        amax = _calibrate(model, [(full, child) for _, _, child, full in targets], calibrate)
+    for module, child_name, child, full in targets:
+        bits = config.layer_bits.get(full, config.bits)
+        setattr(module, child_name, Int8Linear.from_float(child, config.mode, config.granularity, bits,
+                                                          config.backend, amax.get(full), config.smooth_alpha))
+    return [full for *_, full in targets]
+
+
+@torch.no_grad()
+def _calibrate(model: nn.Module, layers, run: Callable[[nn.Module], object]) -> dict[str, torch.Tensor]:
+    """max|x| per input feature of each layer over the calibration run (min-max calibration)."""
+    cals = {name: Calibrator(method="minmax", axis=-1) for name, _ in layers}
+    hooks = [layer.register_forward_pre_hook(lambda _m, args, name=name: cals[name].observe(
+        args[0].detach().reshape(-1, args[0].shape[-1]).float().numpy())) for name, layer in layers]
+    try:
+        run(model)
+    finally:
+        for h in hooks:
+            h.remove()
+    return {name: torch.as_tensor(cal.clip(), dtype=torch.float32) for name, cal in cals.items()
+            if cal._amax is not None}
