@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import click
 
@@ -111,3 +112,63 @@ def _fmt(row: dict) -> dict:
         else:
             out[k] = v
     return out
+
+
+@kernels.command()
+@click.option("--model", "model_name", type=click.Choice(["digits", "minilm"]), default="minilm", show_default=True)
+@click.option("--bits", default="8,6,4,3,2", show_default=True, help="Candidate weight bit widths per layer.")
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Folder for pareto.png, pareto.svg and pareto.json (default: $LUMA_HOME/results/pareto-MODEL).")
+@click.option("--record/--no-record", default=True, show_default=True,
+              help="Ingest the front's points into the KB as measured kernel-result records.")
+@format_option(choices=("table", "json"))
+def pareto(model_name: str, bits: str, out: Path | None, record: bool, fmt: str) -> None:
+    """Per-layer sensitivity on calibration data, then the accuracy-memory Pareto front (plot + data)."""
+    from luma.kernels import mixed_precision as mp
+    from luma.settings import Settings
+
+    out = out or Settings.from_env().home / "results" / f"pareto-{model_name}"
+
+    widths = _bits(bits)
+    if model_name == "minilm":
+        from luma.kernels import minilm
+
+        model = minilm.load(threads=1)
+        ref_eval, ref_cal = minilm.embed(model), minilm.embed(model, minilm.CALIBRATION)
+
+        def evaluation(m):
+            return float(minilm.cosine(minilm.embed(m), ref_eval).mean())
+
+        def calibration(m):
+            return float(minilm.cosine(minilm.embed(m, minilm.CALIBRATION), ref_cal).mean())
+
+        metric, title = "mean_cosine_to_fp32", "all-MiniLM-L6-v2: weight bits per layer (weight-only)"
+    else:
+        from luma.kernels import digits
+
+        data = digits.load()
+        model = digits.train(data)
+        cal_data = digits.DigitsData(data.x_train, data.y_train, data.x_train[:400], data.y_train[:400])
+
+        def evaluation(m):
+            return digits.accuracy(m, data)
+
+        def calibration(m):
+            return digits.accuracy(m, cal_data)
+
+        metric, title = "accuracy", "digits MLP: weight bits per layer (weight-only)"
+    study = mp.run(model, calibration, evaluation, metric, widths, mode="weight-only",
+                   progress=lambda msg: click.echo(msg, err=True))
+    paths = mp.plot(study, out, title)
+    rows = study.as_rows()
+    (out / "pareto.json").write_text(json.dumps({"metric": metric, "fp32": study.fp32_score,
+                                                 "fp32_weight_bytes": study.fp32_bytes,
+                                                 "sensitivity": study.sensitivity, "points": rows}, indent=2))
+    print_rows([r for r in rows if r["on_front"]], ["label", "weight_bytes", metric, "bits"], fmt,
+               title=f"Pareto front ({len(study.front())} of {len(rows)} points)")
+    click.echo(f"plot: {', '.join(str(p) for p in paths)}", err=True)
+    if record:
+        from luma.kernels import evidence
+
+        recs = evidence.pareto_records(model_name, study, f"luma kernels pareto --model {model_name} --bits {bits}")
+        _record(recs, f"pareto-{model_name}")

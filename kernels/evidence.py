@@ -94,6 +94,23 @@ def bench_records(result: dict, artifact: str) -> list[dict]:
     return out
 
 
+def pareto_records(model: str, study, artifact: str, env: dict | None = None) -> list[dict]:
+    """Records of the Pareto front's points (mixed-precision configurations)."""
+    env = env or describe()
+    out = []
+    for p in study.front():
+        bits = sorted(set(p.layer_bits.values()))
+        method = {"name": f"mixed-precision weight-only bits {'/'.join(map(str, bits))} ({p.label})"[:200],
+                  "kind": "software", "bits": min(bits), "granularity": "per-channel", "mode": "weight-only"}
+        metrics = [{"metric": study.metric, "value": p.score, "unit": "dimensionless"},
+                   {"metric": "weight_memory", "value": p.weight_bytes, "unit": "B"},
+                   {"metric": "weight_memory_fp32", "value": study.fp32_bytes, "unit": "B"}]
+        out.append(record(WORKLOADS[model], method, metrics, artifact, env=env,
+                          limitations=["greedy search guided by calibration-set sensitivities; the front is the "
+                                       "non-dominated subset of the configurations it visited, not of all 5^layers"]))
+    return out
+
+
 def save_and_ingest(records: list[dict], kind: str, home: Path | None = None):
     """Write the records as JSON Lines under $LUMA_HOME/results/ and ingest them; return
     (path, IngestReport)."""

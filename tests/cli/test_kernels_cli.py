@@ -1,0 +1,56 @@
+"""`luma kernels`: help, usage errors, machine-readable output, and results recorded in the KB."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+pytest.importorskip("torch")
+
+from luma.cli.main import cli  # noqa: E402
+
+
+def _run(*args):
+    return CliRunner().invoke(cli, list(args), catch_exceptions=False)
+
+
+@pytest.mark.parametrize("sub", [[], ["evaluate"], ["bench"], ["pareto"]])
+def test_help_everywhere(sub):
+    result = _run("kernels", *sub, "--help")
+    assert result.exit_code == 0 and "Usage:" in result.output
+
+
+@pytest.mark.parametrize("args,message", [
+    (["evaluate", "--model", "digits", "--bits", "9"], "bit widths must be from 2 to 8"),
+    (["evaluate", "--model", "digits", "--bits", "eight"], "comma-separated whole numbers"),
+    (["evaluate", "--model", "resnet"], "'resnet' is not one of"),
+    (["evaluate"], "Missing option '--model'"),
+])
+def test_usage_errors_exit_2(args, message):
+    result = _run("kernels", *args)
+    assert result.exit_code == 2 and message in result.output
+
+
+def test_evaluate_digits_json_and_its_records_in_the_kb(luma_home):
+    result = CliRunner().invoke(cli, ["kernels", "evaluate", "--model", "digits", "--bits", "8",
+                                      "--granularity", "per-channel", "--format", "json"])
+    assert result.exit_code == 0, result.output
+    rows = json.loads(result.stdout)
+    assert [r["method"] for r in rows] == ["fp32", "int8"]
+    assert "recorded 2 measured kernel results" in result.stderr
+    answer = _run("kb", "query", "--format", "json",
+                  "PREFIX luma: <https://w3id.org/luma/ns#> SELECT ?r WHERE { ?r a luma:KernelResult ; "
+                  "luma:evidenceClass luma:Measured }")
+    assert len(json.loads(answer.output)["results"]["bindings"]) == 2
+    assert list((luma_home / "results").glob("*-evaluate-digits.jsonl"))
+
+
+def test_quick_bench_json(luma_home):
+    result = CliRunner().invoke(cli, ["kernels", "bench", "--quick", "--no-record", "--format", "json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["environment"]["torch"] and data["threads"] == 1
+    assert {r["case"] for r in data["quantize"]} >= {"float32 copy_ (baseline)"}
+    assert all(r["rel_error_vs_fp64"] < 0.2 for r in data["linear"])
