@@ -157,8 +157,7 @@ def pareto(model_name: str, bits: str, out: Path | None, record: bool, fmt: str)
             return digits.accuracy(m, cal_data)
 
         metric, title = "accuracy", "digits MLP: weight bits per layer (weight-only)"
-    study = mp.run(model, calibration, evaluation, metric, widths, mode="weight-only",
-                   progress=lambda msg: click.echo(msg, err=True))
+    study = mp.run(model, calibration, evaluation, metric, widths, progress=lambda msg: click.echo(msg, err=True))
     paths = mp.plot(study, out, title)
     rows = study.as_rows()
     (out / "pareto.json").write_text(json.dumps({"metric": metric, "fp32": study.fp32_score,

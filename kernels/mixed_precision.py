@@ -17,9 +17,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import torch
 from torch import nn
-
-from luma.kernels.linear import QuantConfig, quantize_model
 
 Score = Callable[[nn.Module], float]
 
@@ -67,26 +66,49 @@ def _bytes(model: nn.Module, layer_bits: dict[str, int]) -> int:
     return total
 
 
-def _quantized(model: nn.Module, layer_bits: dict[str, int], mode: str) -> nn.Module:
-    q = copy.deepcopy(model)
-    only = tuple(n for n in linear_names(model) if n not in layer_bits)
-    quantize_model(q, QuantConfig(mode=mode, granularity="per-channel", skip=only, layer_bits=layer_bits))
-    return q
+class _WeightBits:
+    """One working copy of the model whose Linear weights are swapped for their per-channel
+    quantized values (x̂ = s·q, the numbers `Int8Linear` weight-only computes with), cached per
+    (layer, bits): a configuration costs a pointer swap, not a model copy."""
+
+    def __init__(self, model: nn.Module, layers: list[str]):
+        self.model = copy.deepcopy(model)
+        self.mods = {n: m for n, m in self.model.named_modules() if n in set(layers)}
+        self.orig = {n: m.weight.detach().clone() for n, m in self.mods.items()}
+        self.cache: dict[tuple[str, int], torch.Tensor] = {}
+
+    def apply(self, layer_bits: dict[str, int]) -> nn.Module:
+        for name, mod in self.mods.items():
+            bits = layer_bits.get(name)
+            if bits is None:
+                mod.weight.data = self.orig[name]
+            else:
+                key = (name, bits)
+                if key not in self.cache:
+                    w = self.orig[name]
+                    m = 2 ** (bits - 1) - 1
+                    amax = w.abs().amax(dim=1, keepdim=True)
+                    scale = torch.where(amax > 0, amax / m, torch.ones_like(amax))
+                    self.cache[key] = torch.clamp(torch.round(w / scale), -m, m) * scale
+                mod.weight.data = self.cache[key]
+        return self.model
 
 
 def run(model: nn.Module, calibration: Score, evaluation: Score, metric: str, bits=(8, 6, 4, 3, 2),
-        mode: str = "weight-only", skip: tuple[str, ...] = (), progress: Callable[[str], None] | None = None) -> Study:
-    """Sensitivity on `calibration`, greedy search scored on `evaluation`, then the front."""
+        skip: tuple[str, ...] = (), progress: Callable[[str], None] | None = None) -> Study:
+    """Sensitivity on `calibration`, greedy search scored on `evaluation`, then the front.
+    Weight-only, per-channel: the weight-memory trade-off, with activations left in float."""
     layers = linear_names(model, skip)
     widths = sorted(set(bits), reverse=True)
     study = Study(metric, evaluation(model), _bytes(model, {}))
+    work = _WeightBits(model, layers)
     base_cal = calibration(model)
     for name in layers:
-        study.sensitivity[name] = {b: base_cal - calibration(_quantized(model, {name: b}, mode)) for b in widths}
+        study.sensitivity[name] = {b: base_cal - calibration(work.apply({name: b})) for b in widths}
         if progress:
             progress(f"sensitivity {name}")
     current = {name: widths[0] for name in layers}
-    study.points.append(_point(model, current, evaluation, mode, f"all int{widths[0]}"))
+    study.points.append(_point(model, work, current, evaluation, f"all int{widths[0]}"))
     while True:
         best, best_cost = None, None
         for name in layers:
@@ -101,15 +123,15 @@ def run(model: nn.Module, calibration: Score, evaluation: Score, metric: str, bi
         if best is None:
             break
         current = {**current, best[0]: best[1]}
-        study.points.append(_point(model, current, evaluation, mode, f"{best[0]} -> int{best[1]}"))
+        study.points.append(_point(model, work, current, evaluation, f"{best[0]} -> int{best[1]}"))
         if progress:
             progress(f"step {len(study.points) - 1}")
     _mark_front(study.points)
     return study
 
 
-def _point(model, layer_bits, evaluation, mode, label) -> Point:
-    return Point(dict(layer_bits), _bytes(model, layer_bits), evaluation(_quantized(model, layer_bits, mode)), label=label)
+def _point(model, work: _WeightBits, layer_bits, evaluation, label) -> Point:
+    return Point(dict(layer_bits), _bytes(model, layer_bits), evaluation(work.apply(layer_bits)), label=label)
 
 
 def _mark_front(points: list[Point]) -> None:
