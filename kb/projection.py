@@ -165,16 +165,7 @@ def _pex_chain(w: nq.QuadWriter, rec: PexChain, meta: LedgerMeta, dims: dict[str
 
     if rec.provenance is not None:
         p = rec.provenance
-        act = f"{c}/activity"
-        w.add(c, PROV + "wasGeneratedBy", nq.iri(act))
-        w.add(act, TYPE, nq.iri(PROV + "Activity"))
-        w.add(act, LUMA + "tool", nq.string(p.tool))
-        if p.git_revision:
-            w.add(act, LUMA + "gitRevision", nq.string(p.git_revision))
-        if p.host:
-            w.add(act, LUMA + "host", nq.string(p.host))
-        if p.started:
-            w.add(act, PROV + "startedAtTime", nq.datetime_(p.started))
+        _activity(w, c, p.tool, p.git_revision, p.host, p.started)
 
 
 def _quantity(add, node: str, metric: str, value: float, unit: str) -> None:
@@ -202,6 +193,20 @@ def _level(w: nq.QuadWriter, dim: Dimension, level: Level) -> str:
         w.describe(node, VALUE, nq.double(normalised))
         w.describe(node, UNIT, nq.iri(units.unit_iri(canonical)))
     return node
+
+
+def _activity(w: nq.QuadWriter, subject: str, tool: str, git_revision, host, started) -> None:
+    """The prov:Activity that produced `subject` (tool, revision, host, start), in the record graph."""
+    act = f"{subject}/activity"
+    w.add(subject, PROV + "wasGeneratedBy", nq.iri(act))
+    w.add(act, TYPE, nq.iri(PROV + "Activity"))
+    w.add(act, LUMA + "tool", nq.string(tool))
+    if git_revision:
+        w.add(act, LUMA + "gitRevision", nq.string(git_revision))
+    if host:
+        w.add(act, LUMA + "host", nq.string(host))
+    if started:
+        w.add(act, PROV + "startedAtTime", nq.datetime_(started))
 
 
 def _workload(w: nq.QuadWriter, wl) -> str:
@@ -245,14 +250,7 @@ def _kernel_result(w: nq.QuadWriter, rec: KernelResult, meta: LedgerMeta, dims: 
     w.add(r, LUMA + "artifact", nq.string(rec.artifact))
     for text in rec.limitations:
         w.add(r, LUMA + "limitation", nq.string(text))
-    act = f"{r}/activity"
-    w.add(r, PROV + "wasGeneratedBy", nq.iri(act))
-    w.add(act, TYPE, nq.iri(PROV + "Activity"))
-    w.add(act, LUMA + "tool", nq.string(rec.tool))
-    if rec.git_revision:
-        w.add(act, LUMA + "gitRevision", nq.string(rec.git_revision))
-    if rec.started:
-        w.add(act, PROV + "startedAtTime", nq.datetime_(rec.started))
+    _activity(w, r, rec.tool, rec.git_revision, None, rec.started)
     env = f"{r}/environment"
     w.add(r, LUMA + "environment", nq.iri(env))
     w.add(env, TYPE, nq.iri(LUMA + "Environment"))

@@ -11,7 +11,7 @@ import torch
 from torch import nn
 
 from luma.kernels import gemm_backend
-from luma.kernels.linear import Int8Linear, QuantConfig, quantize_model
+from luma.kernels.linear import QuantConfig, model_weight_bytes, quantize_model
 
 
 @dataclass(frozen=True)
@@ -62,17 +62,6 @@ def accuracy(model: nn.Module, data: DigitsData) -> float:
     return float((model(data.x_test).argmax(dim=1) == data.y_test).float().mean())
 
 
-def weight_bytes(model: nn.Module) -> int:
-    """Bytes of the Linear weights (and their scales) as stored: fp32, or packed levels."""
-    total = 0
-    for m in model.modules():
-        if isinstance(m, Int8Linear):
-            total += m.weight_bytes()
-        elif isinstance(m, nn.Linear):
-            total += m.weight.numel() * 4
-    return total
-
-
 def evaluate(bits=(8, 6, 4, 3, 2), granularities=("per-tensor", "per-channel"), mode: str = "dynamic",
              seed: int = 0) -> list[dict]:
     """fp32 accuracy, then one row per (bits, granularity): accuracy, change in percentage
@@ -81,7 +70,7 @@ def evaluate(bits=(8, 6, 4, 3, 2), granularities=("per-tensor", "per-channel"), 
     model = train(data, seed)
     base = accuracy(model, data)
     rows = [{"model": "digits-mlp", "method": "fp32", "bits": 32, "granularity": "-", "mode": "-",
-             "accuracy": base, "delta_pp": 0.0, "weight_bytes": weight_bytes(model)}]
+             "accuracy": base, "delta_pp": 0.0, "weight_bytes": model_weight_bytes(model)}]
     for b in bits:
         for g in granularities:
             q = copy.deepcopy(model)
@@ -89,5 +78,5 @@ def evaluate(bits=(8, 6, 4, 3, 2), granularities=("per-tensor", "per-channel"), 
             acc = accuracy(q, data)
             rows.append({"model": "digits-mlp", "method": f"int{b}", "bits": b, "granularity": g, "mode": mode,
                          "backend": gemm_backend.resolve() if mode == "dynamic" else None,
-                         "accuracy": acc, "delta_pp": 100 * (acc - base), "weight_bytes": weight_bytes(q)})
+                         "accuracy": acc, "delta_pp": 100 * (acc - base), "weight_bytes": model_weight_bytes(q)})
     return rows

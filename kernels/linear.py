@@ -169,6 +169,17 @@ class Int8Linear(nn.Module):
                 f"backend={self.backend}")
 
 
+def model_weight_bytes(model: nn.Module) -> int:
+    """Bytes of a model's Linear weights as stored: fp32, or packed levels plus scales."""
+    total = 0
+    for m in model.modules():
+        if isinstance(m, Int8Linear):
+            total += m.weight_bytes()
+        elif isinstance(m, nn.Linear):
+            total += m.weight.numel() * 4
+    return total
+
+
 def quantize_model(model: nn.Module, config: QuantConfig | None = None,
                    calibrate: Callable[[nn.Module], object] | None = None) -> list[str]:
     """Replace every `nn.Linear` of `model` in place (except `config.skip`); return their names.

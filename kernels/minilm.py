@@ -13,7 +13,7 @@ from torch import nn
 
 from luma.errors import TensorError
 from luma.kernels import gemm_backend
-from luma.kernels.linear import Int8Linear, QuantConfig, quantize_model
+from luma.kernels.linear import QuantConfig, model_weight_bytes, quantize_model
 
 #: A fixed, varied sentence set (short and long, technical and plain), so figures are comparable.
 SENTENCES = [
@@ -96,17 +96,6 @@ def cosine(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     return nn.functional.cosine_similarity(a.double(), b.double(), dim=1)
 
 
-def weight_bytes(model: nn.Module) -> int:
-    """Bytes of the Linear weights (fp32, or packed levels + scales): the quantized part."""
-    total = 0
-    for m in model.modules():
-        if isinstance(m, Int8Linear):
-            total += m.weight_bytes()
-        elif isinstance(m, nn.Linear):
-            total += m.weight.numel() * 4
-    return total
-
-
 def throughput(model: nn.Module, repeat: int = 3) -> float:
     """Sentences per second encoding the fixed set (best of `repeat`, after one warm-up)."""
     embed(model)
@@ -128,7 +117,7 @@ def evaluate(bits=(8,), granularities=("per-channel",), mode: str = "dynamic", t
     ref = embed(base)
     rows = [{"model": "all-MiniLM-L6-v2", "method": "fp32", "bits": 32, "granularity": "-", "mode": "-",
              "mean_cosine": 1.0, "min_cosine": 1.0, "sentences_per_s": throughput(base),
-             "weight_bytes": weight_bytes(base)}]
+             "weight_bytes": model_weight_bytes(base)}]
     for b in bits:
         for g in granularities:
             q = copy.deepcopy(base)
@@ -139,5 +128,5 @@ def evaluate(bits=(8,), granularities=("per-channel",), mode: str = "dynamic", t
             rows.append({"model": "all-MiniLM-L6-v2", "method": f"int{b}", "bits": b, "granularity": g, "mode": mode,
                          "backend": gemm_backend.resolve() if mode == "dynamic" else None,
                          "mean_cosine": float(cos.mean()), "min_cosine": float(cos.min()),
-                         "sentences_per_s": throughput(q), "weight_bytes": weight_bytes(q)})
+                         "sentences_per_s": throughput(q), "weight_bytes": model_weight_bytes(q)})
     return rows
