@@ -11,7 +11,8 @@
   integers are the reference's and the activation step is (max - min) / 127.
 
 On an AVX2-only CPU `torch._int_mm` has no fast kernel (measured here: 3.7 s for 256x4096x4096
-against 0.19 s in fp32), so `auto` picks an engine there.
+against 0.19 s in fp32), so `auto` picks an engine there: x86 for small products, onednn from
+LARGE_M rows on (each engine's weights packed once, on first use).
 """
 
 from __future__ import annotations
@@ -28,6 +29,11 @@ BACKENDS = ("auto", "int_mm", "x86", "fbgemm", "onednn")
 #: x86 dispatches to fbgemm or onednn by shape; measured here it was the fastest at M <= 16 and
 #: within ~20 % of the best at M >= 256.
 _ENGINE_PREFERENCE = ("x86", "fbgemm", "onednn")
+#: Rows from which `auto` hands large products to onednn: measured here (K = N = 4096, one
+#: thread) onednn reached 2.2-2.3x fp32 at M = 256 and 2048, x86 1.65-2.2x; at M = 16 x86 6.1x,
+#: onednn 2.0x.
+LARGE_M = 256
+
 
 
 @lru_cache(maxsize=1)
@@ -67,6 +73,14 @@ def resolve(name: str = "auto") -> str:
         raise TensorError(f"this PyTorch build has no {name!r} quantized engine (has: {', '.join(engines)})",
                           field="backend")
     return name
+
+
+def engine_for(backend: str, rows: int, auto: bool) -> str:
+    """The engine one call uses: `backend`, except that an `auto` choice sends large products
+    (rows >= LARGE_M) to onednn when the build has it."""
+    if auto and backend != "int_mm" and rows >= LARGE_M and "onednn" in torch.backends.quantized.supported_engines:
+        return "onednn"
+    return backend
 
 
 def prepack(q_weight: torch.Tensor, w_scale: torch.Tensor, bias: torch.Tensor | None, engine: str):

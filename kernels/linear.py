@@ -71,7 +71,8 @@ class Int8Linear(nn.Module):
         self.out_features, self.in_features = q_weight.shape
         self.mode, self.bits = mode, bits
         self.backend = gemm_backend.resolve(backend) if mode == "dynamic" else "-"
-        self._packed = None
+        self._auto = backend == "auto"
+        self._packed: dict[str, object] = {}  # engine -> its packed weight, made on first use
         self.register_buffer("q_weight", q_weight.contiguous())  # (N, K), for the weight-only kernel
         # (K, N) for _int_mm; the other paths never read it.
         self.register_buffer("q_weight_t", q_weight.t().contiguous() if self.backend == "int_mm" else None)
@@ -136,9 +137,11 @@ class Int8Linear(nn.Module):
 
     def _dynamic(self, x2: torch.Tensor) -> torch.Tensor:
         if self.backend != "int_mm":
-            if self._packed is None:
-                self._packed = gemm_backend.prepack(self.q_weight, self.w_scale, self.bias, self.backend)
-            return gemm_backend.linear_dynamic(x2.float().contiguous(), self._packed, self.backend)
+            engine = gemm_backend.engine_for(self.backend, x2.shape[0], self._auto)
+            packed = self._packed.get(engine)
+            if packed is None:
+                packed = self._packed[engine] = gemm_backend.prepack(self.q_weight, self.w_scale, self.bias, engine)
+            return gemm_backend.linear_dynamic(x2.float().contiguous(), packed, engine)
         m = x2.shape[0]
         buf = self._activation_buffer(m)
         _, s_x = torch_ops.quantize_per_tensor(x2, check=False, out=buf[:m])

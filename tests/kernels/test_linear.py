@@ -106,7 +106,7 @@ def test_engine_backends_run_on_our_weight_integers(engine):
     q = Int8Linear.from_float(lin, "dynamic", backend=engine)
     x = torch.randn(8, 64)
     y = q(x)
-    w, b = torch.ops.quantized.linear_unpack(q._packed)
+    w, b = torch.ops.quantized.linear_unpack(q._packed[engine])
     assert torch.equal(w.int_repr(), q.q_weight)
     torch.testing.assert_close(w.q_per_channel_scales().float(), q.w_scale)
     assert y.shape == (8, 40)
@@ -116,3 +116,13 @@ def test_auto_backend_is_a_known_one_and_bad_backends_are_refused():
     assert gemm_backend.resolve("auto") in gemm_backend.BACKENDS
     with pytest.raises(TensorError, match="unknown int8 GEMM backend 'cuda'"):
         QuantConfig(backend="cuda")
+
+
+@pytest.mark.skipif(not {"x86", "onednn"} <= set(torch.backends.quantized.supported_engines), reason="engines")
+def test_auto_sends_large_products_to_onednn_and_small_ones_to_x86(monkeypatch):
+    monkeypatch.setattr(gemm_backend, "int_mm_is_fast", lambda: False)
+    q = Int8Linear.from_float(_linear(k=64, n=40), "dynamic")
+    q(torch.randn(4, 64))
+    q(torch.randn(gemm_backend.LARGE_M, 64))
+    assert set(q._packed) == {"x86", "onednn"}
+    assert gemm_backend.engine_for("x86", 4, auto=False) == "x86"
