@@ -21,7 +21,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from luma.kernels import torch_ops
+from luma.kernels import gemm_backend, torch_ops
 from luma.kernels.environment import describe
 from luma.kernels.linear import Int8Linear
 
@@ -110,7 +110,8 @@ def linear_rows(ms=(1, 16, 256, 2048), k: int = 4096, n: int = 4096, repeat: int
         exact = x.double() @ lin.weight.double().t() + lin.bias.double()
         reps = repeat if m >= 256 else repeat * 4
         base_min, base_med = timed(lambda: lin(x), reps)
-        cases = {"fp32 nn.Linear (baseline)": lin, f"luma Int8Linear dynamic ({ours.backend})": ours, **peers}
+        engine = gemm_backend.engine_for(ours.backend, m, ours._auto)
+        cases = {"fp32 nn.Linear (baseline)": lin, f"luma Int8Linear dynamic ({engine})": ours, **peers}
         for name, mod in cases.items():
             if mod is lin:
                 t_min, t_med, n_timed = base_min, base_med, reps
