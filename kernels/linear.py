@@ -3,8 +3,8 @@
 Two modes:
 
 * ``weight-only``: int8 weights (per channel or per tensor) and float activations. Saves 4x weight
-  memory; the product runs on `torch._weight_int8pack_mm` where the build has it (per-channel
-  scales), else on the dequantized weight.
+  memory; the product runs on `torch._weight_int8pack_mm` where it is measured fast here
+  (per-channel scales), else on the weight dequantized per call.
 * ``dynamic``: int8 weights and activations quantized per call, an int8 GEMM, then one rescale
   pass. Which GEMM (`torch._int_mm` with LUMA's symmetric activations, or PyTorch's prepacked
   engine GEMM) is measured per machine: see `luma.kernels.gemm_backend`.
@@ -129,7 +129,7 @@ class Int8Linear(nn.Module):
         return y.reshape(*shape[:-1], self.out_features)
 
     def _weight_only(self, x2: torch.Tensor) -> torch.Tensor:
-        if self._per_channel_w and hasattr(torch, "_weight_int8pack_mm") and x2.dtype == torch.float32:
+        if self._per_channel_w and x2.dtype == torch.float32 and gemm_backend.weight_int8pack_is_fast():
             y = torch._weight_int8pack_mm(x2.contiguous(), self.q_weight, self.w_scale)
         else:
             y = x2.float() @ self.dequantized_weight().t()
