@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import time
 import warnings
+from contextlib import contextmanager
 from functools import lru_cache
 
 import torch
@@ -110,10 +111,22 @@ def engine_for(backend: str, rows: int, auto: bool) -> str:
     return backend
 
 
+@contextmanager
+def _engine(engine: str):
+    """PyTorch's quantized engine is process-global: set it for the call, then put it back."""
+    prev = torch.backends.quantized.engine
+    if prev != engine:
+        torch.backends.quantized.engine = engine
+    try:
+        yield
+    finally:
+        if prev != engine:
+            torch.backends.quantized.engine = prev
+
+
 def prepack(q_weight: torch.Tensor, w_scale: torch.Tensor, bias: torch.Tensor | None, engine: str):
     """The engine's packed form of LUMA's int8 weight (N, K) and its scales."""
-    torch.backends.quantized.engine = engine
-    with warnings.catch_warnings():
+    with _engine(engine), warnings.catch_warnings():
         # The quantized-tensor constructors are deprecated in favour of torchao, but they are
         # still the only way into the engine's packed GEMM (quantize_dynamic uses them too).
         warnings.simplefilter("ignore")
@@ -126,8 +139,8 @@ def prepack(q_weight: torch.Tensor, w_scale: torch.Tensor, bias: torch.Tensor | 
 
 
 def linear_dynamic(x2: torch.Tensor, packed, engine: str) -> torch.Tensor:
-    torch.backends.quantized.engine = engine
-    return torch.ops.quantized.linear_dynamic(x2, packed, True)  # reduce range: see the module docstring
+    with _engine(engine):
+        return torch.ops.quantized.linear_dynamic(x2, packed, True)  # reduce range: see the module docstring
 
 
 def activation_step(x: torch.Tensor, backend: str) -> float:

@@ -126,3 +126,11 @@ def test_auto_sends_large_products_to_onednn_and_small_ones_to_x86(monkeypatch):
     q(torch.randn(gemm_backend.LARGE_M, 64))
     assert set(q._packed) == {"x86", "onednn"}
     assert gemm_backend.engine_for("x86", 4, auto=False) == "x86"
+
+
+def test_the_process_wide_quantized_engine_is_left_as_it_was():
+    before = torch.backends.quantized.engine
+    q = Int8Linear.from_float(_linear(k=64, n=40), "dynamic")
+    q(torch.randn(3, 64))
+    q(torch.randn(300, 64))
+    assert torch.backends.quantized.engine == before
