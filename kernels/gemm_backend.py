@@ -45,18 +45,8 @@ def int_mm_is_fast() -> bool:
     a8 = torch.randint(-127, 128, (64, 512), dtype=torch.int8)
     b8 = torch.randint(-127, 128, (512, 512), dtype=torch.int8)
     a, b = a8.float(), b8.float()
-
-    def best(fn) -> float:
-        fn()
-        times = []
-        for _ in range(3):
-            t = time.perf_counter()
-            fn()
-            times.append(time.perf_counter() - t)
-        return min(times)
-
     try:
-        return best(lambda: torch._int_mm(a8, b8)) <= best(lambda: a @ b)
+        return _best(lambda: torch._int_mm(a8, b8)) <= _best(lambda: a @ b)
     except RuntimeError:
         return False
 
@@ -79,6 +69,7 @@ def weight_int8pack_is_fast() -> bool:
 
 
 def _best(fn) -> float:
+    """Best of three timed calls after one warm-up."""
     fn()
     times = []
     for _ in range(3):
