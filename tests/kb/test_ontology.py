@@ -29,52 +29,7 @@ EXAMPLE = json.loads((Path(__file__).parent / "data" / "valid_chain.json").read_
 
 #: Every optional part of a record: trials with observations and a failure cause, provenance,
 #: a categorical dimension.
-FULL = {
-    "record_type": "pex-chain",
-    "evidence_class": "simulated",
-    "workload": {"name": "chat-llama", "model": "Llama-3-8B", "task": "chat"},
-    "architecture": {"name": "H100 SXM", "kind": "gpu", "vendor": "NVIDIA"},
-    "contract": {
-        "name": "chat-ttft",
-        "clauses": [
-            {"metric": "ttft_p99", "op": "<=", "value": 500, "unit": "ms"},
-            {"metric": "decode_rate", "op": ">=", "value": 20, "unit": "token/s"},
-        ],
-    },
-    "pass_state": {
-        "dimensions": {
-            "hbm_capacity": {"value": 80, "unit": "GB"},
-            "accelerator_type": {"value": "H100"},
-            "kv_cache": {"value": 4096, "unit": "block"},
-        }
-    },
-    "fail_state": {
-        "dimensions": {
-            "hbm_capacity": {"value": 40, "unit": "GB"},
-            "accelerator_type": {"value": "H100"},
-            "kv_cache": {"value": 4096, "unit": "block"},
-        }
-    },
-    "crossed_dimension": "hbm_capacity",
-    "binding_resource": "kv_cache",
-    "intervention": {"name": "int8-kv", "kind": "partner"},
-    "recovered": True,
-    "repetitions": 2,
-    "trials": [
-        {
-            "state": "pass",
-            "repetition": 1,
-            "verdict": "PASS",
-            "observations": [
-                {"metric": "ttft_p99", "value": 410, "unit": "ms"},
-                {"metric": "decode_rate", "value": 31.5, "unit": "token/s"},
-            ],
-        },
-        {"state": "fail", "repetition": 1, "verdict": "FAIL", "failure_cause": "out-of-memory"},
-        {"state": "recovered", "repetition": 2, "verdict": "INCONCLUSIVE", "observations": [{"metric": "power", "value": 350, "unit": "W"}]},
-    ],
-    "provenance": {"tool": "luma-pex 0.1", "git_revision": "abc123", "host": "node-7", "started": "2026-11-30T08:00:00+00:00"},
-}
+FULL = json.loads((Path(__file__).parent / "data" / "full_chain.json").read_text())
 
 
 def projected(doc: dict) -> list[tuple[str, str, str]]:
