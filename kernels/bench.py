@@ -26,9 +26,10 @@ from luma.kernels.environment import describe
 from luma.kernels.linear import Int8Linear
 
 
-def timed(fn: Callable[[], object], repeat: int = 7, warmup: int = 2, slow_s: float | None = None) -> tuple[float, float]:
-    """(min, median) seconds of `repeat` calls after `warmup` calls (`timed.last_n`: how many were
-    timed). A first call slower than
+def timed(fn: Callable[[], object], repeat: int = 7, warmup: int = 2,
+          slow_s: float | None = None) -> tuple[float, float, int]:
+    """(min, median) seconds of `repeat` calls after `warmup` calls, and how many were timed.
+    A first call slower than
     `slow_s` is timed once more and reported as is (a peer with no fast kernel here can take
     minutes per repeat; its figure is still measured, just not repeated)."""
     t = time.perf_counter()
@@ -37,8 +38,7 @@ def timed(fn: Callable[[], object], repeat: int = 7, warmup: int = 2, slow_s: fl
         t = time.perf_counter()
         fn()
         once = time.perf_counter() - t
-        timed.last_n = 1
-        return once, once
+        return once, once, 1
     for _ in range(warmup - 1):
         fn()
     times = []
@@ -46,15 +46,14 @@ def timed(fn: Callable[[], object], repeat: int = 7, warmup: int = 2, slow_s: fl
         t = time.perf_counter()
         fn()
         times.append(time.perf_counter() - t)
-    timed.last_n = repeat
-    return min(times), statistics.median(times)
+    return min(times), statistics.median(times), repeat
 
 
 def quantize_rows(n: int = 1 << 24, repeat: int = 7) -> list[dict]:
     """Copy bandwidth, then each quantizer's effective bandwidth and its fraction of it."""
     x = torch.randn(n)
     dst = torch.empty_like(x)
-    copy_min, copy_med = timed(lambda: dst.copy_(x), repeat)
+    copy_min, copy_med, _ = timed(lambda: dst.copy_(x), repeat)
     copy_bw = 8 * n / copy_min
     rows = [{"case": "float32 copy_ (baseline)", "values": n, "min_s": copy_min, "median_s": copy_med,
              "gb_per_s": copy_bw / 1e9, "fraction_of_copy": 1.0}]
@@ -68,7 +67,7 @@ def quantize_rows(n: int = 1 << 24, repeat: int = 7) -> list[dict]:
         "luma quantize_per_tensor (with max|x|)": lambda: torch_ops.quantize_per_tensor(x, check=False),
     }
     for name, fn in cases.items():
-        t_min, t_med = timed(fn, repeat)
+        t_min, t_med, _ = timed(fn, repeat)
         bw = 5 * n / t_min
         rows.append({"case": name, "values": n, "min_s": t_min, "median_s": t_med, "gb_per_s": bw / 1e9,
                      "fraction_of_copy": bw / copy_bw})
@@ -109,7 +108,7 @@ def linear_rows(ms=(1, 16, 256, 2048), k: int = 4096, n: int = 4096, repeat: int
         x = torch.randn(m, k)
         exact = x.double() @ lin.weight.double().t() + lin.bias.double()
         reps = repeat if m >= 256 else repeat * 4
-        base_min, base_med = timed(lambda: lin(x), reps)
+        base_min, base_med, _ = timed(lambda: lin(x), reps)
         engine = gemm_backend.engine_for(ours.backend, m, ours._auto)
         cases = {"fp32 nn.Linear (baseline)": lin, f"luma Int8Linear dynamic ({engine})": ours, **peers}
         for name, mod in cases.items():
@@ -117,8 +116,7 @@ def linear_rows(ms=(1, 16, 256, 2048), k: int = 4096, n: int = 4096, repeat: int
                 t_min, t_med, n_timed = base_min, base_med, reps
             else:
                 mod(x)  # first call outside the timing: lazy set-up (weight prepacking) is not per call
-                t_min, t_med = timed(lambda mod=mod: mod(x), reps, slow_s=10 * base_med)
-                n_timed = timed.last_n
+                t_min, t_med, n_timed = timed(lambda mod=mod: mod(x), reps, slow_s=10 * base_med)
             rows.append({"m": m, "k": k, "n": n, "case": name, "min_s": t_min, "median_s": t_med, "repeats": n_timed,
                          "speedup_vs_fp32": base_min / t_min, "rel_error_vs_fp64": _rel_error(mod(x), exact)})
     return rows

@@ -124,6 +124,11 @@ class Calibrator:
         self._samples = [data[:, np.sort(keep)]]
         self._count = self.max_samples
 
+    @property
+    def observed(self) -> bool:
+        """Whether any batch was observed."""
+        return self._amax is not None
+
     def clip(self) -> np.ndarray:
         """Clip value(s): a scalar array per tensor, one value per channel otherwise."""
         if self._amax is None:

@@ -52,6 +52,8 @@ def _method(row: dict) -> dict:
 
 def evaluation_records(model: str, rows: list[dict], artifact: str, env: dict | None = None) -> list[dict]:
     """Records of `luma kernels evaluate` rows (digits accuracy or MiniLM cosine similarity)."""
+    from luma.kernels import minilm
+
     env = env or describe()
     out = []
     for row in rows:
@@ -63,7 +65,8 @@ def evaluation_records(model: str, rows: list[dict], artifact: str, env: dict | 
             metrics = [{"metric": "mean_cosine_to_fp32", "value": row["mean_cosine"], "unit": "dimensionless"},
                        {"metric": "min_cosine_to_fp32", "value": row["min_cosine"], "unit": "dimensionless"},
                        {"metric": "throughput", "value": row["sentences_per_s"], "unit": "1/s"}]
-            limits = [f"{32} fixed sentences; throughput is sentences per second on this CPU, best of 3"]
+            limits = [f"{len(minilm.SENTENCES)} fixed sentences; throughput is sentences per second on this CPU, "
+                      "best of 3"]
         metrics.append({"metric": "weight_memory", "value": row["weight_bytes"], "unit": "B"})
         out.append(record(WORKLOADS[model], _method(row), metrics, artifact, env=env, limitations=limits))
     return out

@@ -220,4 +220,4 @@ def _calibrate(model: nn.Module, layers, run: Callable[[nn.Module], object]) -> 
         for h in hooks:
             h.remove()
     return {name: torch.as_tensor(cal.clip(), dtype=torch.float32) for name, cal in cals.items()
-            if cal._amax is not None}
+            if cal.observed}
