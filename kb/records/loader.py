@@ -219,8 +219,3 @@ def iter_records(paths: list[Path], home: Path | None = None) -> Iterator[Loaded
                 yield _validate_line(doc, source, home, dims)
             else:
                 yield validate_document(doc, source, home, dims)
-
-
-def load_files(paths: list[Path], home: Path | None = None) -> list[LoadedRecord]:
-    """Read and validate every record of every file; the first problem aborts the whole batch."""
-    return list(iter_records(paths, home))

@@ -1,0 +1,33 @@
+"""The canonical form of a record (what is hashed and stored in the ledger) is pinned: changing
+it changes every record's identity, so it may only change on purpose (and with a migration)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from luma.kb.records.loader import iter_records
+
+DATA = Path(__file__).parent / "data"
+#: SHA-256 of the canonical JSON of tests/kb/data/valid_chain.json (pydantic's model JSON:
+#: declaration order, dimension maps sorted by key, no nulls).
+EXAMPLE_HASH = "79767a5a887f4b7703eba9674c7b18777000581a2fbae9077fcfc1bbcdc29920"
+
+
+def _hash(path: Path) -> str:
+    return next(iter_records([path])).content_hash
+
+
+def test_the_example_record_hash_is_pinned():
+    assert _hash(DATA / "valid_chain.json") == EXAMPLE_HASH
+
+
+def test_json_yaml_json_lines_and_dimension_order_give_the_same_identity(tmp_path):
+    doc = json.loads((DATA / "valid_chain.json").read_text())
+    for key in ("pass_state", "fail_state"):
+        doc[key]["dimensions"] = dict(reversed(list(doc[key]["dimensions"].items())))
+    jsonl = tmp_path / "one.jsonl"
+    jsonl.write_text(json.dumps(doc) + "\n")  # the JSON-mode fast path
+    reordered = tmp_path / "reordered.json"
+    reordered.write_text(json.dumps(doc, indent=1))  # the general path
+    assert {_hash(DATA / "valid_chain.yaml"), _hash(jsonl), _hash(reordered)} == {EXAMPLE_HASH}
