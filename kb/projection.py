@@ -19,6 +19,7 @@ from luma.kb import nquads as nq
 from luma.kb import units
 from luma.kb.dimensions import Dimension, record_dimensions
 from luma.kb.records.kernel_result import KernelResult
+from luma.kb.records.pex_trial import PexTrial
 from luma.kb.records.pex_chain import Level, PexChain
 from luma.kb.records.rdf_document import project_document
 from luma.kb.vocab import (
@@ -100,39 +101,18 @@ def _pex_chain(w: nq.QuadWriter, rec: PexChain, meta: LedgerMeta, dims: dict[str
 
     w.add(c, LUMA + "workload", nq.iri(_workload(w, rec.workload)))
 
-    ar = rec.architecture
-    arch = _named("architecture", ar.name, ar.kind, ar.vendor)
-    w.add(c, LUMA + "architecture", nq.iri(arch))
-    if w.entity(arch, LUMA + "Architecture"):
-        w.describe(arch, LABEL, nq.string(ar.name))
-        w.describe(arch, LUMA + "architectureKind", nq.iri(LUMA + ARCH_KINDS[ar.kind]))
-        w.describe(arch, LUMA + "vendor", nq.string(ar.vendor))
-
-    contract = ID + "contract/" + _hash(rec.contract.model_dump_json())
-    w.add(c, LUMA + "contract", nq.iri(contract))
-    if w.entity(contract, LUMA + "ServiceContract"):
-        w.describe(contract, LABEL, nq.string(rec.contract.name))
-        for i, clause in enumerate(rec.contract.clauses):
-            cl = f"{contract}/clause/{i}"
-            w.describe(contract, LUMA + "clause", nq.iri(cl))
-            _quantity(w.describe, cl, clause.metric, clause.value, clause.unit)
-            w.describe(cl, LUMA + "operator", nq.string(clause.op))
+    w.add(c, LUMA + "architecture", nq.iri(_architecture(w, rec.architecture)))
+    w.add(c, LUMA + "contract", nq.iri(_contract(w, rec.contract)))
 
     crossed = rec.crossed_dimension
     for prop, state in (("pass", rec.pass_state), ("fail", rec.fail_state)):
-        levels = {key: _level(w, dims[key], level) for key, level in state.dimensions.items()}
-        # A state is its set of levels (levels are compared in canonical units, so 8 GiB and
-        # 8192 MiB are the same level and the same state).
-        s = ID + "state/" + _hash(" ".join(sorted(levels.values())))
+        s, levels = _state(w, state, dims)
         w.add(c, LUMA + prop + "State", nq.iri(s))
         # The state's levels with the crossed dimension left out: equal for PASS and FAIL
         # exactly when the two states differ only in the crossed dimension (what the
         # qualification rule asks), as one comparison instead of a join over levels.
         rest = sorted(iri for key, iri in levels.items() if key != crossed)
         w.add(c, LUMA + prop + "Context", nq.string(_hash(" ".join(rest))))
-        if w.entity(s, LUMA + "MachineState"):
-            for iri in levels.values():
-                w.describe(s, LUMA + "level", nq.iri(iri))
 
     # The boundary itself, on the chain: the crossed dimension's PASS and FAIL levels (also in
     # the states), so boundary queries and rules read one triple instead of a join over levels.
@@ -166,6 +146,63 @@ def _pex_chain(w: nq.QuadWriter, rec: PexChain, meta: LedgerMeta, dims: dict[str
     if rec.provenance is not None:
         p = rec.provenance
         _activity(w, c, p.tool, p.git_revision, p.host, p.started)
+
+
+def _architecture(w: nq.QuadWriter, ar) -> str:
+    arch = _named("architecture", ar.name, ar.kind, ar.vendor)
+    if w.entity(arch, LUMA + "Architecture"):
+        w.describe(arch, LABEL, nq.string(ar.name))
+        w.describe(arch, LUMA + "architectureKind", nq.iri(LUMA + ARCH_KINDS[ar.kind]))
+        w.describe(arch, LUMA + "vendor", nq.string(ar.vendor))
+    return arch
+
+
+def _contract(w: nq.QuadWriter, contract) -> str:
+    iri = ID + "contract/" + _hash(contract.model_dump_json())
+    if w.entity(iri, LUMA + "ServiceContract"):
+        w.describe(iri, LABEL, nq.string(contract.name))
+        for i, clause in enumerate(contract.clauses):
+            cl = f"{iri}/clause/{i}"
+            w.describe(iri, LUMA + "clause", nq.iri(cl))
+            _quantity(w.describe, cl, clause.metric, clause.value, clause.unit)
+            w.describe(cl, LUMA + "operator", nq.string(clause.op))
+    return iri
+
+
+def _state(w: nq.QuadWriter, state, dims: dict[str, Dimension]) -> tuple[str, dict[str, str]]:
+    """(state IRI, {dimension: level IRI}). A state is its set of levels (levels are compared in
+    canonical units, so 8 GiB and 8192 MiB are the same level and the same state)."""
+    levels = {key: _level(w, dims[key], level) for key, level in state.dimensions.items()}
+    s = ID + "state/" + _hash(" ".join(sorted(levels.values())))
+    if w.entity(s, LUMA + "MachineState"):
+        for iri in levels.values():
+            w.describe(s, LUMA + "level", nq.iri(iri))
+    return s, levels
+
+
+def _pex_trial(w: nq.QuadWriter, rec: PexTrial, meta: LedgerMeta, dims: dict[str, Dimension]) -> None:
+    t = ID + "trial/" + meta.content_hash[:32]
+    w.add(t, TYPE, nq.iri(LUMA + "SprintTrial"))
+    w.add(t, LUMA + "evidenceClass", nq.iri(EVIDENCE_CLASSES[rec.evidence_class]))
+    w.add(t, PROV + "wasDerivedFrom", nq.iri(w.graph))
+    w.add(t, LUMA + "sprint", nq.string(rec.sprint))
+    w.add(t, LUMA + "sequence", nq.integer(rec.sequence))
+    w.add(t, LUMA + "trialPhase", nq.string(rec.phase))
+    w.add(t, LUMA + "workload", nq.iri(_workload(w, rec.workload)))
+    w.add(t, LUMA + "architecture", nq.iri(_architecture(w, rec.architecture)))
+    w.add(t, LUMA + "contract", nq.iri(_contract(w, rec.contract)))
+    w.add(t, LUMA + "machineState", nq.iri(_state(w, rec.state, dims)[0]))
+    w.add(t, LUMA + "softwareVariant", nq.string(rec.variant))
+    w.add(t, LUMA + "verdict", nq.iri(LUMA + VERDICTS[rec.verdict]))
+    if rec.failure_cause:
+        w.add(t, LUMA + "failureCause", nq.string(rec.failure_cause))
+    w.add(t, LUMA + "attempts", nq.integer(rec.attempts))
+    for j, obs in enumerate(rec.observations):
+        o = f"{t}/observation/{j}"
+        w.add(t, LUMA + "observation", nq.iri(o))
+        _quantity(w.add, o, obs.metric, obs.value, obs.unit)
+    p = rec.provenance
+    _activity(w, t, p.tool, p.git_revision, p.host, p.started)
 
 
 def _quantity(add, node: str, metric: str, value: float, unit: str) -> None:
@@ -267,4 +304,4 @@ _ENV_PROPS = {
 }
 
 PROJECTORS: dict[str, Callable] = {"pex-chain": _pex_chain, "kernel-result": _kernel_result,
-                                   "rdf-document": project_document}
+                                   "pex-trial": _pex_trial, "rdf-document": project_document}

@@ -22,12 +22,14 @@ from luma.kb import units
 from luma.kb.dimensions import record_dimensions
 from luma.kb.records.kernel_result import KernelResult
 from luma.kb.records.pex_chain import PexChain
+from luma.kb.records.pex_trial import PexTrial
 
 #: Largest record file accepted (bytes); LUMA_MAX_RECORD_FILE_BYTES overrides it.
 DEFAULT_MAX_FILE_BYTES = 512 * 1024 * 1024
 
 #: record_type -> model class. Later record kinds register here.
-RECORD_TYPES: dict[str, type[BaseModel]] = {"pex-chain": PexChain, "kernel-result": KernelResult}
+RECORD_TYPES: dict[str, type[BaseModel]] = {"pex-chain": PexChain, "kernel-result": KernelResult,
+                                             "pex-trial": PexTrial}
 
 _YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 

@@ -11,6 +11,7 @@ import json
 from luma.kb.dimensions import record_dimensions
 from luma.kb.records.kernel_result import KernelResult
 from luma.kb.records.pex_chain import PexChain
+from luma.kb.records.pex_trial import PexTrial
 
 SCHEMA_ID = "https://w3id.org/luma/schema/pex-chain.schema.json"
 
@@ -55,7 +56,24 @@ def kernel_result_schema() -> dict:
     }
 
 
-SCHEMAS = {"pex-chain": pex_chain_schema, "kernel-result": kernel_result_schema}
+def pex_trial_schema() -> dict:
+    """JSON Schema (2020-12) of a pex-trial record."""
+    schema = {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$id": "https://w3id.org/luma/schema/pex-trial.schema.json",
+        **PexTrial.model_json_schema(mode="validation"),
+        "title": "LUMA pex-trial record",
+        "description": (
+            "One physical trial of a PEX sprint (`luma sprint run`): the machine state it ran, the "
+            "software variant, the verdict against the contract, the failure cause and the telemetry "
+            "as observations with units. Level units must fit their dimension (checked by `luma kb ingest`)."
+        ),
+    }
+    schema["$defs"]["MachineState"]["properties"]["dimensions"]["propertyNames"] = {"enum": sorted(record_dimensions())}
+    return schema
+
+
+SCHEMAS = {"pex-chain": pex_chain_schema, "kernel-result": kernel_result_schema, "pex-trial": pex_trial_schema}
 
 
 def schema_text(record_type: str = "pex-chain") -> str:

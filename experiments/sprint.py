@@ -1,0 +1,221 @@
+"""A PEX qualification sprint: minimum PASS → adjacent FAIL → binding resource → intervention →
+recovered PASS → the boundary re-qualified with the intervention (the frontier shift) and the
+next binding resource. Every step is a physical trial (`luma.experiments.trial`).
+
+`plan()` checks everything a user can get wrong (contract, dimension, levels, intervention)
+before any trial runs; `Sprint.run()` does the trials and hands each one to the recorder the
+moment it is judged, so a killed sprint leaves its completed trials and no chain.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+
+from luma.errors import ConfigError
+from luma.experiments import search, states
+from luma.experiments.contract import Contract
+from luma.experiments.search import Boundary
+from luma.experiments.states import State
+from luma.experiments.trial import Trial, run_trial
+from luma.kb.records.pex_chain import Level
+
+_SERVICE_DIMENSIONS = {"kv_cache": {"decoder"}}
+
+
+@dataclass
+class Plan:
+    """A validated sprint: nothing in it can fail for a reason the user could have fixed first."""
+
+    contract: Contract
+    dimension: str
+    levels: list[Level]  # least to most of the resource
+    base: State  # every other enforced level
+    repetitions: int
+    intervention: str | None
+    variant: str | None
+    start: int | None = None
+    max_retries: int = 2
+
+    def state(self, index: int) -> State:
+        return self.base.with_level(self.dimension, self.levels[index])
+
+    @property
+    def sprint_id(self) -> str:
+        stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+        return f"{self.contract.name}-{self.dimension}-{stamp}"
+
+
+def plan(contract: Contract, dimension: str | None = None, levels: list | None = None, intervention: str | None = None,
+         repetitions: int | None = None, start_level=None) -> Plan:
+    """Resolve the sprint's settings (command line over contract defaults) and check them all."""
+    from luma.experiments.services import get
+
+    spec = contract.sprint
+    dimension = dimension or (spec.dimension if spec else None)
+    if not dimension:
+        raise ConfigError("no dimension to sweep: pass --dimension or set [sprint].dimension", field="dimension")
+    if dimension not in states.ENFORCED:
+        raise ConfigError(f"unknown or unenforceable dimension {dimension!r} (this host enforces: "
+                          f"{', '.join(states.ENFORCED)})", field="dimension")
+    allowed = _SERVICE_DIMENSIONS.get(dimension)
+    if allowed and contract.service not in allowed:
+        raise ConfigError(f"the {contract.service} service has no {dimension}", field="dimension")
+    raw = levels if levels is not None else (spec.levels if spec else None)
+    if not raw or len(raw) < 2:
+        raise ConfigError("a sprint needs at least two levels (--levels or [sprint].levels)", field="levels")
+    parsed = [states.parse_level(dimension, x) for x in raw]
+    keys = [states.order_key(dimension, lv) for lv in parsed]  # raises on an impossible level
+    if len(set(keys)) != len(keys):
+        raise ConfigError("levels repeat a value", field="levels")
+    ordered = [lv for _, lv in sorted(zip(keys, parsed), key=lambda p: p[0])]
+    base = {d: states.parse_level(d, lv) for d, lv in contract.state.items() if d != dimension}
+    for d, lv in base.items():
+        states.base_value(d, lv)
+    base.setdefault("compute", states.Level(value=1, unit="core"))
+    service = get(contract.service)
+    intervention = intervention or (spec.intervention if spec else None)
+    variant = None
+    if intervention:
+        if intervention not in service.interventions:
+            raise ConfigError(f"the {contract.service} service has no intervention {intervention!r} "
+                              f"(it has: {', '.join(sorted(service.interventions))})", field="intervention")
+        variant = service.interventions[intervention]
+    reps = repetitions or (spec.repetitions if spec else 3)
+    if reps < 1:
+        raise ConfigError("repetitions must be at least 1", field="repetitions")
+    start = None
+    if start_level is not None:
+        key = states.order_key(dimension, states.parse_level(dimension, start_level))
+        start = min(range(len(keys)), key=lambda i: abs(sorted(keys)[i] - key)) if dimension != "runtime" else \
+            sorted(keys).index(key)
+    return Plan(contract, dimension, ordered, State.of(base), reps, intervention, variant, start,
+                spec.max_retries if spec else 2)
+
+
+@dataclass
+class Result:
+    """What a sprint found (the summary, the JSON output and the chain record are built from it)."""
+
+    sprint_id: str
+    plan: Plan
+    trials: list[Trial] = field(default_factory=list)
+    boundary: Boundary | None = None
+    diagnosis: dict = field(default_factory=dict)
+    recovery: list[Trial] = field(default_factory=list)
+    requalified: Boundary | None = None
+    frontier: dict = field(default_factory=dict)
+    next_binding: dict = field(default_factory=dict)
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def recovered(self) -> bool:
+        return bool(self.recovery) and all(t.verdict == "PASS" for t in self.recovery)
+
+    def binding(self) -> str | None:
+        return self.diagnosis.get("binding")
+
+
+class Sprint:
+    """Runs a plan's trials; `record(trial)` is called after each one."""
+
+    def __init__(self, plan: Plan, cache: Path, record: Callable[[Trial], None] | None = None,
+                 progress: Callable[[str], None] | None = None):
+        from luma.experiments.services import get
+
+        self.plan, self.cache = plan, Path(cache)
+        self.service = get(plan.contract.service)
+        self._record = record or (lambda t: None)
+        self._progress = progress or (lambda msg: None)
+        self.result = Result(plan.sprint_id, plan)
+
+    def _trial(self, state: State, variant: str, phase: str) -> Trial:
+        artifact = self.artifacts[variant]
+        seed = int(hashlib.sha256(f"{self.result.sprint_id}/{len(self.result.trials)}".encode()).hexdigest()[:6], 16)
+        self._progress(f"{phase}: {state.label()} [{variant}]")
+        t = run_trial(self.plan.contract, state, artifact, variant, phase, seed=seed, max_retries=self.plan.max_retries)
+        t.index = len(self.result.trials)
+        self.result.trials.append(t)
+        self._record(t)
+        self._progress(f"{phase}: {state.label()} [{variant}] -> {t.verdict}" + (f" ({t.cause})" if t.cause else ""))
+        return t
+
+    def run(self) -> Result:
+        p, r = self.plan, self.result
+        self._progress("preparing artifacts")
+        self.artifacts = {"fp32": self.service.prepare("fp32", self.cache)}
+        if p.variant:
+            self.artifacts[p.variant] = self.service.prepare(p.variant, self.cache)
+        r.boundary = search.find(len(p.levels), lambda i: self._trial(p.state(i), "fp32", "boundary").verdict,
+                                 p.repetitions, p.start)
+        b = r.boundary
+        if b.min_pass is None:
+            r.problems.append("no level passes: the boundary lies above the highest level given")
+            return r
+        if b.adjacent_fail is None:
+            r.problems.append("the lowest level passes: the boundary lies below the levels given")
+            return r
+        fail_verdicts = b.verdicts[b.adjacent_fail]
+        if "FAIL" not in fail_verdicts:
+            r.problems.append(f"the level below the minimum PASS is {fail_verdicts[-1]}, not FAIL")
+        r.diagnosis = self._diagnose(b.adjacent_fail, "fp32", "diagnosis")
+        if not p.variant:
+            return r
+        fail_state = p.state(b.adjacent_fail)
+        for _ in range(p.repetitions):
+            t = self._trial(fail_state, p.variant, "intervention")
+            r.recovery.append(t)
+            if t.verdict != "PASS":
+                break  # one non-PASS already means no reproducible recovery
+        if not r.recovered:
+            r.problems.append("the intervention did not recover PASS at the FAIL level")
+            return r
+        # Re-qualify with the intervention in place: its PASS at the FAIL level is known.
+        upto = b.adjacent_fail + 1
+        r.requalified = search.find(upto, lambda i: self._trial(p.state(i), p.variant, "requalify").verdict,
+                                    1, None, known={b.adjacent_fail: "PASS"})
+        q = r.requalified
+        old, new = p.levels[b.min_pass], p.levels[q.min_pass]
+        r.frontier = {"before": old, "after": new, "below_range": q.adjacent_fail is None and q.min_pass == 0}
+        if p.dimension != "runtime":
+            before, after = (states.base_value(p.dimension, x) for x in (old, new))
+            r.frontier.update(saved=before - after, ratio=after / before)
+        if q.adjacent_fail is not None:
+            r.next_binding = self._diagnose(q.adjacent_fail, p.variant, "next-binding", known_pass=q.min_pass)
+        else:
+            r.next_binding = {"binding": None, "note": "the intervention passes at every level given"}
+        return r
+
+    def _diagnose(self, fail_index: int, variant: str, phase: str, known_pass: int | None = None) -> dict:
+        """Restore each candidate dimension alone at the FAIL state; the binding resource is the
+        one whose restoration recovers PASS. Restoring the crossed dimension is the minimum PASS
+        state itself, already measured (its trials are the evidence)."""
+        p, r = self.plan, self.result
+        fail_state = p.state(fail_index)
+        crossed_pass = known_pass if known_pass is not None else r.boundary.min_pass
+        rows = [{"dimension": p.dimension, "restored_to": p.levels[crossed_pass], "verdict": "PASS",
+                 "evidence": "the minimum PASS state's trials"}]
+        for dim, level in fail_state.levels:
+            if dim == p.dimension:
+                continue
+            ref = states.reference_level(dim)
+            if states.order_key(dim, ref) <= states.order_key(dim, level):
+                rows.append({"dimension": dim, "restored_to": level, "verdict": None,
+                             "evidence": "already at this host's full level"})
+                continue
+            t = self._trial(fail_state.with_level(dim, ref), variant, phase)
+            rows.append({"dimension": dim, "restored_to": ref, "verdict": t.verdict, "trial": t.index,
+                         "cause": t.cause})
+        recovering = [row["dimension"] for row in rows if row["verdict"] == "PASS"]
+        fail_trials = [t for t in r.trials if t.state == fail_state and t.variant == variant]
+        causes = sorted({t.cause for t in fail_trials if t.cause})
+        return {"binding": p.dimension if recovering == [p.dimension] else (recovering[0] if len(recovering) == 1
+                                                                           else p.dimension),
+                "also_recovering": [d for d in recovering if d != p.dimension], "restorations": rows,
+                "fail_causes": causes,
+                "fail_telemetry": {k: fail_trials[-1].telemetry.get(k) for k in
+                                   ("peak_rss_bytes", "runtime_footprint_bytes", "weight_bytes", "error", "phase")}
+                if fail_trials else {}}

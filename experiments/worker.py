@@ -1,0 +1,122 @@
+"""One trial, in its own process: `python -m luma.experiments.worker SPEC.json OUT.json`.
+
+Order matters. CPU affinity is set before torch is imported (its thread pool sizes itself from
+it); `ATEN_CPU_CAPABILITY` is in the environment the parent started us with. After the imports
+and a warm-up of torch's thread pool, the data segment in use is the runtime's footprint; the
+memory level is what the service may add on top (RLIMIT_DATA = footprint + level), so the level
+means the same thing whatever the runtime costs. Then the service loads its artifact, serves
+the load, and computes its quality score. Any failure is written to OUT as telemetry (cause
+`oom`, `kv-capacity`, `timeout` or `error`), never raised: a trial that fails is a result.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import sys
+import time
+import traceback
+
+
+def _status() -> dict[str, int]:
+    out = {}
+    with open("/proc/self/status") as fh:
+        for line in fh:
+            key, _, value = line.partition(":")
+            if key in ("VmData", "VmRSS", "VmHWM", "VmPeak"):
+                out[key] = int(value.split()[0]) * 1024
+    return out
+
+
+_OOM_TEXT = ("can't allocate memory", "cannot allocate memory", "out of memory", "bad_alloc",
+             # oneDNN's word for a failed scratch-pad allocation (seen only under RLIMIT_DATA here)
+             "could not create a primitive")
+
+
+def _is_oom(exc: BaseException) -> bool:
+    if isinstance(exc, MemoryError):
+        return True
+    text = str(exc).lower()
+    return isinstance(exc, (RuntimeError, OSError)) and any(s in text for s in _OOM_TEXT)
+
+
+def run(spec: dict) -> dict:
+    t_start = time.perf_counter()
+    state = spec["state"]
+    tel: dict = {"state": state, "variant": spec["variant"], "phase": "imports"}
+    cores = state.get("compute")
+    if cores:
+        os.sched_setaffinity(0, sorted(os.sched_getaffinity(0))[:cores])
+    import torch
+
+    from luma.experiments import load as loadgen
+    from luma.experiments.services import get
+    from luma.experiments.services.base import CapacityError
+
+    torch.set_num_threads(cores or len(os.sched_getaffinity(0)))
+    service = get(spec["service"])
+    # Start torch's worker threads now, so their stacks are part of the footprint, not the level.
+    torch.ones(256, 256) @ torch.ones(256, 256)
+    tel["cpu_capability"] = torch.backends.cpu.get_cpu_capability()
+    tel["threads"] = torch.get_num_threads()
+    tel["cores"] = len(os.sched_getaffinity(0))
+    foot = _status()
+    tel["runtime_footprint_bytes"] = foot["VmData"]
+    tel["import_s"] = time.perf_counter() - t_start
+    limit = state.get("host_memory")
+    if limit:
+        resource.setrlimit(resource.RLIMIT_DATA, (foot["VmData"] + limit, resource.RLIM_INFINITY))
+    load = spec["load"]
+    try:
+        tel["phase"] = "load"
+        t = time.perf_counter()
+        loaded = service.load(spec["artifact"], {**state, "variant": spec["variant"]})
+        tel["load_s"] = time.perf_counter() - t
+        tel["weight_bytes"] = loaded.weight_bytes
+        tel.update({k: v for k, v in loaded.extra.items() if isinstance(v, (int, float, str))})
+        payloads = service.requests(spec["requests"] + load["warmup"], spec["seed"], load)
+        tel["phase"] = "warm-up"
+        if load["warmup"]:
+            loadgen.run(loaded.engine_factory(load["max_batch"]), payloads[: load["warmup"]], "closed",
+                        load["concurrency"])
+        tel["phase"] = "serve"
+        deadline = t_start + spec["timeout_s"]
+        res = loadgen.run(loaded.engine_factory(load["max_batch"]), payloads[load["warmup"]:], load["mode"],
+                          load["concurrency"], load.get("rate"), spec["seed"], deadline)
+        tel.update(latency=res.latency, ttft=res.ttft, tpot=res.tpot, completed=res.completed,
+                   throughput=res.throughput(), token_throughput=res.token_throughput(), makespan_s=res.makespan)
+        if res.timed_out:
+            tel["failure_cause"] = "timeout"
+        else:
+            tel["phase"] = "quality"
+            tel["quality"] = float(service.quality(loaded, spec["artifact"], load))
+    except CapacityError as exc:
+        tel.update(failure_cause="kv-capacity", error=str(exc))
+    except BaseException as exc:  # noqa: BLE001 - every failure is telemetry
+        tel.update(failure_cause="oom" if _is_oom(exc) else "error",
+                   error=f"{type(exc).__name__}: {exc}"[:500],
+                   **({} if _is_oom(exc) else {"traceback": traceback.format_exc()[-2000:]}))
+    st = _status()
+    tel["peak_rss_bytes"] = st["VmHWM"]
+    tel["data_segment_bytes"] = st["VmData"]
+    tel["wall_s"] = time.perf_counter() - t_start
+    return tel
+
+
+def main(argv: list[str]) -> int:
+    spec_path, out_path = argv
+    with open(spec_path) as fh:
+        spec = json.load(fh)
+    tel = run(spec)
+    # Lift the limit first: serialising thousands of samples must not be what fails.
+    resource.setrlimit(resource.RLIMIT_DATA, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
+    tmp = out_path + ".tmp"
+    with open(tmp, "w") as fh:
+        json.dump(tel, fh)
+    os.replace(tmp, out_path)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
