@@ -21,9 +21,9 @@ from luma.kb.records.pex_chain import Clause, Level, Name, StrictModel
 
 #: Metrics a clause may name, by the canonical unit their values convert to.
 METRIC_UNITS = {
-    "quality": "dimensionless",
-    "throughput": "request / second",
-    "token_throughput": "token / second",
+    "quality": ("dimensionless",),
+    "throughput": ("request / second", "hertz"),  # requests/s, or plain 1/s
+    "token_throughput": ("token / second", "hertz"),
 }
 #: Percentile metrics: `pNN_<kind>`, all times.
 PERCENTILE_KINDS = ("latency", "ttft", "tpot")
@@ -57,7 +57,7 @@ class SprintSpec(StrictModel):
     """Defaults for `luma sprint run` (each can be overridden on the command line)."""
 
     dimension: Name | None = None
-    levels: Annotated[list[Level], Field(min_length=2, max_length=64)] | None = None
+    levels: Annotated[list[Level | Name], Field(min_length=2, max_length=64)] | None = None
     repetitions: Annotated[StrictInt, Field(ge=1, le=20)] = 3
     intervention: Name | None = None
     max_retries: Annotated[StrictInt, Field(ge=0, le=5)] = 2
@@ -72,7 +72,7 @@ class Contract(StrictModel):
     clauses: Annotated[list[Clause], Field(min_length=1, max_length=64)]
     load: LoadSpec = LoadSpec()
     #: Base machine state: the level of every enforced dimension not being swept.
-    state: dict[str, Level] = {}
+    state: dict[str, Level | Name] = {}
     sprint: SprintSpec | None = None
 
     @model_validator(mode="after")
@@ -82,8 +82,9 @@ class Contract(StrictModel):
             if clause.metric.split("_", 1)[-1] in GENERATIVE_ONLY and self.service != "decoder":
                 raise ValueError(f"clauses[{i}].metric: {clause.metric} needs a generative service")
             got = units.normalise(1, clause.unit)[1]
-            if got != want:
-                raise ValueError(f"clauses[{i}].unit: {clause.unit!r} does not fit {clause.metric} (expects {want})")
+            if got not in want:
+                raise ValueError(f"clauses[{i}].unit: {clause.unit!r} does not fit {clause.metric} "
+                                 f"(expects {' or '.join(want)})")
         return self
 
     def percentile_clauses(self) -> list[tuple[Clause, float]]:
@@ -103,14 +104,14 @@ class Contract(StrictModel):
         return {"name": self.name, "clauses": [c.model_dump(exclude_none=True) for c in self.clauses]}
 
 
-def metric_unit(metric: str, field: str = "metric") -> str:
-    """The canonical unit of a clause metric; unknown metrics are a ConfigError-worthy ValueError."""
+def metric_unit(metric: str, field: str = "metric") -> tuple[str, ...]:
+    """The canonical units a clause metric accepts; an unknown metric is a ValueError."""
     if metric in METRIC_UNITS:
         return METRIC_UNITS[metric]
     q = stats.quantile_of(metric)
     kind = metric.split("_", 1)[1] if "_" in metric else ""
     if q is not None and kind in PERCENTILE_KINDS:
-        return "second"
+        return ("second",)
     known = ", ".join(sorted(METRIC_UNITS) + [f"pNN_{k}" for k in PERCENTILE_KINDS])
     raise ValueError(f"{field}: unknown metric {metric!r} (known: {known})")
 

@@ -145,7 +145,7 @@ def _pex_chain(w: nq.QuadWriter, rec: PexChain, meta: LedgerMeta, dims: dict[str
 
     if rec.provenance is not None:
         p = rec.provenance
-        _activity(w, c, p.tool, p.git_revision, p.host, p.started)
+        _activity(w, c, p.tool, p.git_revision, p.host, p.started, p.environment)
 
 
 def _architecture(w: nq.QuadWriter, ar) -> str:
@@ -202,7 +202,7 @@ def _pex_trial(w: nq.QuadWriter, rec: PexTrial, meta: LedgerMeta, dims: dict[str
         w.add(t, LUMA + "observation", nq.iri(o))
         _quantity(w.add, o, obs.metric, obs.value, obs.unit)
     p = rec.provenance
-    _activity(w, t, p.tool, p.git_revision, p.host, p.started)
+    _activity(w, t, p.tool, p.git_revision, p.host, p.started, p.environment)
 
 
 def _quantity(add, node: str, metric: str, value: float, unit: str) -> None:
@@ -232,7 +232,7 @@ def _level(w: nq.QuadWriter, dim: Dimension, level: Level) -> str:
     return node
 
 
-def _activity(w: nq.QuadWriter, subject: str, tool: str, git_revision, host, started) -> None:
+def _activity(w: nq.QuadWriter, subject: str, tool: str, git_revision, host, started, environment=None) -> None:
     """The prov:Activity that produced `subject` (tool, revision, host, start), in the record graph."""
     act = f"{subject}/activity"
     w.add(subject, PROV + "wasGeneratedBy", nq.iri(act))
@@ -244,6 +244,8 @@ def _activity(w: nq.QuadWriter, subject: str, tool: str, git_revision, host, sta
         w.add(act, LUMA + "host", nq.string(host))
     if started:
         w.add(act, PROV + "startedAtTime", nq.datetime_(started))
+    if environment is not None:
+        _environment(w, act, environment)
 
 
 def _workload(w: nq.QuadWriter, wl) -> str:
@@ -288,10 +290,14 @@ def _kernel_result(w: nq.QuadWriter, rec: KernelResult, meta: LedgerMeta, dims: 
     for text in rec.limitations:
         w.add(r, LUMA + "limitation", nq.string(text))
     _activity(w, r, rec.tool, rec.git_revision, None, rec.started)
-    env = f"{r}/environment"
-    w.add(r, LUMA + "environment", nq.iri(env))
+    _environment(w, r, rec.environment)
+
+
+def _environment(w: nq.QuadWriter, subject: str, environment) -> None:
+    env = f"{subject}/environment"
+    w.add(subject, LUMA + "environment", nq.iri(env))
     w.add(env, TYPE, nq.iri(LUMA + "Environment"))
-    for key, value in rec.environment.model_dump(exclude_none=True).items():
+    for key, value in environment.model_dump(exclude_none=True).items():
         prop = LUMA + _ENV_PROPS[key]
         for v in value if isinstance(value, list) else [value]:
             w.add(env, prop, nq.integer(v) if isinstance(v, int) else nq.string(str(v)))

@@ -135,7 +135,9 @@ class EmbeddingService:
         ones. Both at the full `max_seq_length`: the contract's context caps served requests,
         and every variant is compared against the same untruncated reference."""
         ref = torch.load(self.reference_path(artifact), weights_only=True, mmap=False)
-        got = torch.stack(embed(loaded, ref["sentences"], context=loaded.extra["max_seq_length"]))
+        # Batched as the contract serves (a bigger quality batch would need memory serving does not).
+        got = torch.stack(embed(loaded, ref["sentences"], context=loaded.extra["max_seq_length"],
+                                batch=int(contract.get("max_batch") or 8)))
         return float(torch.nn.functional.cosine_similarity(got.double(), ref["embeddings"].double(), dim=1).mean())
 
 

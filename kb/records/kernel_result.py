@@ -12,23 +12,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, StrictInt, StrictStr
 
-from luma.kb.records.pex_chain import Count, EvidenceClass, Name, Observation, Workload, StrictModel
-
-
-class Environment(StrictModel):
-    """Where the figure was measured."""
-
-    cpu_model: Name | None = None
-    isa: Annotated[list[Name], Field(max_length=64)] = []
-    logical_cpus: Annotated[StrictInt, Field(ge=1, le=1 << 20)] | None = None
-    usable_cpus: Annotated[StrictInt, Field(ge=1, le=1 << 20)] | None = None
-    machine: Name | None = None
-    python: Name | None = None
-    numpy: Name | None = None
-    torch: Name | None = None
-    torch_cpu_capability: Name | None = None
-    torch_threads: Annotated[StrictInt, Field(ge=1, le=1 << 20)] | None = None
-    accelerator: Name | None = None
+from luma.kb.records.pex_chain import Count, Environment, EvidenceClass, Name, Observation, StrictModel, Workload
 
 
 class Method(StrictModel):

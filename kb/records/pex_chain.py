@@ -136,6 +136,22 @@ class Trial(StrictModel):
     failure_cause: Name | None = None
 
 
+class Environment(StrictModel):
+    """Where a figure was measured: CPU model and ISA, library versions, threads."""
+
+    cpu_model: Name | None = None
+    isa: Annotated[list[Name], Field(max_length=64)] = []
+    logical_cpus: Annotated[StrictInt, Field(ge=1, le=1 << 20)] | None = None
+    usable_cpus: Annotated[StrictInt, Field(ge=1, le=1 << 20)] | None = None
+    machine: Name | None = None
+    python: Name | None = None
+    numpy: Name | None = None
+    torch: Name | None = None
+    torch_cpu_capability: Name | None = None
+    torch_threads: Annotated[StrictInt, Field(ge=1, le=1 << 20)] | None = None
+    accelerator: Name | None = None
+
+
 class Provenance(StrictModel):
     """Who or what produced the record."""
 
@@ -143,6 +159,8 @@ class Provenance(StrictModel):
     git_revision: Name | None = None
     host: Name | None = None
     started: datetime | None = None
+    #: The hardware and software the trials ran on (CPU model, ISA, library versions).
+    environment: Environment | None = None
 
 
 class PexChain(StrictModel):

@@ -1,0 +1,135 @@
+"""A sprint's evidence: a pex-trial record per trial (ingested the moment it is judged) and a
+PEX-chain record for the boundary (ingested once, at the end, all or nothing).
+
+Files live under `$LUMA_HOME/sprints/<sprint id>/` (the artifact the records cite): one JSON
+file per trial, `chain.json`, and `sprint.json` (the full result, telemetry included).
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+from datetime import datetime, timezone
+from pathlib import Path
+
+from luma.experiments.sprint import Plan, Result
+from luma.experiments.trial import Trial
+
+TOOL = "luma sprint"
+
+
+def environment() -> dict:
+    """CPU model and ISA, library versions (the benchmark standard's environment block)."""
+    from luma.kernels.environment import describe
+
+    env = describe()
+    keys = ("cpu_model", "isa", "logical_cpus", "usable_cpus", "machine", "python", "numpy", "torch",
+            "torch_cpu_capability")
+    return {k: env[k] for k in keys if env.get(k) not in (None, [])}
+
+
+def architecture() -> dict:
+    from luma.kernels.environment import cpu
+
+    model = cpu()["cpu_model"] or "unknown CPU"
+    vendor = next((v for v in ("AMD", "Intel", "Arm", "Ampere", "AWS", "Apple") if v.lower() in model.lower()),
+                  "unknown")
+    return {"name": model, "kind": "cpu", "vendor": vendor}
+
+
+def provenance(started: datetime) -> dict:
+    from luma.kernels.environment import git_revision
+
+    out = {"tool": TOOL, "host": socket.gethostname() or "unknown", "environment": environment(),
+           "started": started.replace(microsecond=0).isoformat()}
+    rev = git_revision()
+    if rev:
+        out["git_revision"] = rev
+    return out
+
+
+def trial_record(plan: Plan, sprint_id: str, trial: Trial, started: datetime) -> dict:
+    from luma.experiments.services import get
+
+    rec = {
+        "record_type": "pex-trial", "evidence_class": "measured", "sprint": sprint_id, "sequence": trial.index,
+        "phase": trial.phase, "workload": get(plan.contract.service).workload(), "architecture": architecture(),
+        "contract": plan.contract.record_contract(), "state": trial.state.record(), "variant": trial.variant,
+        "verdict": trial.verdict, "attempts": trial.attempts, "observations": trial.observations(),
+        "provenance": provenance(started),
+    }
+    if trial.cause:
+        rec["failure_cause"] = trial.cause
+    return rec
+
+
+def chain_record(result: Result, started: datetime) -> dict | None:
+    """The PEX chain of a sprint that found a boundary and tried an intervention; None otherwise.
+    A chain whose recovery failed is still written (recovered: false) — it is evidence too."""
+    from luma.experiments.services import get
+
+    p, b = result.plan, result.boundary
+    if b is None or not b.found or not p.intervention or not result.recovery or not result.diagnosis:
+        return None
+    pass_state, fail_state = p.state(b.min_pass), p.state(b.adjacent_fail)
+    trials, counters = [], {}
+
+    def add(t: Trial, role: str) -> None:
+        counters[role] = counters.get(role, 0) + 1
+        row = {"state": role, "repetition": counters[role], "verdict": t.verdict, "observations": t.observations()}
+        if t.cause:
+            row["failure_cause"] = t.cause
+        trials.append(row)
+
+    for t in result.trials:
+        if t.variant == "fp32" and t.phase == "boundary" and t.state == pass_state:
+            add(t, "pass")
+    for t in result.trials:
+        if t.variant == "fp32" and t.phase == "boundary" and t.state == fail_state:
+            add(t, "fail")
+    for t in result.recovery:
+        add(t, "recovered")
+    reps = min(counters.get("pass", 0), counters.get("recovered", 0)) if result.recovered else counters.get("pass", 1)
+    return {
+        "record_type": "pex-chain", "evidence_class": "measured", "workload": get(p.contract.service).workload(),
+        "architecture": architecture(), "contract": p.contract.record_contract(),
+        "pass_state": pass_state.record(), "fail_state": fail_state.record(), "crossed_dimension": p.dimension,
+        "binding_resource": result.binding() or p.dimension,
+        "intervention": {"name": p.intervention, "kind": "software"}, "recovered": result.recovered,
+        "repetitions": max(1, reps), "trials": trials, "provenance": provenance(started),
+    }
+
+
+class Recorder:
+    """Writes and ingests a sprint's records as they happen (`home`: the LUMA project)."""
+
+    def __init__(self, home: Path, plan: Plan, sprint_id: str, ingest: bool = True):
+        self.folder = Path(home) / "sprints" / sprint_id
+        self.folder.mkdir(parents=True, exist_ok=True)
+        self.home, self.plan, self.sprint_id, self.ingest_records = Path(home), plan, sprint_id, ingest
+        self.started = datetime.now(timezone.utc)
+        self.ingested: list[str] = []
+
+    def _ingest(self, path: Path) -> None:
+        if not self.ingest_records:
+            return
+        from luma.kb.knowledge_base import KnowledgeBase
+        from luma.settings import Settings
+
+        with KnowledgeBase.open(Settings.from_env(self.home)) as kb:
+            kb.ingest([path], submitter=TOOL)
+        self.ingested.append(path.name)
+
+    def trial(self, trial: Trial) -> None:
+        path = self.folder / f"trial-{trial.index:03d}.json"
+        path.write_text(json.dumps(trial_record(self.plan, self.sprint_id, trial, self.started), indent=1))
+        self._ingest(path)
+
+    def finish(self, result: Result, summary: dict) -> dict | None:
+        chain = chain_record(result, self.started)
+        if chain is not None:
+            path = self.folder / "chain.json"
+            path.write_text(json.dumps(chain, indent=1))
+            self._ingest(path)
+        (self.folder / "sprint.json").write_text(json.dumps(summary, indent=1, default=str))
+        return chain

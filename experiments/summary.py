@@ -1,0 +1,65 @@
+"""A sprint's result as plain data (what `--format json` prints and `sprint.json` keeps)."""
+
+from __future__ import annotations
+
+import math
+
+from luma.experiments.sprint import Result
+from luma.experiments.states import describe
+from luma.experiments.trial import Trial
+
+
+def _level(plan, index):
+    return None if index is None else describe(plan.levels[index])
+
+
+def trial_row(t: Trial) -> dict:
+    tel = t.telemetry
+    row = {"trial": t.index, "phase": t.phase, "state": t.state.label(), "variant": t.variant, "verdict": t.verdict,
+           "cause": t.cause, "requests": t.requests, "attempts": t.attempts,
+           "peak_rss_mib": round(tel["peak_rss_bytes"] / 2**20, 1) if tel.get("peak_rss_bytes") else None,
+           "quality": tel.get("quality"), "throughput": tel.get("throughput")}
+    for c in t.clauses:
+        if "ci_low" in c:
+            row[c["metric"]] = c["value"]
+            row[c["metric"] + "_ci"] = [c["ci_low"], c["ci_high"]]
+    if tel.get("error"):
+        row["error"] = tel["error"]
+    return row
+
+
+def summarize(result: Result) -> dict:
+    """Everything a user or a later tool needs: boundary, diagnosis, recovery, frontier, trials."""
+    p, b = result.plan, result.boundary
+    L = len(p.levels)
+    out = {
+        "sprint": result.sprint_id, "contract": p.contract.name, "service": p.contract.service,
+        "dimension": p.dimension, "levels": [describe(x) for x in p.levels], "base_state": p.base.label(),
+        "repetitions": p.repetitions, "intervention": p.intervention,
+        "min_pass": _level(p, b.min_pass) if b else None, "adjacent_fail": _level(p, b.adjacent_fail) if b else None,
+        "boundary_trials": b.trials if b else 0,
+        "trial_budget": math.ceil(math.log2(L)) + p.repetitions, "exhaustive_trials": L * p.repetitions,
+        "contradictions": b.contradictions if b else [],
+        "binding": result.binding(), "diagnosis": _plain(result.diagnosis),
+        "recovered": result.recovered if result.recovery else None,
+        "recovery_verdicts": [t.verdict for t in result.recovery],
+        "requalified_min_pass": _level(p, result.requalified.min_pass) if result.requalified else None,
+        "requalified_adjacent_fail": _level(p, result.requalified.adjacent_fail) if result.requalified else None,
+        "frontier": _plain(result.frontier), "next_binding": _plain(result.next_binding),
+        "physical_trials": len(result.trials), "problems": result.problems,
+        "trials": [trial_row(t) for t in result.trials],
+    }
+    return out
+
+
+def _plain(value):
+    """Levels and nested structures as JSON-ready values."""
+    from luma.kb.records.pex_chain import Level
+
+    if isinstance(value, Level):
+        return describe(value)
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    return value
