@@ -68,7 +68,7 @@ class Contract(StrictModel):
 
     name: Name
     description: str = ""
-    service: Literal["embedding", "classifier", "decoder"]
+    service: Literal["embedding", "classifier", "decoder", "matvec"]
     clauses: Annotated[list[Clause], Field(min_length=1, max_length=64)]
     load: LoadSpec = LoadSpec()
     #: Base machine state: the level of every enforced dimension not being swept.

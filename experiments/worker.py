@@ -48,18 +48,23 @@ def run(spec: dict) -> dict:
     cores = state.get("compute")
     if cores:
         os.sched_setaffinity(0, sorted(os.sched_getaffinity(0))[:cores])
-    import torch
-
     from luma.experiments import load as loadgen
     from luma.experiments.services import get
     from luma.experiments.services.base import CapacityError
 
-    torch.set_num_threads(cores or len(os.sched_getaffinity(0)))
     service = get(spec["service"])
-    # Start torch's worker threads now, so their stacks are part of the footprint, not the level.
-    torch.ones(256, 256) @ torch.ones(256, 256)
-    tel["cpu_capability"] = torch.backends.cpu.get_cpu_capability()
-    tel["threads"] = torch.get_num_threads()
+    if getattr(service, "uses_torch", True):
+        import torch
+
+        torch.set_num_threads(cores or len(os.sched_getaffinity(0)))
+        # Start torch's worker threads now, so their stacks are part of the footprint, not the level.
+        torch.ones(256, 256) @ torch.ones(256, 256)
+        tel["cpu_capability"] = torch.backends.cpu.get_cpu_capability()
+        tel["threads"] = torch.get_num_threads()
+    import numpy as np
+
+    # NumPy's BLAS allocates its per-thread buffers (~32 MiB) on first use: runtime, not service.
+    np.ones((64, 64), np.float32) @ np.ones((64, 64), np.float32)
     tel["cores"] = len(os.sched_getaffinity(0))
     foot = _status()
     tel["runtime_footprint_bytes"] = foot["VmData"]

@@ -9,6 +9,7 @@ SERVICES = {
     "embedding": "luma.experiments.services.embedding:EmbeddingService",
     "classifier": "luma.experiments.services.classifier:ClassifierService",
     "decoder": "luma.experiments.services.decoder:DecoderService",
+    "matvec": "luma.experiments.services.matvec:MatvecService",
 }
 
 
