@@ -83,3 +83,102 @@ def run_cmd(contract_ref, dimension, levels, intervention, repetitions, start_le
     rows = [{"item": k, "value": json.dumps(out[k], default=str) if isinstance(out[k], (dict, list)) else out[k]}
             for k in keys]
     print_rows(rows, ["item", "value"], "table", title="boundary")
+
+
+@sprint.command("bench")
+@click.argument("contract_ref", metavar="CONTRACT")
+@click.option("--dimension", help="Dimension to sweep (default: the contract's).")
+@click.option("--levels", help="Comma-separated levels (default: the contract's).")
+@click.option("--repetitions", type=click.IntRange(1, 20))
+@format_option(choices=("table", "json"))
+def bench_cmd(contract_ref, dimension, levels, repetitions, fmt) -> None:
+    """Physical trials per boundary: bisection vs an exhaustive sweep of the same levels (same run)."""
+    from rich.console import Console
+
+    from luma.experiments import bench, contract, sprint as sprint_mod
+    from luma.settings import Settings
+
+    plan = sprint_mod.plan(contract.load(contract_ref), dimension, _levels(levels), None, repetitions)
+    err = Console(stderr=True)
+    with err.status("benchmarking") as status:
+        out = bench.run(plan, Settings.from_env().home / "artifacts", lambda m: (status.update(m), err.print(f"  {m}")))
+    if fmt == "json":
+        click.echo(json.dumps(out, indent=2))
+        return
+    rows = [{"search": name, "trials": out[name]["trials"], "min_pass": out[name]["min_pass"],
+             "seconds": out[name]["seconds"]} for name in ("bisection", "sweep")]
+    print_rows(rows, ["search", "trials", "min_pass", "seconds"], "table",
+               title=f"{out['contract']}: {out['levels']} levels x {out['repetitions']} repetitions")
+    click.echo(f"budget ceil(log2 L) + repetitions = {out['budget']}; within budget: {out['within_budget']}; "
+               f"same boundary: {out['same_boundary']}; sweep/bisection trials: {out['trial_ratio']}x; "
+               f"sweep monotone: {out['sweep']['monotone']}")
+
+
+def _state(contract, text: str | None):
+    from luma.experiments import states
+
+    levels = {d: states.parse_level(d, v) for d, v in contract.state.items()}
+    for part in (text.split(",") if text else []):
+        dim, sep, value = part.partition("=")
+        if not sep:
+            raise click.BadParameter(f"expected DIMENSION=LEVEL, got {part!r}", param_hint="--state")
+        levels[dim.strip()] = states.parse_level(dim.strip(), value.strip())
+    levels.setdefault("compute", states.Level(value=1, unit="core"))
+    for dim, level in levels.items():
+        states.base_value(dim, level)
+    return states.State.of(levels)
+
+
+def _ints(text: str | None, name: str) -> list[int] | None:
+    if not text:
+        return None
+    try:
+        values = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise click.BadParameter(f"expected comma-separated whole numbers, got {text!r}", param_hint=name) from None
+    if not values or min(values) < 1:
+        raise click.BadParameter("values must be at least 1", param_hint=name)
+    return values
+
+
+@sprint.command("optimize")
+@click.argument("contract_ref", metavar="CONTRACT")
+@click.option("--state", "state_text", help="Fixed machine state over the contract's, e.g. "
+              "'compute=2 core,host_memory=512 MiB'.")
+@click.option("--threads", help="Thread counts to try (default: 1 and the state's cores).")
+@click.option("--batches", help="Batch sizes to try, ascending (default: 1,2,4,8,16,32).")
+@click.option("--record/--no-record", default=True, show_default=True, help="Ingest every trial into the KB.")
+@format_option(choices=("table", "json"))
+def optimize_cmd(contract_ref, state_text, threads, batches, record, fmt) -> None:
+    """Highest accepted throughput on a fixed machine state, over precision, batch size and threads."""
+    from datetime import datetime, timezone
+
+    from rich.console import Console
+
+    from luma.experiments import contract, optimize
+    from luma.experiments.records import Recorder
+    from luma.settings import Settings
+
+    c = contract.load(contract_ref)
+    state = _state(c, state_text)
+    home = Settings.from_env().home
+    err = Console(stderr=True)
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    recorder = Recorder(home, optimize.plan_for(c, state.as_dict()), f"{c.name}-optimize-{stamp}", ingest=record)
+    with err.status("optimizing") as status:
+        def progress(msg: str) -> None:
+            status.update(msg)
+            if "->" in msg:
+                err.print(f"  {msg}")
+        out = optimize.run(c, state, home / "artifacts", _ints(threads, "--threads"),
+                           _ints(batches, "--batches") or optimize.BATCHES, recorder.trial, progress)
+    out.pop("_trials")
+    if fmt == "json":
+        click.echo(json.dumps(out, indent=2))
+        return
+    print_rows(out["configurations"], ["variant", "threads", "max_batch", "concurrency", "verdict", "cause",
+                                       "throughput", "quality"], "table", title=f"{out['contract']} on {out['state']}")
+    best = out["best"]
+    click.echo("no configuration meets the contract on this state" if best is None else
+               f"best accepted: {best['variant']}, {best['threads']} thread(s), batch {best['max_batch']}: "
+               f"{best['throughput']:.1f} requests/s")

@@ -56,7 +56,7 @@ def run(spec: dict) -> dict:
     if getattr(service, "uses_torch", True):
         import torch
 
-        torch.set_num_threads(cores or len(os.sched_getaffinity(0)))
+        torch.set_num_threads(spec.get("threads") or cores or len(os.sched_getaffinity(0)))
         # Start torch's worker threads now, so their stacks are part of the footprint, not the level.
         torch.ones(256, 256) @ torch.ones(256, 256)
         tel["cpu_capability"] = torch.backends.cpu.get_cpu_capability()

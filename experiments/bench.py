@@ -1,0 +1,53 @@
+"""Physical trials per qualified boundary: bisection against an exhaustive sweep of the same
+levels, both measured in the same run on this machine (`luma sprint bench`)."""
+
+from __future__ import annotations
+
+import math
+import time
+
+from luma.experiments import search
+from luma.experiments.sprint import Plan
+from luma.experiments.states import describe
+from luma.experiments.trial import run_trial
+
+
+def run(plan: Plan, cache, progress=lambda msg: None) -> dict:
+    """Both searches on `plan` (fp32 variant); the boundaries they find and what each cost."""
+    from luma.experiments.services import get
+
+    artifact = get(plan.contract.service).prepare("fp32", cache)
+    L, reps = len(plan.levels), plan.repetitions
+
+    def probe(i: int, how: str) -> str:
+        t = run_trial(plan.contract, plan.state(i), artifact, "fp32", "boundary", seed=i,
+                      max_retries=plan.max_retries)
+        progress(f"{how}: {describe(plan.levels[i])} -> {t.verdict}")
+        return t.verdict
+
+    t0 = time.perf_counter()
+    b = search.find(L, lambda i: probe(i, "bisection"), reps)
+    bisect_s = time.perf_counter() - t0
+
+    t0 = time.perf_counter()
+    sweep = {i: [probe(i, "sweep") for _ in range(reps)] for i in range(L)}
+    sweep_s = time.perf_counter() - t0
+    passing = [i for i in range(L) if all(v == "PASS" for v in sweep[i])]
+    # The sweep's minimum PASS: the lowest level from which every level up passes every time.
+    sweep_min = next((i for i in range(L) if all(j in passing for j in range(i, L))), None)
+    monotone = passing == list(range(passing[0], L)) if passing else True
+
+    def lv(i):
+        return None if i is None else describe(plan.levels[i])
+
+    return {
+        "contract": plan.contract.name, "dimension": plan.dimension, "levels": L, "repetitions": reps,
+        "bisection": {"trials": b.trials, "min_pass": lv(b.min_pass), "adjacent_fail": lv(b.adjacent_fail),
+                      "seconds": round(bisect_s, 1), "contradictions": b.contradictions},
+        "sweep": {"trials": L * reps, "min_pass": lv(sweep_min), "monotone": monotone,
+                  "verdicts": {describe(plan.levels[i]): v for i, v in sweep.items()}, "seconds": round(sweep_s, 1)},
+        "budget": math.ceil(math.log2(L)) + reps,
+        "within_budget": b.trials <= math.ceil(math.log2(L)) + reps,
+        "same_boundary": b.min_pass == sweep_min,
+        "trial_ratio": round(L * reps / b.trials, 2) if b.trials else None,
+    }

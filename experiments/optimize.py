@@ -1,0 +1,62 @@
+"""`luma sprint optimize`: on one fixed machine state, the software choices (precision variant —
+per layer family where the service has them, KV precision for the decoder —, batch size,
+threads) that give the highest accepted throughput, i.e. throughput measured while every clause
+of the contract still holds.
+
+Bounded search, not a grid: for each precision variant and thread count, batch sizes are tried
+in increasing order, and the walk stops once a batch size fails the contract or stops raising
+throughput by at least 5 % (more batching only adds latency from there). Each configuration is
+one physical trial with closed-loop clients enough to fill its batch.
+"""
+
+from __future__ import annotations
+
+from luma.experiments.sprint import Plan
+from luma.experiments.states import State
+from luma.experiments.trial import Trial, run_trial
+
+BATCHES = (1, 2, 4, 8, 16, 32)
+
+
+def run(contract, state: State, cache, threads: list[int] | None = None, batches=BATCHES,
+        record=lambda t: None, progress=lambda msg: None) -> dict:
+    from luma.experiments.services import get
+
+    service = get(contract.service)
+    variants = ["fp32", *dict.fromkeys(service.interventions.values())]
+    cores = state.enforced().get("compute") or 1
+    threads = [t for t in (threads or sorted({1, cores})) if 1 <= t <= cores]
+    if not getattr(service, "uses_torch", True):
+        threads = [cores]  # thread count is torch's setting; other runtimes use their cores
+    artifacts = {v: service.prepare(v, cache) for v in variants}
+    rows, trials = [], []
+    for variant in variants:
+        for th in threads:
+            best_here = 0.0
+            for batch in batches:
+                load = contract.load.model_copy(update={"max_batch": batch,
+                                                        "concurrency": max(contract.load.concurrency, batch)})
+                c = contract.model_copy(update={"load": load})
+                progress(f"{variant}, {th} thread(s), batch {batch}")
+                t: Trial = run_trial(c, state, artifacts[variant], variant, "optimize", threads=th)
+                t.index = len(trials)
+                t.extra = {"max_batch": batch, "threads": th, "concurrency": load.concurrency}
+                trials.append(t)
+                record(t)
+                tput = float(t.telemetry.get("throughput") or 0.0)
+                rows.append({"variant": variant, "threads": th, "max_batch": batch, "concurrency": load.concurrency,
+                             "verdict": t.verdict, "cause": t.cause, "throughput": tput,
+                             "quality": t.telemetry.get("quality")})
+                progress(f"{variant}, {th} thread(s), batch {batch} -> {t.verdict}, {tput:.1f}/s")
+                if t.verdict != "PASS" or tput < best_here * 1.05:
+                    break
+                best_here = tput
+    accepted = [r for r in rows if r["verdict"] == "PASS"]
+    best = max(accepted, key=lambda r: r["throughput"], default=None)
+    return {"contract": contract.name, "state": state.label(), "configurations": rows, "best": best,
+            "trials": len(trials), "_trials": trials}
+
+
+def plan_for(contract, state_levels: dict) -> Plan:
+    """A Plan shell so trials can be recorded like a sprint's (no dimension is swept)."""
+    return Plan(contract, "compute", [], State.of(state_levels), 1, None, None)
