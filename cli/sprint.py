@@ -65,7 +65,7 @@ def run_cmd(contract_ref, dimension, levels, intervention, repetitions, start_le
         def progress(msg: str) -> None:
             status.update(msg)
             if "->" in msg:
-                err.print(f"  {msg}")
+                err.print(f"  {msg}", soft_wrap=True)
         runner._progress = progress
         result = runner.run()
     out = summary.summarize(result)
@@ -101,7 +101,7 @@ def bench_cmd(contract_ref, dimension, levels, repetitions, fmt) -> None:
     plan = sprint_mod.plan(contract.load(contract_ref), dimension, _levels(levels), None, repetitions)
     err = Console(stderr=True)
     with err.status("benchmarking") as status:
-        out = bench.run(plan, Settings.from_env().home / "artifacts", lambda m: (status.update(m), err.print(f"  {m}")))
+        out = bench.run(plan, Settings.from_env().home / "artifacts", lambda m: (status.update(m), err.print(f"  {m}", soft_wrap=True)))
     if fmt == "json":
         click.echo(json.dumps(out, indent=2))
         return
@@ -169,7 +169,7 @@ def optimize_cmd(contract_ref, state_text, threads, batches, record, fmt) -> Non
         def progress(msg: str) -> None:
             status.update(msg)
             if "->" in msg:
-                err.print(f"  {msg}")
+                err.print(f"  {msg}", soft_wrap=True)
         out = optimize.run(c, state, home / "artifacts", _ints(threads, "--threads"),
                            _ints(batches, "--batches") or optimize.BATCHES, recorder.trial, progress)
     out.pop("_trials")

@@ -149,4 +149,6 @@ class State:
 
 
 def describe(level: Level) -> str:
-    return str(level.value) if level.unit is None else f"{level.value:g} {level.unit}"
+    if level.unit is None:
+        return str(level.value).removeprefix("ATEN_CPU_CAPABILITY=")
+    return f"{level.value:g} {level.unit}"
