@@ -1,0 +1,52 @@
+"""`luma sprint bench` and `luma sprint optimize` on the tiny matvec service."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+from click.testing import CliRunner
+
+from luma.cli.main import cli
+
+
+def _run(*args):
+    return CliRunner().invoke(cli, list(args))
+
+
+@pytest.mark.parametrize("sub", [[], ["run"], ["bench"], ["optimize"], ["contracts"]])
+def test_help_everywhere(sub):
+    result = _run("sprint", *sub, "--help")
+    assert result.exit_code == 0 and "Usage:" in result.output
+
+
+def test_bench_counts_trials_of_bisection_and_sweep(luma_home):
+    levels = "2 MiB,4 MiB,8 MiB,16 MiB"
+    result = _run("sprint", "bench", "matvec-memory", "--levels", levels, "--repetitions", "2", "--format", "json")
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.stdout)
+    assert out["sweep"]["trials"] == 4 * 2
+    assert out["bisection"]["trials"] <= math.ceil(math.log2(4)) + 2 == out["budget"]
+    assert out["within_budget"] and out["same_boundary"] and out["sweep"]["monotone"]
+    assert not (luma_home / "ledger.sqlite").exists()  # a benchmark records nothing
+
+
+def test_optimize_reports_the_best_accepted_configuration_and_records_its_trials(luma_home):
+    result = _run("sprint", "optimize", "matvec-memory", "--batches", "1,4", "--format", "json")
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.stdout)
+    assert out["trials"] == len(out["configurations"]) >= 2
+    accepted = [c for c in out["configurations"] if c["verdict"] == "PASS"]
+    assert out["best"] == max(accepted, key=lambda c: c["throughput"])
+    assert {c["variant"] for c in out["configurations"]} == {"fp32", "int8-weights"}
+    q = _run("kb", "query", "--format", "json", "PREFIX luma: <https://w3id.org/luma/ns#> SELECT (COUNT(*) AS ?n) "
+             "WHERE { ?t a luma:SprintTrial ; luma:trialPhase \"optimize\" }")
+    assert int(json.loads(q.stdout)["results"]["bindings"][0]["n"]["value"]) == out["trials"]
+
+
+def test_optimize_refuses_a_bad_state(luma_home):
+    result = _run("sprint", "optimize", "matvec-memory", "--state", "compute")
+    assert result.exit_code == 2 and "DIMENSION=LEVEL" in result.output
+    result = _run("sprint", "optimize", "matvec-memory", "--state", "compute=64 core")
+    assert result.exit_code == 1 and "64 cores asked" in result.output
