@@ -147,9 +147,10 @@ def _ints(text: str | None, name: str) -> list[int] | None:
               "'compute=2 core,host_memory=512 MiB'.")
 @click.option("--threads", help="Thread counts to try (default: 1 and the state's cores).")
 @click.option("--batches", help="Batch sizes to try, ascending (default: 1,2,4,8,16,32).")
+@click.option("--variants", help="Precision variants to try, e.g. 'fp32,int8-ffn' (default: all the service has).")
 @click.option("--record/--no-record", default=True, show_default=True, help="Ingest every trial into the KB.")
 @format_option(choices=("table", "json"))
-def optimize_cmd(contract_ref, state_text, threads, batches, record, fmt) -> None:
+def optimize_cmd(contract_ref, state_text, threads, batches, variants, record, fmt) -> None:
     """Highest accepted throughput on a fixed machine state, over precision, batch size and threads."""
     from datetime import datetime, timezone
 
@@ -171,7 +172,8 @@ def optimize_cmd(contract_ref, state_text, threads, batches, record, fmt) -> Non
             if "->" in msg:
                 err.print(f"  {msg}", soft_wrap=True)
         out = optimize.run(c, state, home / "artifacts", _ints(threads, "--threads"),
-                           _ints(batches, "--batches") or optimize.BATCHES, recorder.trial, progress)
+                           _ints(batches, "--batches") or optimize.BATCHES, recorder.trial, progress,
+                           [v.strip() for v in variants.split(",") if v.strip()] if variants else None)
     out.pop("_trials")
     if fmt == "json":
         click.echo(json.dumps(out, indent=2))

@@ -19,11 +19,17 @@ BATCHES = (1, 2, 4, 8, 16, 32)
 
 
 def run(contract, state: State, cache, threads: list[int] | None = None, batches=BATCHES,
-        record=lambda t: None, progress=lambda msg: None) -> dict:
+        record=lambda t: None, progress=lambda msg: None, variants: list[str] | None = None) -> dict:
+    from luma.errors import ConfigError
     from luma.experiments.services import get
 
     service = get(contract.service)
-    variants = ["fp32", *dict.fromkeys(service.interventions.values())]
+    known = ["fp32", *dict.fromkeys(service.interventions.values())]
+    unknown = [v for v in variants or [] if v not in known]
+    if unknown:
+        raise ConfigError(f"the {contract.service} service has no variant {unknown[0]!r} (it has: {', '.join(known)})",
+                          field="variants")
+    variants = variants or known
     cores = state.enforced().get("compute") or 1
     threads = [t for t in (threads or sorted({1, cores})) if 1 <= t <= cores]
     if not getattr(service, "uses_torch", True):

@@ -104,8 +104,7 @@ class Recorder:
     """Writes and ingests a sprint's records as they happen (`home`: the LUMA project)."""
 
     def __init__(self, home: Path, plan: Plan, sprint_id: str, ingest: bool = True):
-        self.folder = Path(home) / "sprints" / sprint_id
-        self.folder.mkdir(parents=True, exist_ok=True)
+        self.folder = Path(home) / "sprints" / sprint_id  # created with the first record: bad input writes nothing
         self.home, self.plan, self.sprint_id, self.ingest_records = Path(home), plan, sprint_id, ingest
         self.started = datetime.now(timezone.utc)
         self.ingested: list[str] = []
@@ -121,11 +120,13 @@ class Recorder:
         self.ingested.append(path.name)
 
     def trial(self, trial: Trial) -> None:
+        self.folder.mkdir(parents=True, exist_ok=True)
         path = self.folder / f"trial-{trial.index:03d}.json"
         path.write_text(json.dumps(trial_record(self.plan, self.sprint_id, trial, self.started), indent=1))
         self._ingest(path)
 
     def finish(self, result: Result, summary: dict) -> dict | None:
+        self.folder.mkdir(parents=True, exist_ok=True)
         chain = chain_record(result, self.started)
         if chain is not None:
             path = self.folder / "chain.json"

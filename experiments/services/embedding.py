@@ -23,7 +23,10 @@ from luma.experiments.services.base import BatchEngine, Loaded
 from luma.kernels import torch_ops
 from luma.kernels.minilm import CALIBRATION, SENTENCES
 
-VARIANTS = ("fp32", "int8-weights")
+#: variant -> the layer families stored int8 (per-channel weights; see minilm_encoder.FAMILIES).
+FAMILY_VARIANTS = {"int8-weights": ("attention", "ffn", "embeddings"), "int8-linear": ("attention", "ffn"),
+                   "int8-attention": ("attention",), "int8-ffn": ("ffn",), "int8-embeddings": ("embeddings",)}
+VARIANTS = ("fp32", *FAMILY_VARIANTS)
 FORMAT = 1
 
 
@@ -55,7 +58,8 @@ class EmbeddingService:
     """all-MiniLM-L6-v2 sentence embeddings; quality = mean cosine to the fp32 embeddings."""
 
     name: ClassVar[str] = "embedding"
-    interventions: ClassVar[dict[str, str]] = {"int8-weights": "int8-weights"}
+    #: int8 weights of every family, or of one layer family (precision per layer family).
+    interventions: ClassVar[dict[str, str]] = {v: v for v in FAMILY_VARIANTS}
 
     def __init__(self) -> None:
         #: max tokens per text from the last contract given to `requests` (None: max_seq_length)
@@ -85,7 +89,8 @@ class EmbeddingService:
                 ref = me.encode(me.Encoder(state, config), me.Tokenizer(config["max_seq_length"]), list(SENTENCES))
             _save({"sentences": list(SENTENCES), "embeddings": ref.clone()}, reference)
         if not artifact.exists():
-            tensors = me.quantize_state(state, config["layers"]) if variant == "int8-weights" else state
+            tensors = (me.quantize_state(state, config["layers"], FAMILY_VARIANTS[variant])
+                       if variant in FAMILY_VARIANTS else state)
             _save({"format": FORMAT, "variant": variant, "config": config, "tensors": tensors}, artifact)
         return artifact
 

@@ -74,11 +74,19 @@ def linear_names(layers: int) -> list[str]:
     return [f"encoder.layer.{i}.{n}" for i in range(layers) for n in LAYER_LINEARS]
 
 
-def quantize_state(state: dict[str, torch.Tensor], layers: int) -> dict[str, torch.Tensor]:
-    """int8 per-output-channel (symmetric, scale = max|w| / 127 per row) Linear weights and word
-    embeddings (per row); biases, position/type embeddings and LayerNorms stay fp32."""
+#: Layer families a precision choice can target (`luma sprint optimize` tries each).
+FAMILIES = {"attention": LAYER_LINEARS[:4], "ffn": LAYER_LINEARS[4:]}
+
+
+def quantize_state(state: dict[str, torch.Tensor], layers: int,
+                   families: tuple[str, ...] = ("attention", "ffn", "embeddings")) -> dict[str, torch.Tensor]:
+    """int8 per-output-channel (symmetric, scale = max|w| / 127 per row) weights of the chosen
+    families: attention and FFN Linears, the word embeddings (per row); biases, position/type
+    embeddings and LayerNorms stay fp32."""
     out = dict(state)
-    for name in [*linear_names(layers), WORD]:
+    names = [f"encoder.layer.{i}.{n}" for i in range(layers) for fam in ("attention", "ffn") if fam in families
+             for n in FAMILIES[fam]]
+    for name in [*names, *([WORD] if "embeddings" in families else [])]:
         q, s = quantize_per_channel(out.pop(f"{name}.weight"), axis=0)
         out[f"{name}.q_weight"], out[f"{name}.w_scale"] = q, s
     return out

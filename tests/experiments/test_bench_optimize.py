@@ -50,3 +50,9 @@ def test_optimize_refuses_a_bad_state(luma_home):
     assert result.exit_code == 2 and "DIMENSION=LEVEL" in result.output
     result = _run("sprint", "optimize", "matvec-memory", "--state", "compute=64 core")
     assert result.exit_code == 1 and "64 cores asked" in result.output
+
+
+def test_optimize_refuses_an_unknown_variant_and_writes_nothing(luma_home):
+    result = _run("sprint", "optimize", "matvec-memory", "--variants", "fp32,int4-magic")
+    assert result.exit_code == 1 and "no variant 'int4-magic'" in result.output
+    assert not (luma_home / "sprints").exists()

@@ -35,7 +35,7 @@ def cache(tmp_path_factory):
 @pytest.fixture(scope="module")
 def loaded(cache):
     svc = EmbeddingService()
-    return {v: (svc, svc.prepare(v, cache), svc.load(svc.prepare(v, cache), {})) for v in embedding.VARIANTS}
+    return {v: (svc, svc.prepare(v, cache), svc.load(svc.prepare(v, cache), {})) for v in ("fp32", "int8-weights")}
 
 
 def _run(code: str, *args: str) -> dict:
@@ -69,7 +69,7 @@ def test_int8_weights_keep_mean_cosine_099(loaded):
 
 
 def test_int8_weights_take_about_a_quarter_of_the_bytes(loaded):
-    fp32, int8 = (loaded[v][2].weight_bytes for v in embedding.VARIANTS)
+    fp32, int8 = (loaded[v][2].weight_bytes for v in ("fp32", "int8-weights"))
     assert fp32 > 85e6 and int8 < 0.3 * fp32  # measured 90.3 MB and 23.5 MB
     enc = minilm_encoder.Encoder(torch.load(loaded["int8-weights"][1], weights_only=True)["tensors"],
                                  minilm_encoder.read_config())
@@ -118,7 +118,7 @@ _MEMORY = """
 
 def test_int8_artifact_loads_in_far_less_memory(loaded):
     """Measured here: VmData +93.8 MiB (fp32) vs +30.1 MiB (int8), VmHWM +99 vs +35.5 MiB."""
-    fp32, int8 = (_run(_MEMORY, str(loaded[v][1])) for v in embedding.VARIANTS)
+    fp32, int8 = (_run(_MEMORY, str(loaded[v][1])) for v in ("fp32", "int8-weights"))
     assert fp32["VmData"] > 80 * 2**20  # the fp32 weights really were read into anonymous memory
     for key in ("VmData", "VmHWM"):
         assert int8[key] < 0.45 * fp32[key], (key, fp32, int8)
@@ -187,5 +187,20 @@ def test_service_identity_and_registry():
 
     svc = services.get("embedding")
     assert isinstance(svc, EmbeddingService) and svc.name == "embedding"
-    assert svc.interventions == {"int8-weights": "int8-weights"}
+    assert svc.interventions == {v: v for v in ("int8-weights", "int8-linear", "int8-attention", "int8-ffn",
+                                                "int8-embeddings")}
     assert svc.workload() == {"name": "minilm-sentence-embedding", "model": "all-MiniLM-L6-v2", "task": "embedding"}
+
+
+@pytest.mark.parametrize("variant, int8_linears, int8_table", [
+    ("int8-ffn", 12, False), ("int8-attention", 24, False), ("int8-embeddings", 0, True), ("int8-linear", 36, False),
+])
+def test_layer_family_variants_quantize_only_their_family(cache, variant, int8_linears, int8_table):
+    svc = EmbeddingService()
+    artifact = svc.prepare(variant, cache)
+    loaded = svc.load(artifact, {})
+    blob = torch.load(artifact, weights_only=True)["tensors"]
+    assert sum(k.endswith(".q_weight") for k in blob) == int8_linears + int(int8_table)
+    assert ("embeddings.word_embeddings.q_weight" in blob) == int8_table
+    assert svc.quality(loaded, artifact, {"max_batch": 8}) >= 0.99
+    assert variant in svc.interventions
