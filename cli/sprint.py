@@ -58,16 +58,14 @@ def run_cmd(contract_ref, dimension, levels, intervention, repetitions, start_le
     plan = sprint_mod.plan(c, dimension, _levels(levels), intervention, repetitions, start_level)
     home = Settings.from_env().home
     err = Console(stderr=True)
-    runner = sprint_mod.Sprint(plan, home / "artifacts")
-    recorder = Recorder(home, plan, runner.result.sprint_id, ingest=record)
-    runner._record = recorder.trial
+    sprint_id = plan.new_id()
+    recorder = Recorder(home, plan, sprint_id, ingest=record)
     with err.status("starting") as status:
         def progress(msg: str) -> None:
             status.update(msg)
             if "->" in msg:
                 err.print(f"  {msg}", soft_wrap=True)
-        runner._progress = progress
-        result = runner.run()
+        result = sprint_mod.Sprint(plan, home / "artifacts", recorder.trial, progress, sprint_id).run()
     out = summary.summarize(result)
     chain = recorder.finish(result, out)
     out["chain_recorded"] = chain is not None and record
@@ -75,14 +73,39 @@ def run_cmd(contract_ref, dimension, levels, intervention, repetitions, start_le
     if fmt == "json":
         click.echo(json.dumps(out, indent=2, default=str))
         return
-    print_rows(out["trials"], ["trial", "phase", "state", "variant", "verdict", "cause", "peak_rss_mib", "quality",
-                               "throughput"], "table", title=f"sprint {out['sprint']}: trials")
-    keys = ["min_pass", "adjacent_fail", "binding", "recovered", "requalified_min_pass", "frontier", "next_binding",
-            "boundary_trials", "trial_budget", "exhaustive_trials", "physical_trials", "problems", "chain_recorded",
-            "records_folder"]
-    rows = [{"item": k, "value": json.dumps(out[k], default=str) if isinstance(out[k], (dict, list)) else out[k]}
-            for k in keys]
-    print_rows(rows, ["item", "value"], "table", title="boundary")
+    print_rows(out["trials"], ["trial", "phase", "level", "restored", "variant", "verdict", "cause", "peak_rss_mib",
+                               "quality", "throughput"], "table",
+               title=f"sprint {out['sprint']}: {out['dimension']} over {out['base_state']}")
+    print_rows(_boundary_rows(out), ["item", "value"], "table", title="boundary")
+
+
+def _restorations(diagnosis: dict) -> str:
+    parts = []
+    for r in diagnosis.get("restorations", [])[1:]:
+        verdict = r["verdict"] or "not needed"
+        parts.append(f"{r['dimension']} -> {r['restored_to']}: {verdict}" + (f" ({r['cause']})" if r.get("cause") else ""))
+    return "; ".join(parts) or "no other dimension to restore"
+
+
+def _boundary_rows(out: dict) -> list[dict]:
+    fr, nb = out["frontier"], out["next_binding"]
+    frontier = None
+    if fr:
+        frontier = f"{fr['before']} -> {fr['after']}" + (" (or lower: below the levels given)" if fr["below_range"] else "")
+        if "saved" in fr:
+            saved = f"{fr['saved'] / 2**20:g} MiB" if fr.get("unit") == "byte" else f"{fr['saved']:g} {fr.get('unit')}"
+            frontier += f"  (saves {saved}, x{fr['ratio']:.2f})"
+    rows = [
+        ("minimum PASS", out["min_pass"]), ("adjacent FAIL", out["adjacent_fail"]),
+        ("binding resource", out["binding"]), ("diagnosis", _restorations(out["diagnosis"]) if out["diagnosis"] else None),
+        ("recovered with " + str(out["intervention"]), None if out["recovered"] is None else
+         f"{'yes' if out['recovered'] else 'no'} ({', '.join(out['recovery_verdicts'])})"),
+        ("frontier shift", frontier), ("next binding resource", nb.get("binding") if nb else None),
+        ("boundary trials", f"{out['boundary_trials']} (budget {out['trial_budget']}, sweep {out['exhaustive_trials']})"),
+        ("physical trials", out["physical_trials"]), ("problems", "; ".join(out["problems"]) or "none"),
+        ("chain recorded", "yes" if out["chain_recorded"] else "no"), ("records", out["records_folder"]),
+    ]
+    return [{"item": k, "value": v if v is not None else "-"} for k, v in rows]
 
 
 @sprint.command("bench")

@@ -43,8 +43,8 @@ class Plan:
     def state(self, index: int) -> State:
         return self.base.with_level(self.dimension, self.levels[index])
 
-    @property
-    def sprint_id(self) -> str:
+    def new_id(self) -> str:
+        """A fresh sprint identifier: contract, dimension and start time."""
         stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
         return f"{self.contract.name}-{self.dimension}-{stamp}"
 
@@ -88,10 +88,9 @@ def plan(contract: Contract, dimension: str | None = None, levels: list | None =
     if reps < 1:
         raise ConfigError("repetitions must be at least 1", field="repetitions")
     start = None
-    if start_level is not None:
-        key = states.order_key(dimension, states.parse_level(dimension, start_level))
-        start = min(range(len(keys)), key=lambda i: abs(sorted(keys)[i] - key)) if dimension != "runtime" else \
-            sorted(keys).index(key)
+    if start_level is not None:  # the level nearest the prediction
+        key, ordered_keys = states.order_key(dimension, states.parse_level(dimension, start_level)), sorted(keys)
+        start = min(range(len(ordered_keys)), key=lambda i: abs(ordered_keys[i] - key))
     return Plan(contract, dimension, ordered, State.of(base), reps, intervention, variant, start,
                 spec.max_retries if spec else 2)
 
@@ -123,14 +122,14 @@ class Sprint:
     """Runs a plan's trials; `record(trial)` is called after each one."""
 
     def __init__(self, plan: Plan, cache: Path, record: Callable[[Trial], None] | None = None,
-                 progress: Callable[[str], None] | None = None):
+                 progress: Callable[[str], None] | None = None, sprint_id: str | None = None):
         from luma.experiments.services import get
 
         self.plan, self.cache = plan, Path(cache)
         self.service = get(plan.contract.service)
         self._record = record or (lambda t: None)
         self._progress = progress or (lambda msg: None)
-        self.result = Result(plan.sprint_id, plan)
+        self.result = Result(sprint_id or plan.new_id(), plan)
 
     def _trial(self, state: State, variant: str, phase: str) -> Trial:
         artifact = self.artifacts[variant]
@@ -182,7 +181,8 @@ class Sprint:
         r.frontier = {"before": old, "after": new, "below_range": q.adjacent_fail is None and q.min_pass == 0}
         if p.dimension != "runtime":
             before, after = (states.base_value(p.dimension, x) for x in (old, new))
-            r.frontier.update(saved=before - after, ratio=after / before)
+            r.frontier.update(saved=before - after, ratio=after / before,
+                              unit="core" if p.dimension == "compute" else "byte")
         if q.adjacent_fail is not None:
             r.next_binding = self._diagnose(q.adjacent_fail, p.variant, "next-binding", known_pass=q.min_pass)
         else:

@@ -13,7 +13,7 @@ def _level(plan, index):
     return None if index is None else describe(plan.levels[index])
 
 
-def trial_row(t: Trial) -> dict:
+def trial_row(t: Trial, plan=None) -> dict:
     tel = t.telemetry
     row = {"trial": t.index, "phase": t.phase, "state": t.state.label(), "variant": t.variant, "verdict": t.verdict,
            "cause": t.cause, "requests": t.requests, "attempts": t.attempts,
@@ -25,6 +25,11 @@ def trial_row(t: Trial) -> dict:
             row[c["metric"] + "_ci"] = [c["ci_low"], c["ci_high"]]
     if tel.get("error"):
         row["error"] = tel["error"]
+    if plan is not None:  # the swept level, and any other dimension a diagnosis restored
+        levels, base = t.state.as_dict(), plan.base.as_dict()
+        row["level"] = describe(levels[plan.dimension])
+        row["restored"] = ", ".join(f"{d}={describe(v)}" for d, v in levels.items()
+                                    if d != plan.dimension and base.get(d) != v) or None
     return row
 
 
@@ -47,7 +52,7 @@ def summarize(result: Result) -> dict:
         "requalified_adjacent_fail": _level(p, result.requalified.adjacent_fail) if result.requalified else None,
         "frontier": _plain(result.frontier), "next_binding": _plain(result.next_binding),
         "physical_trials": len(result.trials), "problems": result.problems,
-        "trials": [trial_row(t) for t in result.trials],
+        "trials": [trial_row(t, p) for t in result.trials],
     }
     return out
 
