@@ -4,8 +4,10 @@ threads) that give the highest accepted throughput, i.e. throughput measured whi
 of the contract still holds.
 
 Bounded search, not a grid: for each precision variant and thread count, batch sizes are tried
-in increasing order, and the walk stops once a batch size fails the contract or stops raising
-throughput by at least 5 % (more batching only adds latency from there). Each configuration is
+in increasing order, and the walk stops once throughput stops rising by at least 5 % (more
+batching only adds latency from there) or a failure that batching cannot fix appears (out of
+memory, KV capacity, quality). A latency or throughput miss at a small batch does not stop it:
+queueing behind batch-1 service is what batching removes. Each configuration is
 one physical trial with closed-loop clients enough to fill its batch.
 """
 
@@ -16,6 +18,7 @@ from luma.experiments.states import State
 from luma.experiments.trial import Trial, run_trial
 
 BATCHES = (1, 2, 4, 8, 16, 32)
+_UNFIXABLE = {"oom", "kv-capacity", "quality-miss", "crash", "error"}
 
 
 def run(contract, state: State, cache, threads: list[int] | None = None, batches=BATCHES,
@@ -54,7 +57,7 @@ def run(contract, state: State, cache, threads: list[int] | None = None, batches
                              "verdict": t.verdict, "cause": t.cause, "throughput": tput,
                              "quality": t.telemetry.get("quality")})
                 progress(f"{variant}, {th} thread(s), batch {batch} -> {t.verdict}, {tput:.1f}/s")
-                if t.verdict != "PASS" or tput < best_here * 1.05:
+                if tput < best_here * 1.05 or (t.cause or "") in _UNFIXABLE:
                     break
                 best_here = tput
     accepted = [r for r in rows if r["verdict"] == "PASS"]
