@@ -204,6 +204,9 @@ def optimize_cmd(contract_ref, state_text, threads, batches, variants, record, f
     print_rows(out["configurations"], ["variant", "threads", "max_batch", "concurrency", "verdict", "cause",
                                        "throughput", "quality"], "table", title=f"{out['contract']} on {out['state']}")
     best = out["best"]
+    for f in out["finalists"]:
+        click.echo(f"finalist {f['variant']}, {f['threads']} thread(s), batch {f['max_batch']}: "
+                   f"{' and '.join(f'{x:.1f}' for x in f['throughputs'])} requests/s -> {f['verdict']}")
     click.echo("no configuration meets the contract on this state" if best is None else
                f"best accepted: {best['variant']}, {best['threads']} thread(s), batch {best['max_batch']}: "
-               f"{best['throughput']:.1f} requests/s")
+               f"{best['throughput']:.1f} requests/s (the lower of its two runs)")

@@ -8,7 +8,8 @@ in increasing order, and the walk stops once throughput stops rising by at least
 batching only adds latency from there) or a failure that batching cannot fix appears (out of
 memory, KV capacity, quality). A latency or throughput miss at a small batch does not stop it:
 queueing behind batch-1 service is what batching removes. Each configuration is
-one physical trial with closed-loop clients enough to fill its batch.
+one physical trial with closed-loop clients enough to fill its batch; the two best are measured
+again and ranked by the lower of their two throughputs.
 """
 
 from __future__ import annotations
@@ -39,31 +40,43 @@ def run(contract, state: State, cache, threads: list[int] | None = None, batches
         threads = [cores]  # thread count is torch's setting; other runtimes use their cores
     artifacts = {v: service.prepare(v, cache) for v in variants}
     rows, trials = [], []
+
+    def measure(variant: str, th: int, batch: int, confirm: bool = False) -> dict:
+        load = contract.load.model_copy(update={"max_batch": batch, "concurrency": max(contract.load.concurrency, batch)})
+        label = f"{variant}, {th} thread(s), batch {batch}" + (" (confirming)" if confirm else "")
+        progress(label)
+        t: Trial = run_trial(contract.model_copy(update={"load": load}), state, artifacts[variant], variant,
+                             "optimize", threads=th, seed=len(trials))
+        t.index = len(trials)
+        t.extra = {"max_batch": batch, "threads": th, "concurrency": load.concurrency}
+        trials.append(t)
+        record(t)
+        tput = float(t.telemetry.get("throughput") or 0.0)
+        progress(f"{label} -> {t.verdict}, {tput:.1f}/s")
+        return {"variant": variant, "threads": th, "max_batch": batch, "concurrency": load.concurrency,
+                "verdict": t.verdict, "cause": t.cause, "throughput": tput, "quality": t.telemetry.get("quality")}
+
     for variant in variants:
         for th in threads:
             best_here = 0.0
             for batch in batches:
-                load = contract.load.model_copy(update={"max_batch": batch,
-                                                        "concurrency": max(contract.load.concurrency, batch)})
-                c = contract.model_copy(update={"load": load})
-                progress(f"{variant}, {th} thread(s), batch {batch}")
-                t: Trial = run_trial(c, state, artifacts[variant], variant, "optimize", threads=th)
-                t.index = len(trials)
-                t.extra = {"max_batch": batch, "threads": th, "concurrency": load.concurrency}
-                trials.append(t)
-                record(t)
-                tput = float(t.telemetry.get("throughput") or 0.0)
-                rows.append({"variant": variant, "threads": th, "max_batch": batch, "concurrency": load.concurrency,
-                             "verdict": t.verdict, "cause": t.cause, "throughput": tput,
-                             "quality": t.telemetry.get("quality")})
-                progress(f"{variant}, {th} thread(s), batch {batch} -> {t.verdict}, {tput:.1f}/s")
-                if tput < best_here * 1.05 or (t.cause or "") in _UNFIXABLE:
+                row = measure(variant, th, batch)
+                rows.append(row)
+                if row["throughput"] < best_here * 1.05 or (row["cause"] or "") in _UNFIXABLE:
                     break
-                best_here = tput
-    accepted = [r for r in rows if r["verdict"] == "PASS"]
-    best = max(accepted, key=lambda r: r["throughput"], default=None)
-    return {"contract": contract.name, "state": state.label(), "configurations": rows, "best": best,
-            "trials": len(trials), "_trials": trials}
+                best_here = row["throughput"]
+    # One trial per configuration is noisy on a shared machine: the two leaders run again, and a
+    # configuration counts with the lower of its two throughputs, and only if both runs passed.
+    accepted = sorted((r for r in rows if r["verdict"] == "PASS"), key=lambda r: -r["throughput"])[:2]
+    finalists = []
+    for r in accepted:
+        again = measure(r["variant"], r["threads"], r["max_batch"], confirm=True)
+        finalists.append({**r, "throughput": min(r["throughput"], again["throughput"]),
+                          "throughputs": [r["throughput"], again["throughput"]],
+                          "verdict": "PASS" if again["verdict"] == "PASS" else again["verdict"]})
+    best = max((f for f in finalists if f["verdict"] == "PASS"), key=lambda f: f["throughput"], default=None)
+    return {"contract": contract.name, "state": state.label(), "configurations": rows, "finalists": finalists,
+            "best": best, "trials": len(trials), "_trials": trials}
 
 
 def plan_for(contract, state_levels: dict) -> Plan:

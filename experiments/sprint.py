@@ -212,8 +212,9 @@ class Sprint:
         recovering = [row["dimension"] for row in rows if row["verdict"] == "PASS"]
         fail_trials = [t for t in r.trials if t.state == fail_state and t.variant == variant]
         causes = sorted({t.cause for t in fail_trials if t.cause})
-        return {"binding": p.dimension if recovering == [p.dimension] else (recovering[0] if len(recovering) == 1
-                                                                           else p.dimension),
+        # Restoring the crossed dimension always recovers (it is the minimum PASS state); when another
+        # restoration recovers too, the boundary has two binding candidates: both are reported.
+        return {"binding": p.dimension,
                 "also_recovering": [d for d in recovering if d != p.dimension], "restorations": rows,
                 "fail_causes": causes,
                 "fail_telemetry": {k: fail_trials[-1].telemetry.get(k) for k in
