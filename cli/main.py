@@ -37,11 +37,13 @@ def _register() -> None:
     from luma.cli.demo import demo
     from luma.cli.kb import kb
     from luma.cli.kernels import kernels
+    from luma.cli.rules import rules
     from luma.cli.sprint import sprint
 
     cli.add_command(kb)
     cli.add_command(kernels)
     cli.add_command(sprint)
+    cli.add_command(rules)
     cli.add_command(demo)
 
 

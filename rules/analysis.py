@@ -1,0 +1,158 @@
+"""What each rule reads and writes, the dependency graph of the rule set, and its strata.
+
+A rule's reads and writes are *keys*: `type <Class>` for `?x a <Class>` patterns (so rules that
+derive different classes do not all depend on each other through rdf:type), otherwise the
+predicate IRI; a variable predicate reads everything. A read inside `FILTER NOT EXISTS`, `MINUS`
+or an aggregate is *negative*: the reader may only run once its writer has reached its fixpoint,
+so a cycle through a negative edge cannot be stratified and is refused.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import networkx as nx
+from rdflib import BNode, URIRef, Variable
+from rdflib.namespace import RDF
+from rdflib.paths import Path as RdfPath
+from rdflib.plugins.sparql.parserutils import CompValue
+
+from luma.rules.loader import Rule, RuleError, render
+
+ANY = ("any",)
+
+
+@dataclass
+class Analysed:
+    """A rule with the keys it reads (positively / negatively) and writes."""
+
+    rule: Rule
+    writes: set = field(default_factory=set)
+    reads: set = field(default_factory=set)
+    negative: set = field(default_factory=set)
+    outside_graph: bool = False  # some pattern reads the (union) default graph
+
+
+def _key(s, p, o):
+    if p == RDF.type and isinstance(o, URIRef):
+        return ("type", str(o))
+    if isinstance(p, URIRef):
+        return ("pred", str(p))
+    return ANY
+
+
+def _path_iris(p) -> list:
+    if isinstance(p, URIRef):
+        return [p]
+    out = []
+    for attr in ("args", "arg", "path"):
+        sub = getattr(p, attr, None)
+        for x in sub if isinstance(sub, (list, tuple)) else ([sub] if sub is not None else []):
+            out += _path_iris(x)
+    return out
+
+
+def _triples_keys(triples) -> list:
+    keys = []
+    for s, p, o in triples:
+        if isinstance(p, RdfPath):
+            keys += [("pred", str(i)) for i in _path_iris(p)] or [ANY]
+        else:
+            keys.append(_key(s, p, o))
+    return keys
+
+
+def _walk(node, negative: bool, out: Analysed, in_graph: bool = False) -> None:
+    if isinstance(node, CompValue):
+        name = node.name
+        if name in ("BGP", "TriplesBlock") and node.get("triples"):
+            (out.negative if negative else out.reads).update(_triples_keys(node["triples"]))
+            if not in_graph:
+                out.outside_graph = True
+        for key, value in node.items():
+            neg = negative or name == "AggregateJoin" or (name == "Minus" and key == "p2") or \
+                (name == "Builtin_NOTEXISTS" and key == "graph")
+            _walk(value, neg, out, in_graph or name in ("Graph", "GraphGraphPattern"))
+    elif isinstance(node, (list, tuple)):
+        for x in node:
+            _walk(x, negative, out, in_graph)
+    elif isinstance(node, dict):
+        for x in node.values():
+            _walk(x, negative, out, in_graph)
+
+
+def analyse(rule: Rule) -> Analysed:
+    """Parse the rule's SPARQL (parameters at their defaults) and collect its keys."""
+    from rdflib.plugins.sparql import prepareQuery
+
+    text = render(rule)
+    try:
+        query = prepareQuery(text)
+    except Exception as exc:  # noqa: BLE001 - rdflib raises pyparsing and other errors
+        msg = str(exc).splitlines()[0][:300]
+        line = getattr(exc, "lineno", None)
+        where = f"line {rule.body_line + line - 1}" if isinstance(line, int) else f"line {rule.body_line}"
+        raise RuleError(f"SPARQL does not parse: {msg}", source=rule.path, field=where) from None
+    alg = query.algebra
+    if alg.name != "ConstructQuery":
+        raise RuleError(f"a rule body must be a CONSTRUCT query, not {alg.name}", source=rule.path,
+                        field=f"line {rule.body_line}")
+    if any(isinstance(t, BNode) for triple in alg.template for t in triple):
+        raise RuleError("the template holds a blank node: derive IRIs (e.g. IRI(CONCAT(...))) so that a re-run "
+                        "derives the same facts", source=rule.path, field=f"line {rule.body_line}")
+    if rule.derives and Variable(rule.derives[1:]) not in {t for triple in alg.template for t in triple}:
+        raise RuleError(f"derives {rule.derives} does not appear in the CONSTRUCT template", source=rule.path,
+                        field="derives")
+    out = Analysed(rule, writes=set(_triples_keys(alg.template)))
+    _walk(alg["p"], False, out)
+    if rule.reads == "records":
+        if out.outside_graph:
+            raise RuleError("`reads: records` needs every pattern inside GRAPH ?g { } (a source-record graph)",
+                            source=rule.path, field="reads")
+        out.reads, out.negative = set(), set()  # asserted facts only: no rule feeds it
+    if "SERVICE" in text.upper().split():
+        raise RuleError("rules never fetch remote data (SERVICE)", source=rule.path, field=f"line {rule.body_line}")
+    return out
+
+
+def _reads_from(reader: Analysed, writer: Analysed) -> tuple[bool, bool]:
+    """(depends, negatively)"""
+    def hits(keys):
+        return ANY in keys or bool(keys & writer.writes)
+    return hits(reader.reads) or hits(reader.negative), hits(reader.negative)
+
+
+def dependency_graph(rules: list[Analysed]) -> nx.DiGraph:
+    """writer -> reader edges, `negative=True` where the reader negates or aggregates the facts."""
+    g = nx.DiGraph()
+    by_id = {a.rule.id: a for a in rules}
+    for a in rules:
+        g.add_node(a.rule.id)
+        for other in a.rule.after:
+            if other not in by_id:
+                raise RuleError(f"`after: {other}` names no rule", source=a.rule.path, field="after")
+            g.add_edge(other, a.rule.id, negative=True)
+    for w in rules:
+        for r in rules:
+            dep, neg = _reads_from(r, w)
+            if dep:
+                prev = g.get_edge_data(w.rule.id, r.rule.id, {}).get("negative", False)
+                g.add_edge(w.rule.id, r.rule.id, negative=neg or prev)
+    return g
+
+
+def strata(rules: list[Analysed]) -> list[list[Analysed]]:
+    """Groups of rules to run in order, each to its own fixpoint; refuses a cycle through negation
+    or aggregation."""
+    g = dependency_graph(rules)
+    by_id = {a.rule.id: a for a in rules}
+    cond = nx.condensation(g)
+    for scc in cond.nodes:
+        members = cond.nodes[scc]["members"]
+        for u, v, data in g.subgraph(members).edges(data=True):
+            if data["negative"]:
+                cycle = " -> ".join(nx.shortest_path(g, v, u)) + f" -> {v}" if u != v else f"{u} -> {u}"
+                raise RuleError(f"cycle through negation or aggregation: {cycle}", source=by_id[u].rule.path,
+                                field="dependencies")
+    order = list(nx.lexicographical_topological_sort(cond, key=lambda n: min(cond.nodes[n]["members"])))
+    return [[by_id[m] for m in sorted(cond.nodes[n]["members"])] for n in order]

@@ -1,0 +1,199 @@
+"""Rule files: a header of `# key: value` lines, then a SPARQL CONSTRUCT.
+
+    # id: recurring-binding
+    # version: 1
+    # description: A resource binding in qualified chains across enough workloads and architectures.
+    # derives: ?rb
+    # param: min_workloads = 3 : integer : distinct workloads a recurrence needs
+    # reads: records          (optional: the rule reads only source-record graphs; see Rule.reads)
+    PREFIX luma: <https://w3id.org/luma/ns#>
+    CONSTRUCT { ?rb a luma:RecurringBinding ; prov:wasDerivedFrom ?chain } WHERE { ... ${min_workloads} ... }
+
+`derives` names the variable bound to each derived node: the engine attaches the derivation
+(rule, version, parameters) to it. A parameter is used as `${name}` and substituted as a typed
+literal before the query is parsed. Every problem is a `RuleError` naming the file and line.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.resources
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from luma.errors import LumaError
+
+_HEADER = re.compile(r"^#\s*([a-z_]+)\s*:\s*(.*?)\s*$")
+_PARAM = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)\s*=\s*(\S+)\s*:\s*(integer|decimal|string|boolean)\s*:\s*(.+)$")
+_USE = re.compile(r"\$\{([^}]*)\}")
+_ID = re.compile(r"^[a-z][a-z0-9-]{0,63}$")
+_KEYS = {"id", "version", "description", "derives", "param", "after", "reads"}
+
+
+class RuleError(LumaError):
+    """A rule file, a rule parameter or the rule set's dependency graph is invalid."""
+
+
+@dataclass(frozen=True)
+class Param:
+    name: str
+    default: object
+    kind: str
+    doc: str
+
+
+@dataclass
+class Rule:
+    """One rule as loaded (the SPARQL still holds `${param}` placeholders)."""
+
+    id: str
+    version: int
+    description: str
+    body: str
+    path: str
+    body_line: int
+    derives: str | None = None
+    params: dict[str, Param] = field(default_factory=dict)
+    after: tuple[str, ...] = ()
+    #: "records": every pattern is scoped to source-record graphs (GRAPH ?g joined with
+    #: `?g luma:recordKind`), so the rule reads asserted facts only and depends on no other rule.
+    reads: str = "all"
+
+    def digest(self) -> str:
+        return hashlib.sha256(self.body.encode()).hexdigest()[:12]
+
+
+def _convert(kind: str, text: str, where: str):
+    try:
+        if kind == "integer":
+            return int(text)
+        if kind == "decimal":
+            return float(text)
+        if kind == "boolean":
+            if text not in ("true", "false"):
+                raise ValueError
+            return text == "true"
+        return text
+    except ValueError:
+        raise RuleError(f"{text!r} is not a {kind}", field=where) from None
+
+
+def literal(value, kind: str) -> str:
+    """A parameter value as a SPARQL literal of its type."""
+    if kind == "integer":
+        return str(int(value))
+    if kind == "decimal":
+        return repr(float(value))
+    if kind == "boolean":
+        return "true" if value else "false"
+    return '"' + str(value).replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def parse(text: str, path: str) -> Rule:
+    """A rule from its file text; the header is checked here, the SPARQL by `analysis`."""
+    head: dict[str, str] = {}
+    params: dict[str, Param] = {}
+    after: list[str] = []
+    lines = text.splitlines()
+    body_start = len(lines) + 1
+    for n, line in enumerate(lines, 1):
+        stripped = line.strip()
+        if not stripped:
+            continue
+        if not stripped.startswith("#"):
+            body_start = n
+            break
+        m = _HEADER.match(stripped)
+        if not m:
+            continue  # a plain comment
+        key, value = m.groups()
+        where = f"line {n}"
+        if key not in _KEYS:
+            raise RuleError(f"unknown header key {key!r} (known: {', '.join(sorted(_KEYS))})", source=path, field=where)
+        if key == "param":
+            pm = _PARAM.match(value)
+            if not pm:
+                raise RuleError("a parameter reads `name = default : integer|decimal|string|boolean : description`",
+                                source=path, field=where)
+            name, default, kind, doc = pm.groups()
+            if name in params:
+                raise RuleError(f"parameter {name!r} declared twice", source=path, field=where)
+            try:
+                params[name] = Param(name, _convert(kind, default, where), kind, doc)
+            except RuleError as exc:
+                raise RuleError(exc.message, source=path, field=where) from None
+        elif key == "after":
+            after += value.split()
+        elif key in head:
+            raise RuleError(f"header key {key!r} given twice", source=path, field=where)
+        else:
+            head[key] = value
+    for key in ("id", "version", "description"):
+        if key not in head:
+            raise RuleError(f"the header has no `# {key}:` line", source=path, field="line 1")
+    if not _ID.match(head["id"]):
+        raise RuleError(f"rule id {head['id']!r} must be lower-case letters, digits and dashes", source=path,
+                        field="id")
+    try:
+        version = int(head["version"])
+    except ValueError:
+        raise RuleError(f"version {head['version']!r} is not a whole number", source=path, field="version") from None
+    derives = head.get("derives")
+    if derives is not None and not re.fullmatch(r"\?[A-Za-z_][A-Za-z0-9_]*", derives):
+        raise RuleError(f"derives {derives!r} must name one variable, like ?rb", source=path, field="derives")
+    body = "\n".join(lines[body_start - 1:]) if body_start <= len(lines) else ""
+    if not body.strip():
+        raise RuleError("the rule has no SPARQL body", source=path, field=f"line {body_start}")
+    for m in _USE.finditer(body):
+        if m.group(1) not in params:
+            line = body_start + body[: m.start()].count("\n")
+            raise RuleError(f"unknown parameter ${{{m.group(1)}}} (declared: {', '.join(sorted(params)) or 'none'})",
+                            source=path, field=f"line {line}")
+    reads = head.get("reads", "all")
+    if reads not in ("all", "records"):
+        raise RuleError(f"reads {reads!r} must be `all` or `records`", source=path, field="reads")
+    return Rule(head["id"], version, head["description"], body, path, body_start, derives, params, tuple(after),
+                reads)
+
+
+def render(rule: Rule, values: dict[str, object] | None = None) -> str:
+    """The rule's SPARQL with its parameters substituted (defaults unless `values` says otherwise)."""
+    values = values or {}
+    return _USE.sub(lambda m: literal(values.get(m.group(1), rule.params[m.group(1)].default),
+                                      rule.params[m.group(1)].kind), rule.body)
+
+
+def resolve_params(rules: list[Rule], overrides: dict[str, str]) -> dict[str, dict[str, object]]:
+    """{rule id: {param: value}} with `name=value` overrides applied to every rule declaring `name`
+    (or `rule-id.name` for one rule). An override no rule declares is an error."""
+    out = {r.id: {p.name: p.default for p in r.params.values()} for r in rules}
+    for key, text in overrides.items():
+        rule_id, _, name = key.rpartition(".")
+        hits = [r for r in rules if name in r.params and (not rule_id or r.id == rule_id)]
+        if not hits:
+            raise RuleError(f"no rule has a parameter {key!r}", field="param")
+        for r in hits:
+            out[r.id][name] = _convert(r.params[name].kind, text, f"param {key}")
+    return out
+
+
+def packaged_files() -> list[tuple[str, str]]:
+    """(file name, text) of the rule files shipped in `rules/`, in name order."""
+    root = importlib.resources.files("luma.rules")
+    return sorted((p.name, p.read_text(encoding="utf-8")) for p in root.iterdir() if p.name.endswith(".rq"))
+
+
+def load_all(extra_dir: Path | None = None) -> list[Rule]:
+    """The shipped rules, then the project's `$LUMA_HOME/rules/*.rq`; ids must be unique."""
+    files = packaged_files()
+    if extra_dir is not None and extra_dir.is_dir():
+        files += sorted((str(p), p.read_text(encoding="utf-8")) for p in extra_dir.glob("*.rq"))
+    rules, seen = [], {}
+    for name, text in files:
+        rule = parse(text, name)
+        if rule.id in seen:
+            raise RuleError(f"rule id {rule.id!r} is also used by {seen[rule.id]}", source=name, field="id")
+        seen[rule.id] = name
+        rules.append(rule)
+    return rules
