@@ -69,13 +69,13 @@ def _with_provenance(rule: Rule, sparql: str, activity: str) -> str:
     return f"{sparql[:m.end()]} {rule.derives} <{PROV}wasGeneratedBy> <{activity}> . {sparql[m.end():]}"
 
 
-def _activity_quads(rule: Rule, activity: str, values: dict) -> bytes:
+def _activity_quads(rule: Rule, activity: str, values: dict) -> set[bytes]:
     g = f"<{graph_of(rule.id)}>"
     lines = [f"<{activity}> <http://www.w3.org/1999/02/22-rdf-syntax-ns#type> <{PROV}Activity> {g} .",
              f"<{activity}> <{LUMA}rule> {json.dumps(rule.id)} {g} .",
              f"<{activity}> <{LUMA}ruleVersion> \"{rule.version}\"^^<http://www.w3.org/2001/XMLSchema#integer> {g} ."]
     lines += [f"<{activity}> <{LUMA}parameter> {json.dumps(f'{k}={v}')} {g} ." for k, v in sorted(values.items())]
-    return ("\n".join(lines) + "\n").encode()
+    return {line.encode() for line in lines}
 
 
 def _to_quads(ntriples: bytes, graph: str) -> set[bytes]:
@@ -102,43 +102,72 @@ class Engine:
         rules = [a.rule for a in self.analysed]
         values = resolve_params(rules, overrides or {})
         report, t0 = RunReport(), time.perf_counter()
-        store = self.kb.store
         for n, stratum in enumerate(self.strata, 1):
             members = [a.rule for a in stratum]
-            before = {r.id: self._derived(r.id) for r in members}
-            for r in members:
-                store.update(f"DROP SILENT GRAPH <{graph_of(r.id)}>")
-            current: dict[str, set[bytes]] = {r.id: set() for r in members}
             runs = {r.id: RuleRun(r.id, n) for r in members}
-            queries = {}
-            for r in members:
-                act = activity_of(r, values[r.id])
-                queries[r.id] = _with_provenance(r, render(r, values[r.id]), act)
-                store.load_nquads(_activity_quads(r, act, values[r.id]))
-            for _ in range(MAX_ROUNDS):
-                grew = False
+            acts = {r.id: activity_of(r, values[r.id]) for r in members}
+            queries = {r.id: _with_provenance(r, render(r, values[r.id]), acts[r.id]) for r in members}
+            own = {r.id: _activity_quads(r, acts[r.id], values[r.id]) for r in members}
+            before = {r.id: self._derived(r.id) for r in members}
+            if _recursive(stratum):
+                after = self._fixpoint(n, members, queries, own, runs)
+            else:
+                # Nothing in the stratum reads its own output, so one evaluation is its fixpoint,
+                # and the old facts may stay in place while it runs: only the difference is written
+                # (a re-run on unchanged data writes nothing).
+                after = {}
                 for r in members:
                     t = time.perf_counter()
-                    found = _to_quads(store.query(queries[r.id]).body, graph_of(r.id))
-                    fresh = found - current[r.id]
-                    if fresh:
-                        store.load_nquads(b"\n".join(sorted(fresh)) + b"\n")
-                        current[r.id] |= fresh
-                        grew = True
-                    runs[r.id].rounds += 1
-                    runs[r.id].seconds += time.perf_counter() - t
-                if not grew or len(members) == 1 and not _recursive(stratum):
-                    break
-            else:
-                raise RuleError(f"stratum {n} ({', '.join(current)}) did not reach a fixpoint in {MAX_ROUNDS} rounds",
-                                field="rules")
+                    after[r.id] = _to_quads(self.kb.store.query(queries[r.id]).body, graph_of(r.id)) | own[r.id]
+                    self._apply(r.id, before[r.id], after[r.id])
+                    runs[r.id].rounds, runs[r.id].seconds = 1, time.perf_counter() - t
             for r in members:
-                after = self._derived(r.id)
                 run = runs[r.id]
-                run.facts, run.new, run.removed = len(after), len(after - before[r.id]), len(before[r.id] - after)
+                run.facts, run.new = len(after[r.id]), len(after[r.id] - before[r.id])
+                run.removed = len(before[r.id] - after[r.id])
                 report.runs.append(run)
         report.seconds = time.perf_counter() - t0
         return report
+
+    def _fixpoint(self, n: int, members: list[Rule], queries: dict, own: dict, runs: dict) -> dict[str, set[bytes]]:
+        """A recursive stratum from scratch (stale facts could otherwise keep deriving themselves)."""
+        store = self.kb.store
+        for r in members:
+            store.update(f"DROP SILENT GRAPH <{graph_of(r.id)}>")
+            store.bulk_load_nquads([b"\n".join(own[r.id]) + b"\n"])
+        current = {r.id: set(own[r.id]) for r in members}
+        for _ in range(MAX_ROUNDS):
+            grew = False
+            for r in members:
+                t = time.perf_counter()
+                fresh = _to_quads(store.query(queries[r.id]).body, graph_of(r.id)) - current[r.id]
+                if fresh:
+                    store.bulk_load_nquads([b"\n".join(fresh) + b"\n"])
+                    current[r.id] |= fresh
+                    grew = True
+                runs[r.id].rounds += 1
+                runs[r.id].seconds += time.perf_counter() - t
+            if not grew:
+                return current
+        raise RuleError(f"stratum {n} ({', '.join(current)}) did not reach a fixpoint in {MAX_ROUNDS} rounds",
+                        field="rules")
+
+    def _apply(self, rule_id: str, before: set[bytes], after: set[bytes]) -> None:
+        """Make the rule's derived graph hold `after`, writing only the difference. Bulk loads, not
+        transactions: ~10x faster here (DESIGN §9); a graph a crash leaves half-written is simply
+        recomputed by the next run."""
+        store, g = self.kb.store, graph_of(rule_id)
+        removed, added = before - after, after - before
+        if len(removed) > len(before) // 2:
+            store.update(f"DROP SILENT GRAPH <{g}>")
+            removed, added = set(), after
+        tail = len(f" <{g}> .")
+        gone = sorted(removed)
+        for i in range(0, len(gone), 5000):
+            triples = b"\n".join(line[:-tail] + b" ." for line in gone[i:i + 5000]).decode()
+            store.update(f"DELETE DATA {{ GRAPH <{g}> {{ {triples} }} }}")
+        if added:
+            store.bulk_load_nquads([b"\n".join(added) + b"\n"])
 
 
 def _recursive(stratum: list[Analysed]) -> bool:
