@@ -71,3 +71,41 @@ def run_cmd(params: tuple[str, ...], fmt: str) -> None:
         return
     print_rows(rows, ["stratum", "rule", "facts", "new", "removed", "rounds", "seconds"], "table", title="rules run")
     click.echo(f"{report.new} new and {report.removed} removed fact(s) in {report.seconds:.2f} s")
+
+
+@rules.command("bench")
+@click.option("--records", default="1000,10000", show_default=True, help="Comma-separated chain counts.")
+@click.option("--incremental", default=1000, show_default=True, help="Chains added before the incremental run.")
+@click.option("--rdflib-max", default=1000, show_default=True, help="Largest size also run on rdflib's store.")
+@click.option("--rdflib-timeout", default=600.0, show_default=True, help="Seconds rdflib gets per size.")
+@format_option(choices=("table", "json"))
+def bench_cmd(records: str, incremental: int, rdflib_max: int, rdflib_timeout: float, fmt: str) -> None:
+    """The rule set to fixpoint on synthetic chains: full run, re-run, incremental run, rdflib beside it."""
+    from rich.console import Console
+
+    from luma.rules.bench import run_bench
+
+    try:
+        sizes = [int(x) for x in records.split(",") if x.strip()]
+    except ValueError:
+        raise click.BadParameter(f"expected comma-separated whole numbers, got {records!r}") from None
+    err = Console(stderr=True)
+    with err.status("benchmarking") as status:
+        results = run_bench(sizes, incremental, rdflib_max, rdflib_timeout, status.update)
+    if fmt == "json":
+        click.echo(json.dumps(results, indent=2))
+        return
+    rows = []
+    for r in results:
+        rdf = r.get("rdflib", {})
+        rows.append({"chains": r.get("records"), "quads": r.get("quads"), "full s": _s(r.get("full_s")),
+                     "re-run s": _s(r.get("rerun_s")), "re-run new": r.get("rerun_new"),
+                     "+chains": r.get("incremental_records"), "incremental s": _s(r.get("incremental_s")),
+                     "rdflib full s": _s(rdf.get("full_s")) if "full_s" in rdf else rdf.get("error") or rdf.get("skipped"),
+                     "error": r.get("error")})
+    print_rows(rows, ["chains", "quads", "full s", "re-run s", "re-run new", "+chains", "incremental s",
+                      "rdflib full s", "error"], "table", title="rules bench")
+
+
+def _s(value):
+    return None if value is None else round(value, 2)

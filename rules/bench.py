@@ -1,0 +1,128 @@
+"""`luma rules bench`: the rule set to fixpoint on N synthetic chains, a re-run on unchanged data,
+an incremental run after adding more chains, and rdflib's in-memory store running the same rule
+set where it finishes in time. Every size runs in a fresh child process and project."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+
+def _rss_mb() -> float:
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def _runs(report) -> dict:
+    return {r.rule: {"facts": r.facts, "new": r.new, "removed": r.removed, "seconds": round(r.seconds, 3)}
+            for r in report.runs}
+
+
+def child_luma(n: int, extra: int, workdir: Path, dump: bool) -> dict:
+    from luma.kb.knowledge_base import KnowledgeBase
+    from luma.kb.synthetic import write_jsonl
+    from luma.rules.engine import Engine
+    from luma.settings import Settings
+
+    home = workdir / "project"
+    settings = Settings(home=home, db_url=f"sqlite:///{home / 'ledger.sqlite'}", kb_url=f"oxigraph:{home / 'kb'}")
+    with KnowledgeBase.open(settings) as kb:
+        kb.ingest([write_jsonl(workdir / "records.jsonl", n)], submitter="bench")
+        quads = kb.store.count()
+    out = {"records": n, "quads": quads}
+    with KnowledgeBase.open(settings) as kb:
+        engine = Engine(kb)
+        t0 = time.perf_counter()
+        cold = engine.run()
+        out["full_s"] = time.perf_counter() - t0
+        out["full"] = _runs(cold)
+        t0 = time.perf_counter()
+        again = engine.run()
+        out["rerun_s"] = time.perf_counter() - t0
+        out["rerun_new"], out["rerun_removed"] = again.new, again.removed
+    if extra:
+        with KnowledgeBase.open(settings) as kb:
+            kb.ingest([write_jsonl(workdir / "more.jsonl", extra, seed=8)], submitter="bench")
+        with KnowledgeBase.open(settings) as kb:
+            t0 = time.perf_counter()
+            inc = Engine(kb).run()
+            out["incremental_s"] = time.perf_counter() - t0
+            out["incremental_records"] = extra
+            out["incremental"] = _runs(inc)
+    if dump:  # for the rdflib baseline: the same facts, before any rule ran on them there
+        with KnowledgeBase.open(settings) as kb:
+            (workdir / "kb.nq").write_bytes(kb.store.dump("nquads"))
+    out["peak_rss_mb"] = _rss_mb()
+    return out
+
+
+def child_rdflib(workdir: Path) -> dict:
+    """The same rules, in stratum order, by rdflib's own SPARQL engine over its in-memory Dataset."""
+    import rdflib
+
+    from luma.rules.analysis import analyse, strata
+    from luma.rules.loader import load_all, render
+
+    ds = rdflib.Dataset(default_union=True)
+    t0 = time.perf_counter()
+    ds.parse(workdir / "kb.nq", format="nquads")
+    for g in list(ds.graphs()):  # the derived graphs LUMA wrote: rdflib derives its own
+        if str(g.identifier).startswith("https://w3id.org/luma/id/graph/derived/"):
+            ds.remove_graph(g)
+    out = {"parse_s": time.perf_counter() - t0, "rules": {}}
+    t0 = time.perf_counter()
+    for stratum in strata([analyse(r) for r in load_all()]):
+        for a in stratum:
+            t = time.perf_counter()
+            graph = ds.graph(rdflib.URIRef(f"urn:rdflib-bench:{a.rule.id}"))
+            facts = 0
+            for triple in ds.query(render(a.rule)):
+                graph.add(triple)
+                facts += 1
+            out["rules"][a.rule.id] = {"facts": facts, "seconds": round(time.perf_counter() - t, 3)}
+    out["full_s"] = time.perf_counter() - t0
+    return out
+
+
+def run_bench(sizes: list[int], extra: int = 1000, rdflib_max: int = 1000, rdflib_timeout: float = 600,
+              progress=None) -> list[dict]:
+    results = []
+    for n in sizes:
+        workdir = Path(tempfile.mkdtemp(prefix=f"luma-rules-bench-{n}-"))
+        if progress:
+            progress(f"{n} chains: ingest, full run, re-run, +{extra} chains")
+        res = _child(["luma", str(n), str(extra), str(workdir), "1" if n <= rdflib_max else "0"])
+        if n <= rdflib_max and "error" not in res:
+            if progress:
+                progress(f"{n} chains: rdflib in-memory")
+            res["rdflib"] = _child(["rdflib", str(workdir)], timeout=rdflib_timeout)
+        else:
+            res["rdflib"] = {"skipped": f"over --rdflib-max {rdflib_max}"}
+        subprocess.run(["rm", "-rf", str(workdir)], check=False)
+        results.append(res)
+    return results
+
+
+def _child(args: list[str], timeout: float | None = None) -> dict:
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    try:
+        proc = subprocess.run([sys.executable, "-m", "luma.rules.bench", *args], capture_output=True, text=True,
+                              timeout=timeout, env=env)
+    except subprocess.TimeoutExpired:
+        return {"error": f"did not finish within {timeout:.0f} s"}
+    if proc.returncode != 0:
+        return {"error": (proc.stderr.strip().splitlines() or ["failed"])[-1]}
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+if __name__ == "__main__":
+    if sys.argv[1] == "luma":
+        print(json.dumps(child_luma(int(sys.argv[2]), int(sys.argv[3]), Path(sys.argv[4]), sys.argv[5] == "1")))
+    else:
+        print(json.dumps(child_rdflib(Path(sys.argv[2]))))
