@@ -101,7 +101,7 @@ def query(sparql, query_file, query_name, list_names, timeout, fmt) -> None:
     Updates, SERVICE and LOAD are refused.
     """
     from luma.kb.named_queries import get_named_query, named_queries
-    from luma.kb.query_safety import check_read_only
+    from luma.kb.query_safety import check_read_only, with_prefixes
 
     if list_names:
         rows = [{"name": q.name, "description": q.description} for q in named_queries().values()]
@@ -120,7 +120,8 @@ def query(sparql, query_file, query_name, list_names, timeout, fmt) -> None:
     elif query_name:
         sparql = get_named_query(query_name).sparql
         source = f"--name {query_name}"
-    kind = check_read_only(sparql, source)
+    kind = check_read_only(sparql, source)  # on the user's text: error positions are theirs
+    sparql = with_prefixes(sparql)  # `luma:` etc. work without PREFIX lines, as the README shows
     with _open() as base:
         answer = base.store.query(sparql, results="csv" if fmt == "csv" and kind != "graph" else "json", timeout=timeout)
     if answer.kind == "graph":
@@ -132,6 +133,82 @@ def query(sparql, query_file, query_name, list_names, timeout, fmt) -> None:
         echo_bytes(answer.body if answer.body.endswith(b"\n") else answer.body + b"\n")
     else:
         echo_bytes(answer.body)
+
+
+@kb.command()
+@click.argument("iri")
+@click.option("--depth", type=click.IntRange(min=0), default=20, show_default=True,
+              help="Levels of prov:wasDerivedFrom to follow.")
+@click.option("--max-supports", type=click.IntRange(min=1), default=50, show_default=True,
+              help="Supports listed per node (all supporting records are still named).")
+@format_option(choices=("table", "json"))
+def explain(iri: str, depth: int, max_supports: int, fmt: str) -> None:
+    """The derivation tree of IRI (full or prefixed, e.g. id:chain/…) down to the ingested records.
+
+    Derived nodes show the rule, version and parameters of the run that derived them; leaves show
+    the record (content hash, kind, evidence class). Every supporting record is named at the end.
+    """
+    from luma.rules.explain import explain as explain_tree
+    from luma.rules.explain import records
+
+    with _open() as base:
+        tree = explain_tree(base, iri, max_depth=depth, max_supports=max_supports)
+    hashes = records(tree)
+    if fmt == "json":
+        click.echo(json.dumps({**tree, "records": hashes}, indent=2))
+        return
+    for line in _tree_lines(tree):
+        click.echo(line)
+    click.echo(f"{len(hashes)} supporting record(s): {', '.join(hashes) if hashes else '-'}")
+
+
+def _node_text(node: dict) -> str:
+    from luma.cli.output import compact, display
+
+    if node.get("see_above"):
+        return f"{display(node['iri'])} (see above)"
+    parts = [display(node["iri"])]
+    if node.get("types"):
+        parts.append("[" + ", ".join(compact(t) for t in node["types"]) + "]")
+    if node.get("label"):
+        parts.append(repr(node["label"]))
+    run = node.get("derived_by")
+    if run:
+        params = f" ({', '.join(run['parameters'])})" if run["parameters"] else ""
+        parts.append(f"<- rule {run['rule']} v{run['version']}{params}")
+    elif node.get("evidence_class"):
+        parts.append(f"evidence: {node['evidence_class']}")
+    return " ".join(parts)
+
+
+def _record_text(rec: dict) -> str:
+    who = f", by {rec['submitter']}" if rec.get("submitter") else ""
+    when = f", ingested {rec['ingested_at']}" if rec.get("ingested_at") else ""
+    return f"record {rec['content_hash']} ({rec['record_kind']}, {rec['evidence_class']}{when}{who})"
+
+
+def _tree_lines(node: dict, prefix: str = "", last: bool = True, root: bool = True) -> list[str]:
+    """An indented text tree: one line per node, its record as a child line."""
+    branch = "" if root else ("└── " if last else "├── ")
+    lines = [prefix + branch + _node_text(node)]
+    inner = prefix + ("" if root else ("    " if last else "│   "))
+    children: list = []
+    if node.get("record"):
+        children.append(("record", node["record"]))
+    children += [("node", s) for s in node.get("supports", [])]
+    shown = sum(1 for s in node.get("supports", []) if (s.get("record") or {}).get("graph") != s["iri"])
+    more = node.get("supports_total", 0) - shown
+    if node.get("truncated"):
+        children.append(("text", f"… {node['supports_total']} support(s) below --depth"))
+    elif more > 0:
+        children.append(("text", f"… {more} more support(s) not listed (--max-supports)"))
+    for i, (kind, child) in enumerate(children):
+        end = i == len(children) - 1
+        if kind == "node":
+            lines += _tree_lines(child, inner, end, root=False)
+        else:
+            lines.append(inner + ("└── " if end else "├── ") + (_record_text(child) if kind == "record" else child))
+    return lines
 
 
 @kb.command()

@@ -19,6 +19,19 @@ _REMOTE_NODES = {"ServiceGraphPattern": "SERVICE (remote federation) is not allo
 _KINDS = {"SelectQuery": "select", "AskQuery": "ask", "ConstructQuery": "graph", "DescribeQuery": "graph"}
 
 
+def with_prefixes(sparql: str) -> str:
+    """The query with LUMA's usual prefixes (luma:, id:, dim:, prov:, rdf:, rdfs:, xsd:, qudt:,
+    unit:, …) declared in front, except those the query declares itself."""
+    import re
+
+    from luma.kb.vocab import PREFIXES
+
+    declared = {m.lower() for m in re.findall(r"(?i)\bPREFIX\s+([A-Za-z][\w.-]*)?:", sparql)}
+    # One line, so that the line numbers of syntax errors stay the user's.
+    head = "".join(f"PREFIX {p}: <{iri}> " for p, iri in PREFIXES.items() if p.lower() not in declared)
+    return head + sparql
+
+
 def check_read_only(sparql: str, source: str = "query") -> str:
     """Return the query kind (select, ask, graph) or raise QueryRefused / QueryError."""
     if not sparql or not sparql.strip():

@@ -54,11 +54,18 @@ def _path_iris(p) -> list:
 
 def _triples_keys(triples) -> list:
     keys = []
-    for s, p, o in triples:
-        if isinstance(p, RdfPath):
-            keys += [("pred", str(i)) for i in _path_iris(p)] or [ANY]
-        else:
-            keys.append(_key(s, p, o))
+    for t in triples:
+        # Translated BGPs hold (s, p, o); the untranslated bodies of FILTER (NOT) EXISTS keep the
+        # parser's flat list [s1, p1, o1, s2, p2, o2, ...] (a `;` list expanded).
+        t = list(t)
+        if not t or len(t) % 3:
+            keys.append(ANY)  # a shape not understood: depend on everything (never wrong, only slower)
+            continue
+        for s, p, o in zip(t[0::3], t[1::3], t[2::3]):
+            if isinstance(p, RdfPath):
+                keys += [("pred", str(i)) for i in _path_iris(p)] or [ANY]
+            else:
+                keys.append(_key(s, p, o))
     return keys
 
 

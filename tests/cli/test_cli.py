@@ -136,3 +136,18 @@ def test_entry_point_prints_one_line_errors(tmp_path):
     usage = subprocess.run([sys.executable, "-m", "luma.cli.main", "kb", "query"], capture_output=True, text=True,
                            timeout=120)
     assert usage.returncode == 2 and "Traceback" not in usage.stderr
+
+
+def test_query_knows_the_usual_prefixes_and_keeps_error_positions(luma_home):
+    from luma.cli.main import cli as main_cli
+
+    runner = CliRunner()
+    ok = runner.invoke(main_cli, ["kb", "query", "--format", "json",
+                                  "SELECT (COUNT(*) AS ?n) WHERE { ?c a luma:BoundaryQualification }"])
+    assert ok.exit_code == 0, ok.output
+    assert json.loads(ok.stdout)["results"]["bindings"][0]["n"]["value"] == "0"
+    own = runner.invoke(main_cli, ["kb", "query", "--format", "json",
+                                   "PREFIX luma: <urn:other#> SELECT ?c WHERE { ?c a luma:X }"])
+    assert own.exit_code == 0 and json.loads(own.stdout)["results"]["bindings"] == []
+    bad = runner.invoke(main_cli, ["kb", "query", "SELECT ?c WHERE {\n ?c a luma:X ."])
+    assert bad.exit_code == 1 and "line 2" in bad.output

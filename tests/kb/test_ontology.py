@@ -109,7 +109,7 @@ def test_luma_classes_have_label_and_comment():
         "ServiceContract", "ContractClause", "Workload", "Model", "Architecture", "ArchitectureKind",
         "ResourceDimension", "MachineState", "Level", "SoftwareConfig", "Trial", "Observation", "Verdict",
         "BoundaryQualification", "Intervention", "InterventionKind", "InterventionParameterRecord",
-        "EvidenceClass", "SourceRecord", "RecurringBinding", "RecurringRemedy", "ArchitectureEvidence",
+        "EvidenceClass", "SourceRecord", "RecurringBinding", "RecurringRemedy", "ArchitectureEvidence", "UnqualifiedChain", "CounterEvidence",
         "HardwareRequirement", "FrontierShift", "KernelResult", "Environment", "SprintTrial", "QualifiedBoundary",
     }
     assert {str(c).removeprefix(LUMA) for c in classes} == expected

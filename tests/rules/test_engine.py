@@ -113,3 +113,9 @@ def test_reads_records_needs_every_pattern_in_a_graph():
     good = rule("y", "CONSTRUCT { ?s luma:q ?o } WHERE { GRAPH ?g { ?g luma:recordKind \"pex-chain\" . ?s luma:q ?o } }",
                 extra="# reads: records\n")
     assert analyse(good).reads == set()  # asserted facts only: not even its own output feeds it
+
+
+def test_predicate_lists_inside_not_exists_are_understood():
+    a = rule("a", "CONSTRUCT { ?s luma:p ?o } WHERE { ?s luma:q ?o FILTER NOT EXISTS { ?s luma:r ?o ; luma:t ?x } }")
+    keys = analyse(a).negative
+    assert ("pred", "https://w3id.org/luma/ns#r") in keys and ("pred", "https://w3id.org/luma/ns#t") in keys
