@@ -152,9 +152,15 @@ def run_bench(sizes: list[int], repeat: int = 5, rdflib_max: int = 10_000, rdfli
 
 
 def _child(args: list[str], timeout: float | None = None) -> dict:
+    return run_child("luma.kb.bench", args, timeout)
+
+
+def run_child(module: str, args: list[str], timeout: float | None = None) -> dict:
+    """Run `python -m module args…` in a fresh process; the JSON on its last stdout line, or an
+    {"error": …} naming the time-out or the last line of stderr."""
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     try:
-        proc = subprocess.run([sys.executable, "-m", "luma.kb.bench", *args], capture_output=True, text=True,
+        proc = subprocess.run([sys.executable, "-m", module, *args], capture_output=True, text=True,
                               timeout=timeout, env=env)
     except subprocess.TimeoutExpired:
         return {"error": f"did not finish within {timeout:.0f} s"}

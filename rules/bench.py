@@ -5,7 +5,6 @@ set where it finishes in time. Every size runs in a fresh child process and proj
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import tempfile
@@ -110,15 +109,9 @@ def run_bench(sizes: list[int], extra: int = 1000, rdflib_max: int = 1000, rdfli
 
 
 def _child(args: list[str], timeout: float | None = None) -> dict:
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    try:
-        proc = subprocess.run([sys.executable, "-m", "luma.rules.bench", *args], capture_output=True, text=True,
-                              timeout=timeout, env=env)
-    except subprocess.TimeoutExpired:
-        return {"error": f"did not finish within {timeout:.0f} s"}
-    if proc.returncode != 0:
-        return {"error": (proc.stderr.strip().splitlines() or ["failed"])[-1]}
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    from luma.kb.bench import run_child
+
+    return run_child("luma.rules.bench", args, timeout)
 
 
 if __name__ == "__main__":
