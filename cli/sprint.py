@@ -140,16 +140,13 @@ def bench_cmd(contract_ref, dimension, levels, repetitions, fmt) -> None:
 def _state(contract, text: str | None):
     from luma.experiments import states
 
-    levels = {d: states.parse_level(d, v) for d, v in contract.state.items()}
+    levels = dict(contract.state)
     for part in (text.split(",") if text else []):
         dim, sep, value = part.partition("=")
         if not sep:
             raise click.BadParameter(f"expected DIMENSION=LEVEL, got {part!r}", param_hint="--state")
-        levels[dim.strip()] = states.parse_level(dim.strip(), value.strip())
-    levels.setdefault("compute", states.Level(value=1, unit="core"))
-    for dim, level in levels.items():
-        states.base_value(dim, level)
-    return states.State.of(levels)
+        levels[dim.strip()] = value.strip()
+    return states.State.of(states.resolve(levels))
 
 
 def _ints(text: str | None, name: str) -> list[int] | None:

@@ -19,13 +19,12 @@ TOOL = "luma sprint"
 
 
 def environment() -> dict:
-    """CPU model and ISA, library versions (the benchmark standard's environment block)."""
+    """CPU model and ISA, library versions (the benchmark standard's environment block). Threads
+    are left out: they belong to each trial's telemetry, not to the host."""
     from luma.kernels.environment import describe
+    from luma.kernels.evidence import environment_block
 
-    env = describe()
-    keys = ("cpu_model", "isa", "logical_cpus", "usable_cpus", "machine", "python", "numpy", "torch",
-            "torch_cpu_capability")
-    return {k: env[k] for k in keys if env.get(k) not in (None, [])}
+    return environment_block(describe(), exclude=("torch_threads",))
 
 
 def architecture() -> dict:

@@ -72,10 +72,7 @@ def plan(contract: Contract, dimension: str | None = None, levels: list | None =
     if len(set(keys)) != len(keys):
         raise ConfigError("levels repeat a value", field="levels")
     ordered = [lv for _, lv in sorted(zip(keys, parsed), key=lambda p: p[0])]
-    base = {d: states.parse_level(d, lv) for d, lv in contract.state.items() if d != dimension}
-    for d, lv in base.items():
-        states.base_value(d, lv)
-    base.setdefault("compute", states.Level(value=1, unit="core"))
+    base = states.resolve(contract.state, skip=dimension)
     service = get(contract.service)
     intervention = intervention or (spec.intervention if spec else None)
     variant = None

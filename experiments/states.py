@@ -102,6 +102,16 @@ def base_value(dim: str, level: Level):
     return int(value)
 
 
+def resolve(levels: dict, skip: str | None = None) -> dict[str, Level]:
+    """A contract's `[state]` (plus any overrides) as checked levels; `skip` leaves out the swept
+    dimension, and compute defaults to one core (clean timings on a shared machine)."""
+    out = {d: parse_level(d, lv) for d, lv in levels.items() if d != skip}
+    for d, lv in out.items():
+        base_value(d, lv)  # an impossible level fails here, before any trial
+    out.setdefault("compute", Level(value=1, unit="core"))
+    return out
+
+
 def order_key(dim: str, level: Level):
     """Sort key: more of the resource sorts later (ISA by capability)."""
     value = base_value(dim, level)

@@ -16,6 +16,11 @@ from luma.kernels.environment import describe
 _ENV_KEYS = ("cpu_model", "isa", "logical_cpus", "usable_cpus", "machine", "python", "numpy", "torch",
              "torch_cpu_capability", "torch_threads")
 
+def environment_block(env: dict, exclude: tuple[str, ...] = ()) -> dict:
+    """The benchmark standard's environment block of a record: known values only, never guessed."""
+    return {k: env[k] for k in _ENV_KEYS if k not in exclude and env.get(k) not in (None, [])}
+
+
 WORKLOADS = {
     "digits": {"name": "digits-mlp", "model": "digits-mlp-64-256-128-10", "task": "classification"},
     "minilm": {"name": "minilm-sentence-embedding", "model": "all-MiniLM-L6-v2", "task": "embedding"},
@@ -30,7 +35,7 @@ def record(workload: dict, method: dict, metrics: list[dict], artifact: str, *, 
     return {
         "record_type": "kernel-result",
         "evidence_class": "measured",
-        "environment": {k: env[k] for k in _ENV_KEYS if env.get(k) not in (None, [])},
+        "environment": environment_block(env),
         "workload": workload,
         "method": {k: v for k, v in method.items() if v is not None},
         "metrics": metrics,
