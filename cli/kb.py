@@ -285,7 +285,7 @@ def bench(records: str, repeat: int, rdflib_max: int, rdflib_timeout: float, kee
 
 
 @kb.command()
-@click.option("--record-type", type=click.Choice(["pex-chain", "kernel-result", "pex-trial"]), default="pex-chain",
+@click.option("--record-type", type=click.Choice(["pex-chain", "kernel-result", "pex-trial", "machine"]), default="pex-chain",
               show_default=True, help="Which record format.")
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None, help="Write to a file instead of stdout.")
 def schema(record_type: str, out: Path | None) -> None:

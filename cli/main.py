@@ -37,6 +37,7 @@ def _register() -> None:
     from luma.cli.demo import demo
     from luma.cli.kb import kb
     from luma.cli.kernels import kernels
+    from luma.cli.machine import machine
     from luma.cli.rules import rules
     from luma.cli.sprint import sprint
 
@@ -44,6 +45,7 @@ def _register() -> None:
     cli.add_command(kernels)
     cli.add_command(sprint)
     cli.add_command(rules)
+    cli.add_command(machine)
     cli.add_command(demo)
 
 

@@ -54,22 +54,27 @@ def _overrides(values: tuple[str, ...]) -> dict[str, str]:
 
 @rules.command("run")
 @click.option("--param", "params", multiple=True, help="Override a parameter: name=value or rule-id.name=value.")
+@click.option("--full", is_flag=True, help="Recompute every rule from the store (ignore what the last run kept).")
+@click.option("--workers", type=click.IntRange(1, 64), default=None,
+              help="Threads for strata that do not depend on each other  [default: usable cores, at most 4]")
 @format_option(choices=("table", "json"))
-def run_cmd(params: tuple[str, ...], fmt: str) -> None:
-    """Derive: every stratum to its fixpoint; prints facts, new and removed per rule, with timing."""
+def run_cmd(params: tuple[str, ...], full: bool, workers: int | None, fmt: str) -> None:
+    """Derive: every stratum to its fixpoint; prints facts, new and removed per rule, how each was
+    evaluated (full, delta = over new records only, skip = nothing it reads changed), with timing."""
     from luma.kb.knowledge_base import KnowledgeBase
     from luma.rules.engine import Engine
 
     overrides = _overrides(params)
     with KnowledgeBase.open() as kb:
-        report = Engine(kb).run(overrides)
+        report = Engine(kb).run(overrides, full=full, workers=workers)
     rows = [{"stratum": r.stratum, "rule": r.rule, "facts": r.facts, "new": r.new, "removed": r.removed,
-             "rounds": r.rounds, "seconds": round(r.seconds, 3)} for r in report.runs]
+             "how": r.mode, "rounds": r.rounds, "seconds": round(r.seconds, 3)} for r in report.runs]
     if fmt == "json":
         click.echo(json.dumps({"rules": rows, "new": report.new, "removed": report.removed,
                                "seconds": round(report.seconds, 3)}, indent=2))
         return
-    print_rows(rows, ["stratum", "rule", "facts", "new", "removed", "rounds", "seconds"], "table", title="rules run")
+    print_rows(rows, ["stratum", "rule", "facts", "new", "removed", "how", "rounds", "seconds"], "table",
+               title="rules run")
     click.echo(f"{report.new} new and {report.removed} removed fact(s) in {report.seconds:.2f} s")
 
 

@@ -19,6 +19,7 @@ from luma.kb import nquads as nq
 from luma.kb import units
 from luma.kb.dimensions import Dimension, record_dimensions
 from luma.kb.records.kernel_result import KernelResult
+from luma.kb.records.machine import MachineRecord
 from luma.kb.records.pex_trial import PexTrial
 from luma.kb.records.pex_chain import Level, PexChain
 from luma.kb.records.rdf_document import project_document
@@ -309,5 +310,52 @@ _ENV_PROPS = {
     "torch_cpu_capability": "torchCpuCapability", "torch_threads": "threads", "accelerator": "acceleratorModel",
 }
 
+def _machine(w: nq.QuadWriter, rec: MachineRecord, meta: LedgerMeta, dims: dict[str, Dimension]) -> None:
+    """Machine parameters: one node, one luma:MachineFigure per quantity (value in its canonical
+    unit), each carrying the record's evidence class so a figure is never read without it."""
+    m = ID + "machine/" + meta.content_hash[:32]
+    ec = nq.iri(EVIDENCE_CLASSES[rec.evidence_class])
+    w.add(m, TYPE, nq.iri(LUMA + "MachineParameters"))
+    w.add(m, LUMA + "evidenceClass", ec)
+    w.add(m, PROV + "wasDerivedFrom", nq.iri(w.graph))
+    w.add(m, LUMA + "machineName", nq.string(rec.name))
+    w.add(m, LUMA + "architecture", nq.iri(_architecture(w, rec.architecture)))
+    w.add(m, LUMA + "deviceCount", nq.integer(rec.count))
+    if rec.source is not None:
+        w.add(m, LUMA + "sourceTitle", nq.string(rec.source.title))
+        w.add(m, LUMA + "sourceUrl", nq.string(rec.source.url))
+        if rec.source.retrieved:
+            w.add(m, LUMA + "sourceRetrieved", nq.string(rec.source.retrieved.isoformat()))
+    if rec.price is not None:
+        w.add(m, LUMA + "pricePerHour", nq.double(rec.price.value))
+        w.add(m, LUMA + "priceCurrency", nq.string(rec.price.currency))
+    for text in rec.notes:
+        w.add(m, LUMA + "note", nq.string(text))
+    qualifiers = {"compute": "precision", "memory capacity": "memoryTier", "memory bandwidth": "memoryTier",
+                  "interconnect bandwidth": "linkName", "interconnect latency": "linkName"}
+    for i, row in enumerate(rec.figures()):
+        f = f"{m}/figure/{i}"
+        section = row["section"]
+        w.add(m, LUMA + "figure", nq.iri(f))
+        w.add(f, TYPE, nq.iri(LUMA + "MachineFigure"))
+        w.add(f, LUMA + "evidenceClass", ec)
+        w.add(f, LUMA + "figureKind", nq.string(_FIGURE_KINDS.get(section, section.replace(" ", "_"))))
+        if section in qualifiers:
+            w.add(f, LUMA + qualifiers[section], nq.string(row["key"]))
+        if row["dense"] is not None:
+            w.add(f, LUMA + "dense", nq.boolean(row["dense"]))
+        if row["cores"] is not None:
+            w.add(f, LUMA + "cores", nq.integer(row["cores"]))
+        if row["method"]:
+            w.add(f, LUMA + "measurementMethod", nq.string(row["method"]))
+        w.add(f, VALUE, nq.double(row["si"]))
+        w.add(f, UNIT, nq.iri(units.unit_iri(row["si_unit"])))
+    p = rec.provenance
+    _activity(w, m, p.tool, p.git_revision, p.host, p.started, p.environment)
+
+
+_FIGURE_KINDS = {"compute": "compute_throughput", "power": "power_tdp"}
+
 PROJECTORS: dict[str, Callable] = {"pex-chain": _pex_chain, "kernel-result": _kernel_result,
-                                   "pex-trial": _pex_trial, "rdf-document": project_document}
+                                   "pex-trial": _pex_trial, "rdf-document": project_document,
+                                   "machine": _machine}

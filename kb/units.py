@@ -23,6 +23,11 @@ _EXTRA_UNITS = (
     "token = [token] = tok = tokens",
     "block = [block] = blocks",
     "request = [request] = req = requests",
+    # Spec sheets state integer throughput in OP/s ("TOPS") and float throughput in "TFLOPS";
+    # an integer operation counts as one FLOP, so int8 and fp16 figures compare directly.
+    "OP = FLOP = op = OPs",
+    "OPS = OP / second",
+    "FLOPS = FLOP / second",
 )
 
 #: Canonical units: every quantity is normalised to the first of these with its dimensionality.

@@ -116,10 +116,45 @@ def analyse(rule: Rule) -> Analysed:
         if out.outside_graph:
             raise RuleError("`reads: records` needs every pattern inside GRAPH ?g { } (a source-record graph)",
                             source=rule.path, field="reads")
+        _check_per_graph(rule, alg["p"])
         out.reads, out.negative = set(), set()  # asserted facts only: no rule feeds it
     if "SERVICE" in text.upper().split():
         raise RuleError("rules never fetch remote data (SERVICE)", source=rule.path, field=f"line {rule.body_line}")
     return out
+
+
+def _check_per_graph(rule: Rule, alg) -> None:
+    """A `reads: records` rule must derive from each record graph alone (so the engine may run it
+    over new records only): one graph variable, carried out of every subquery and grouping that
+    reads a graph, so that nothing joins or aggregates across two records."""
+    terms: set = set()
+
+    def visit(node) -> bool:  # True when the subtree reads a graph
+        found = False
+        if isinstance(node, CompValue):
+            if node.name == "Graph":
+                terms.add(node["term"])
+                found = True
+            for value in node.values():
+                found = visit(value) or found
+            if found and node.name == "Project" and terms and not set(node.get("PV") or []) & terms:
+                raise RuleError("`reads: records`: a subquery reads a record graph without selecting its graph "
+                                "variable, so it would join records together", source=rule.path, field="reads")
+            if found and node.name == "Group" and not set(node.get("expr") or []) & terms:
+                raise RuleError("`reads: records`: an aggregate over record graphs must group by the graph "
+                                "variable", source=rule.path, field="reads")
+        elif isinstance(node, (list, tuple)):
+            for x in node:
+                found = visit(x) or found
+        elif isinstance(node, dict):
+            for x in node.values():
+                found = visit(x) or found
+        return found
+
+    visit(alg)
+    if len(terms) != 1 or not isinstance(next(iter(terms)), Variable):
+        raise RuleError("`reads: records` needs one graph variable for every GRAPH pattern (GRAPH ?g), so that "
+                        "each record is read alone", source=rule.path, field="reads")
 
 
 def _reads_from(reader: Analysed, writer: Analysed) -> tuple[bool, bool]:

@@ -19,7 +19,8 @@ def _rss_mb() -> float:
 
 
 def _runs(report) -> dict:
-    return {r.rule: {"facts": r.facts, "new": r.new, "removed": r.removed, "seconds": round(r.seconds, 3)}
+    return {r.rule: {"facts": r.facts, "new": r.new, "removed": r.removed, "how": r.mode,
+                     "seconds": round(r.seconds, 3)}
             for r in report.runs}
 
 

@@ -14,15 +14,17 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 import time
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 
 from luma.kb.vocab import ID, LUMA, PROV
-from luma.rules.analysis import Analysed, analyse, strata
+from luma.rules.analysis import Analysed, analyse, dependency_graph, strata
 from luma.rules.loader import Rule, RuleError, load_all, render, resolve_params
+from luma.rules.state import DERIVED, RunState, StateStore
 
-DERIVED = ID + "graph/derived/"
 MAX_ROUNDS = 50
 _CONSTRUCT = re.compile(r"\bCONSTRUCT\s*\{", re.I)
 
@@ -36,6 +38,7 @@ class RuleRun:
     removed: int = 0
     rounds: int = 0
     seconds: float = 0.0
+    mode: str = "full"  # "full", "delta" (new record graphs only) or "skip" (nothing it reads changed)
 
 
 @dataclass
@@ -97,37 +100,107 @@ class Engine:
                                   union=False)
         return _to_quads(out.body, graph_of(rule_id))
 
-    def run(self, overrides: dict[str, str] | None = None) -> RunReport:
-        """Recompute every derived graph; `overrides`: {"name" or "rule-id.name": value}."""
+    def run(self, overrides: dict[str, str] | None = None, full: bool = False, workers: int | None = None) -> RunReport:
+        """Bring every derived graph up to date; `overrides`: {"name" or "rule-id.name": value}.
+
+        Work is skipped where nothing it depends on changed since the last run (see
+        `rules/state.py`): a rule whose derivation (version, body, parameters) is the same, whose
+        asserted inputs kept their graphs and whose upstream rules derived nothing new or removed.
+        A `reads: records` rule that only gained record graphs runs over the new graphs alone.
+        `full` recomputes everything from the store. Strata that do not depend on each other run
+        at the same time on `workers` threads (the store answers queries without holding the GIL)."""
         rules = [a.rule for a in self.analysed]
         values = resolve_params(rules, overrides or {})
         report, t0 = RunReport(), time.perf_counter()
-        for n, stratum in enumerate(self.strata, 1):
-            members = [a.rule for a in stratum]
-            runs = {r.id: RuleRun(r.id, n) for r in members}
-            acts = {r.id: activity_of(r, values[r.id]) for r in members}
-            queries = {r.id: _with_provenance(r, render(r, values[r.id]), acts[r.id]) for r in members}
-            own = {r.id: _activity_quads(r, acts[r.id], values[r.id]) for r in members}
-            before = {r.id: self._derived(r.id) for r in members}
-            if _recursive(stratum):
-                after = self._fixpoint(n, members, queries, own, runs)
-            else:
-                # Nothing in the stratum reads its own output, so one evaluation is its fixpoint,
-                # and the old facts may stay in place while it runs: only the difference is written
-                # (a re-run on unchanged data writes nothing).
-                after = {}
-                for r in members:
-                    t = time.perf_counter()
-                    after[r.id] = _to_quads(self.kb.store.query(queries[r.id]).body, graph_of(r.id)) | own[r.id]
-                    self._apply(r.id, before[r.id], after[r.id])
-                    runs[r.id].rounds, runs[r.id].seconds = 1, time.perf_counter() - t
-            for r in members:
-                run = runs[r.id]
-                run.facts, run.new = len(after[r.id]), len(after[r.id] - before[r.id])
-                run.removed = len(before[r.id] - after[r.id])
-                report.runs.append(run)
+        state = StateStore(self.kb.store, self.kb.settings.home / "cache" / "rules")
+        prev = RunState() if full else state.load()
+        graphs = state.asserted_graphs()
+        ctx = _Context(values, prev, sorted(graphs - prev.graphs), prev.graphs - graphs, state)
+        deps = dependency_graph(self.analysed)
+        index = {a.rule.id: i for i, stratum in enumerate(self.strata) for a in stratum}
+        needs = {i: {index[p] for a in stratum for p in deps.predecessors(a.rule.id)} - {i}
+                 for i, stratum in enumerate(self.strata)}
+        changed: set[str] = set()
+        kept: dict[str, dict] = {}
+        outputs: dict[str, set[bytes]] = {}
+        results: dict[int, list[RuleRun]] = {}
+        state.begin()
+        with ThreadPoolExecutor(max_workers=workers or default_workers()) as pool:
+            todo, running = list(range(len(self.strata))), {}
+            while todo or running:
+                for i in [i for i in todo if needs[i] <= results.keys()]:
+                    todo.remove(i)
+                    # Decided here, once every stratum it reads from has finished.
+                    modes = {a.rule.id: self._mode(a.rule, values, prev, ctx, deps, changed) for a in self.strata[i]}
+                    running[pool.submit(self._stratum, i + 1, self.strata[i], modes, ctx)] = i
+                finished, _ = wait(running, return_when=FIRST_COMPLETED)
+                for future in finished:
+                    i = running.pop(future)
+                    results[i] = []
+                    for run, after, activity in future.result():
+                        if run.new or run.removed:
+                            changed.add(run.rule)
+                        if after is not None and (run.new or run.removed or not prev.valid or run.rule not in prev.rules):
+                            outputs[run.rule] = after
+                        kept[run.rule] = {"activity": activity, "facts": run.facts}
+                        results[i].append(run)
+        report.runs = [run for i in sorted(results) for run in results[i]]
+        state.commit(graphs, kept, outputs)
         report.seconds = time.perf_counter() - t0
         return report
+
+    def _stratum(self, n: int, stratum: list[Analysed], mode: dict[str, str], ctx: "_Context") -> list:
+        """Bring one stratum up to date: [(RuleRun, its derived quads or None if skipped, activity)]."""
+        members = [a.rule for a in stratum]
+        runs = {r.id: RuleRun(r.id, n, mode=mode[r.id]) for r in members}
+        acts = {r.id: activity_of(r, ctx.values[r.id]) for r in members}
+        if all(m == "skip" for m in mode.values()):
+            for r in members:
+                runs[r.id].facts = ctx.prev.rules[r.id]["facts"]
+            return [(runs[r.id], None, acts[r.id]) for r in members]
+        queries = {r.id: _with_provenance(r, render(r, ctx.values[r.id]), acts[r.id]) for r in members}
+        own = {r.id: _activity_quads(r, acts[r.id], ctx.values[r.id]) for r in members}
+        before = {r.id: self._before(ctx.state, r.id, ctx.prev) for r in members}
+        if _recursive(stratum):
+            for r in members:
+                runs[r.id].mode = "full"
+            after = self._fixpoint(n, members, queries, own, runs)
+        else:
+            # Nothing in the stratum reads its own output, so one evaluation is its fixpoint, and
+            # the old facts may stay in place while it runs: only the difference is written (a
+            # re-run on unchanged data writes nothing).
+            after = {}
+            for r in members:
+                t = time.perf_counter()
+                if mode[r.id] == "skip":
+                    after[r.id] = before[r.id]
+                    continue
+                if mode[r.id] == "delta":  # new record graphs only: their facts add to the old
+                    fresh = self.kb.store.query(queries[r.id], named_graphs=ctx.added).body
+                    after[r.id] = before[r.id] | _to_quads(fresh, graph_of(r.id))
+                else:
+                    after[r.id] = _to_quads(self.kb.store.query(queries[r.id]).body, graph_of(r.id)) | own[r.id]
+                self._apply(r.id, before[r.id], after[r.id])
+                runs[r.id].rounds, runs[r.id].seconds = 1, time.perf_counter() - t
+        for r in members:
+            run = runs[r.id]
+            run.facts, run.new = len(after[r.id]), len(after[r.id] - before[r.id])
+            run.removed = len(before[r.id] - after[r.id])
+        return [(runs[r.id], after[r.id], acts[r.id]) for r in members]
+
+    def _mode(self, rule: Rule, values: dict, prev: RunState, ctx: "_Context", deps, changed: set) -> str:
+        """"skip", "delta" (a `reads: records` rule over the new record graphs) or "full"."""
+        same = prev.valid and prev.rules.get(rule.id, {}).get("activity") == activity_of(rule, values[rule.id])
+        if not same or any(p in changed for p in deps.predecessors(rule.id)):
+            return "full"
+        if rule.reads == "records":
+            return "full" if ctx.gone else ("delta" if ctx.added else "skip")
+        return "full" if ctx.added or ctx.gone else "skip"
+
+    def _before(self, state: StateStore, rule_id: str, prev: RunState) -> set[bytes]:
+        """What the rule's derived graph holds now: the cache when it is valid, else the store."""
+        cached = state.derived(rule_id) if prev.valid and rule_id in prev.rules else None
+        return cached if cached is not None else self._derived(rule_id)
 
     def _fixpoint(self, n: int, members: list[Rule], queries: dict, own: dict, runs: dict) -> dict[str, set[bytes]]:
         """A recursive stratum from scratch (stale facts could otherwise keep deriving themselves)."""
@@ -168,6 +241,22 @@ class Engine:
             store.update(f"DELETE DATA {{ GRAPH <{g}> {{ {triples} }} }}")
         if added:
             store.bulk_load_nquads([b"\n".join(added) + b"\n"])
+
+
+@dataclass
+class _Context:
+    """What every stratum of one run shares."""
+
+    values: dict
+    prev: RunState
+    added: list  # asserted graphs new since the last run
+    gone: set  # asserted graphs gone since the last run
+    state: StateStore
+
+
+def default_workers() -> int:
+    """Threads for independent strata: the cores this process may use (at most 4)."""
+    return max(1, min(4, len(os.sched_getaffinity(0))))
 
 
 def _recursive(stratum: list[Analysed]) -> bool:

@@ -21,6 +21,7 @@ from luma.errors import ConfigError, RecordError
 from luma.kb import units
 from luma.kb.dimensions import record_dimensions
 from luma.kb.records.kernel_result import KernelResult
+from luma.kb.records.machine import MachineRecord
 from luma.kb.records.pex_chain import PexChain
 from luma.kb.records.pex_trial import PexTrial
 
@@ -29,7 +30,7 @@ DEFAULT_MAX_FILE_BYTES = 512 * 1024 * 1024
 
 #: record_type -> model class. Later record kinds register here.
 RECORD_TYPES: dict[str, type[BaseModel]] = {"pex-chain": PexChain, "kernel-result": KernelResult,
-                                             "pex-trial": PexTrial}
+                                             "pex-trial": PexTrial, "machine": MachineRecord}
 
 _YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 

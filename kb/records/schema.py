@@ -10,6 +10,7 @@ import json
 
 from luma.kb.dimensions import record_dimensions
 from luma.kb.records.kernel_result import KernelResult
+from luma.kb.records.machine import machine_schema
 from luma.kb.records.pex_chain import PexChain
 from luma.kb.records.pex_trial import PexTrial
 
@@ -73,7 +74,8 @@ def pex_trial_schema() -> dict:
     return schema
 
 
-SCHEMAS = {"pex-chain": pex_chain_schema, "kernel-result": kernel_result_schema, "pex-trial": pex_trial_schema}
+SCHEMAS = {"pex-chain": pex_chain_schema, "kernel-result": kernel_result_schema, "pex-trial": pex_trial_schema,
+           "machine": machine_schema}
 
 
 def schema_text(record_type: str = "pex-chain") -> str:

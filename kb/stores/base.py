@@ -63,8 +63,10 @@ class QuadStore(ABC):
     backend = "abstract"
 
     @abstractmethod
-    def query(self, sparql: str, *, union: bool = True, results: str = "json", timeout: float | None = None) -> QueryOutput:
-        """Run a read query. `union` makes the default graph the union of all named graphs."""
+    def query(self, sparql: str, *, union: bool = True, results: str = "json", timeout: float | None = None,
+              named_graphs: list[str] | None = None) -> QueryOutput:
+        """Run a read query. `union` makes the default graph the union of all named graphs;
+        `named_graphs` restricts the graphs `GRAPH ?g` ranges over (the protocol's named-graph-uri)."""
 
     @abstractmethod
     def update(self, sparql: str) -> None:

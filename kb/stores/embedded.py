@@ -34,9 +34,13 @@ class EmbeddedStore(QuadStore):
         """The pyoxigraph store, for the rdflib API (`KnowledgeBase.rdflib_dataset`)."""
         return self._store
 
-    def query(self, sparql, *, union=True, results="json", timeout=None):
+    def query(self, sparql, *, union=True, results="json", timeout=None, named_graphs=None):
         def run() -> QueryOutput:
-            answer = self._store.query(sparql, use_default_graph_as_union=union)
+            if named_graphs is not None:
+                answer = self._store.query(sparql, use_default_graph_as_union=union,
+                                           named_graphs=[ox.NamedNode(g) for g in named_graphs])
+            else:
+                answer = self._store.query(sparql, use_default_graph_as_union=union)
             if isinstance(answer, ox.QueryTriples):
                 return QueryOutput("graph", "application/n-triples", answer.serialize(format=ox.RdfFormat.N_TRIPLES))
             kind = "ask" if isinstance(answer, ox.QueryBoolean) else "select"

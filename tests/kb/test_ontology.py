@@ -110,7 +110,9 @@ def test_luma_classes_have_label_and_comment():
         "ResourceDimension", "MachineState", "Level", "SoftwareConfig", "Trial", "Observation", "Verdict",
         "BoundaryQualification", "Intervention", "InterventionKind", "InterventionParameterRecord",
         "EvidenceClass", "SourceRecord", "RecurringBinding", "RecurringRemedy", "ArchitectureEvidence", "UnqualifiedChain", "CounterEvidence",
+        "BindingGroup",
         "HardwareRequirement", "FrontierShift", "KernelResult", "Environment", "SprintTrial", "QualifiedBoundary",
+        "MachineParameters", "MachineFigure",
     }
     assert {str(c).removeprefix(LUMA) for c in classes} == expected
     for cls in classes:

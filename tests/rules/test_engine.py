@@ -97,7 +97,7 @@ def test_cli_rules_list_check_run(luma_home):
     runner = CliRunner()
     assert runner.invoke(cli, ["rules", "check"]).exit_code == 0
     listed = json.loads(runner.invoke(cli, ["rules", "list", "--format", "json"]).stdout)
-    assert [r["id"] for r in listed][:2] == ["qualified-boundary", "recurring-binding"]
+    assert [r["id"] for r in listed][:3] == ["qualified-boundary", "binding-group", "recurring-binding"]
     out = runner.invoke(cli, ["rules", "run", "--format", "json"])
     assert out.exit_code == 0, out.output
     assert {r["rule"] for r in json.loads(out.stdout)["rules"]} >= {"qualified-boundary", "recurring-binding"}

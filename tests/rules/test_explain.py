@@ -76,13 +76,18 @@ def test_explaining_a_recurring_binding_names_every_supporting_record(derived_kb
     with _open(home) as kb:
         tree = explain(kb, RB_HOST_MEMORY)
     assert LUMA + "RecurringBinding" in tree["types"]
-    assert tree["derived_by"]["rule"] == "recurring-binding" and tree["derived_by"]["version"] == 1
+    assert tree["derived_by"]["rule"] == "recurring-binding" and tree["derived_by"]["version"] == 3
     assert tree["derived_by"]["parameters"] == ["min_architectures=2", "min_workloads=3"]
-    assert tree["supports_total"] == len(QUALIFIED) == len(tree["supports"])
+    # recurring binding -> binding group -> qualified boundary -> chain -> record
+    groups = tree["supports"]
+    assert tree["supports_total"] == len(groups) >= 1
+    assert all(LUMA + "BindingGroup" in g["types"] and g["derived_by"]["rule"] == "binding-group" for g in groups)
+    boundaries = [b for g in groups for b in g["supports"]]
+    assert len(boundaries) == len(QUALIFIED)
     assert records(tree) == qualified  # every qualified chain's record, and nothing else
     assert set(qualified) < set(everything)
 
-    for boundary in tree["supports"]:  # recurring binding -> qualified boundary -> chain -> record
+    for boundary in boundaries:
         assert LUMA + "QualifiedBoundary" in boundary["types"]
         assert boundary["derived_by"]["rule"] == "qualified-boundary"
         assert boundary["derived_by"]["version"] == 1
@@ -104,8 +109,9 @@ def test_capped_listing_still_names_every_record(derived_kb):
     with _open(home) as kb:
         tree = explain(kb, RB_HOST_MEMORY, max_supports=2)
         shallow = explain(kb, RB_HOST_MEMORY, max_depth=1)
-    assert tree["supports_total"] == 4 and len(tree["supports"]) == 2
-    assert [s["iri"] for s in tree["supports"]] == sorted(s["iri"] for s in tree["supports"])
+    [group] = tree["supports"]  # one binding group (host memory, the chains' one intervention)
+    assert group["supports_total"] == 4 and len(group["supports"]) == 2
+    assert [s["iri"] for s in group["supports"]] == sorted(s["iri"] for s in group["supports"])
     shown = [n["record"]["content_hash"] for n in _walk(tree) if n.get("record")]
     assert len(shown) == 2 and records(tree) == qualified
 
@@ -164,7 +170,7 @@ def test_cli_explain_json_and_table(derived_kb):
     table = runner.invoke(cli, ["kb", "explain", RB_HOST_MEMORY, "--max-supports", "3"])
     assert table.exit_code == 0, table.output
     text = table.stdout
-    assert "rule recurring-binding v1 (min_architectures=2, min_workloads=3)" in text
+    assert "rule recurring-binding v3 (min_architectures=2, min_workloads=3)" in text
     assert text.count("rule qualified-boundary v1 (min_repetitions=3)") == 3
     assert text.count("(pex-chain, measured") == 3 and "1 more support(s) not listed" in text
     assert text.splitlines()[-1] == f"4 supporting record(s): {', '.join(qualified)}"

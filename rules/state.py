@@ -1,0 +1,121 @@
+"""What the last rule run saw and derived, so the next run does only the work that changed.
+
+Kept in two places that must agree:
+
+* the project's cache folder (`$LUMA_HOME/cache/rules/`): the asserted (non-derived) named graphs
+  the last run saw, and each rule's derived quads — the "before" of the next run's difference,
+  so derived graphs are never read back from the store (24 s at 100k chains);
+* a token in the store's bookkeeping (default) graph, written last. A cache whose token is not
+  the store's (another project wrote the rules, the KB was rebuilt or restored, a run was killed
+  half-way) is ignored, and the run starts from what the store holds.
+
+The asserted-graph list is how a run notices change: source records are content-addressed and
+never edited in place, so a new record is a new graph and a removed one a missing graph. A raw
+update that edits an existing graph in place is not seen; `luma rules run --full` recomputes
+everything.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import secrets
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from luma.kb.vocab import ID, LUMA
+
+DERIVED = ID + "graph/derived/"
+_RULES = ID + "rules"
+_KB = ID + "kb"  # the KB's own bookkeeping node (kb/knowledge_base.py)
+_FORMAT = 1
+
+
+@dataclass
+class RunState:
+    """The cache as loaded: `valid` when it matches the store; `graphs` the asserted named graphs
+    the last run saw; `rules` {rule id: {"activity": IRI of the derivation its graph holds,
+    "facts": how many}}."""
+
+    valid: bool = False
+    graphs: set[str] = field(default_factory=set)
+    rules: dict[str, dict] = field(default_factory=dict)
+
+
+class StateStore:
+    """The cache folder of one project bound to its knowledge base's store."""
+
+    def __init__(self, store, folder: Path):
+        self.store = store
+        self.folder = folder
+
+    # -- the store side --------------------------------------------------------------------
+
+    def token(self) -> str | None:
+        rows = self.store.select(f"SELECT ?t WHERE {{ <{_RULES}> <{LUMA}runToken> ?t }}", union=False)
+        return rows[0]["t"] if rows else None
+
+    def _set_token(self, token: str | None) -> None:
+        insert = f'; INSERT DATA {{ <{_RULES}> <{LUMA}runToken> "{token}" }}' if token else ""
+        self.store.update(f"DELETE WHERE {{ <{_RULES}> <{LUMA}runToken> ?t }} {insert}")
+
+    def asserted_graphs(self) -> set[str]:
+        """Every named graph that rules do not write (records, entities, ontology, documents), and the
+        ontology's digest."""
+        rows = self.store.query("SELECT DISTINCT ?g WHERE { GRAPH ?g { } }", union=False, results="tsv").body
+        out = set()
+        for line in rows.splitlines()[1:]:
+            iri = line.decode().strip()[1:-1]
+            if iri and not iri.startswith(DERIVED):
+                out.add(iri)
+        # The ontology is reloaded in place when its files change: its digest stands for it.
+        for row in self.store.select(f"SELECT ?h WHERE {{ <{_KB}> <{LUMA}ontologyHash> ?h }}", union=False):
+            out.add("ontology-digest:" + row["h"])
+        return out
+
+    # -- the cache side --------------------------------------------------------------------
+
+    def load(self) -> RunState:
+        try:
+            meta = json.loads((self.folder / "state.json").read_text())
+            graphs = (self.folder / "graphs.txt").read_text().split("\n")
+        except (OSError, ValueError):
+            return RunState()
+        if meta.get("format") != _FORMAT or not meta.get("token") or meta["token"] != self.token():
+            return RunState()
+        return RunState(True, {g for g in graphs if g}, dict(meta.get("rules", {})))
+
+    def derived(self, rule_id: str) -> set[bytes] | None:
+        """The rule's derived quads as the last run left them (None when not cached)."""
+        try:
+            data = (self.folder / f"{_safe(rule_id)}.nq").read_bytes()
+        except OSError:
+            return None
+        return set(data.splitlines())
+
+    def begin(self) -> None:
+        """Called before the first write: a run killed half-way leaves no valid cache behind."""
+        self._set_token(None)
+
+    def commit(self, graphs: set[str], rules: dict[str, dict], outputs: dict[str, set[bytes]]) -> None:
+        """Write the cache (changed rule outputs only), then the matching token in the store."""
+        self.folder.mkdir(parents=True, exist_ok=True)
+        for rule_id, quads in outputs.items():
+            _atomic_write(self.folder / f"{_safe(rule_id)}.nq", b"\n".join(sorted(quads)))
+        _atomic_write(self.folder / "graphs.txt", "\n".join(sorted(graphs)).encode())
+        token = secrets.token_hex(16)
+        _atomic_write(self.folder / "state.json",
+                      json.dumps({"format": _FORMAT, "token": token, "rules": rules}, indent=1).encode())
+        self._set_token(token)
+
+
+def _safe(rule_id: str) -> str:
+    # Rule ids are slugs already; the digest keeps two ids that differ only in case apart.
+    return f"{rule_id}-{hashlib.sha256(rule_id.encode()).hexdigest()[:8]}"
+
+
+def _atomic_write(path: Path, data: bytes) -> None:
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_bytes(data)
+    os.replace(tmp, path)
