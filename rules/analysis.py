@@ -2,7 +2,8 @@
 
 A rule's reads and writes are *keys*: `type <Class>` for `?x a <Class>` patterns (so rules that
 derive different classes do not all depend on each other through rdf:type), otherwise the
-predicate IRI; a variable predicate reads everything. A read inside `FILTER NOT EXISTS`, `MINUS`
+predicate IRI, with the classes of its subject where the same pattern types it (see
+`keys_meet`); a variable predicate reads everything. A read inside `FILTER NOT EXISTS`, `MINUS`
 or an aggregate is *negative*: the reader may only run once its writer has reached its fixpoint,
 so a cycle through a negative edge cannot be stratified and is refused.
 """
@@ -53,7 +54,7 @@ def _path_iris(p) -> list:
 
 
 def _triples_keys(triples) -> list:
-    keys = []
+    flat, keys = [], []
     for t in triples:
         # Translated BGPs hold (s, p, o); the untranslated bodies of FILTER (NOT) EXISTS keep the
         # parser's flat list [s1, p1, o1, s2, p2, o2, ...] (a `;` list expanded).
@@ -61,12 +62,40 @@ def _triples_keys(triples) -> list:
         if not t or len(t) % 3:
             keys.append(ANY)  # a shape not understood: depend on everything (never wrong, only slower)
             continue
-        for s, p, o in zip(t[0::3], t[1::3], t[2::3]):
-            if isinstance(p, RdfPath):
-                keys += [("pred", str(i)) for i in _path_iris(p)] or [ANY]
-            else:
-                keys.append(_key(s, p, o))
+        flat += zip(t[0::3], t[1::3], t[2::3])
+    # The classes each subject is typed with in the same pattern (`?x a luma:C ; luma:p ?v`).
+    classes: dict = {}
+    for s, p, o in flat:
+        if p == RDF.type and isinstance(o, URIRef):
+            classes.setdefault(s, set()).add(str(o))
+    for s, p, o in flat:
+        if isinstance(p, RdfPath):
+            keys += [("pred", str(i)) for i in _path_iris(p)] or [ANY]
+            continue
+        key = _key(s, p, o)
+        if key[0] == "pred" and s in classes:
+            key = (*key, frozenset(classes[s]))
+        keys.append(key)
     return keys
+
+
+def keys_meet(reads: set, writes: set) -> bool:
+    """Whether facts written under `writes` can match patterns read under `reads`. A predicate
+    key may carry the classes its subject is typed with in the same pattern: a read of luma:resource
+    on luma:RecurringBinding nodes does not meet a write of luma:resource on
+    luma:HardwareRequirement nodes (rules mint their own nodes, so a node one rule types C is not
+    given a second rule's predicates under another class); a key without classes meets any."""
+    if ANY in reads or ANY in writes and reads:
+        return True
+    by_base: dict = {}
+    for w in writes:
+        by_base.setdefault(w[:2], []).append(w[2] if len(w) > 2 else None)
+    for r in reads:
+        rc = r[2] if len(r) > 2 else None
+        for wc in by_base.get(r[:2], ()):
+            if rc is None or wc is None or rc & wc:
+                return True
+    return False
 
 
 def _walk(node, negative: bool, out: Analysed, in_graph: bool = False) -> None:
@@ -107,9 +136,10 @@ def analyse(rule: Rule) -> Analysed:
     if any(isinstance(t, BNode) for triple in alg.template for t in triple):
         raise RuleError("the template holds a blank node: derive IRIs (e.g. IRI(CONCAT(...))) so that a re-run "
                         "derives the same facts", source=rule.path, field=f"line {rule.body_line}")
-    if rule.derives and Variable(rule.derives[1:]) not in {t for triple in alg.template for t in triple}:
-        raise RuleError(f"derives {rule.derives} does not appear in the CONSTRUCT template", source=rule.path,
-                        field="derives")
+    for var in (rule.derives or "").split():
+        if Variable(var[1:]) not in {t for triple in alg.template for t in triple}:
+            raise RuleError(f"derives {var} does not appear in the CONSTRUCT template", source=rule.path,
+                            field="derives")
     out = Analysed(rule, writes=set(_triples_keys(alg.template)))
     _walk(alg["p"], False, out)
     if rule.reads == "records":
@@ -160,7 +190,7 @@ def _check_per_graph(rule: Rule, alg) -> None:
 def _reads_from(reader: Analysed, writer: Analysed) -> tuple[bool, bool]:
     """(depends, negatively)"""
     def hits(keys):
-        return ANY in keys or bool(keys & writer.writes)
+        return keys_meet(keys, writer.writes)
     return hits(reader.reads) or hits(reader.negative), hits(reader.negative)
 
 

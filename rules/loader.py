@@ -9,8 +9,8 @@
     PREFIX luma: <https://w3id.org/luma/ns#>
     CONSTRUCT { ?rb a luma:RecurringBinding ; prov:wasDerivedFrom ?chain } WHERE { ... ${min_workloads} ... }
 
-`derives` names the variable bound to each derived node: the engine attaches the derivation
-(rule, version, parameters) to it. A parameter is used as `${name}` and substituted as a typed
+`derives` names the variable (or variables) bound to each derived node: the engine attaches the
+derivation (rule, version, parameters) to it. A parameter is used as `${name}` and substituted as a typed
 literal before the query is parsed. Every problem is a `RuleError` naming the file and line.
 """
 
@@ -140,8 +140,9 @@ def parse(text: str, path: str) -> Rule:
     except ValueError:
         raise RuleError(f"version {head['version']!r} is not a whole number", source=path, field="version") from None
     derives = head.get("derives")
-    if derives is not None and not re.fullmatch(r"\?[A-Za-z_][A-Za-z0-9_]*", derives):
-        raise RuleError(f"derives {derives!r} must name one variable, like ?rb", source=path, field="derives")
+    if derives is not None and not re.fullmatch(r"\?[A-Za-z_][A-Za-z0-9_]*(\s+\?[A-Za-z_][A-Za-z0-9_]*)*", derives):
+        raise RuleError(f"derives {derives!r} must name variables, like ?rb (or ?q ?group)", source=path,
+                        field="derives")
     body = "\n".join(lines[body_start - 1:]) if body_start <= len(lines) else ""
     if not body.strip():
         raise RuleError("the rule has no SPARQL body", source=path, field=f"line {body_start}")

@@ -92,17 +92,26 @@ class StateStore:
             data = (self.folder / f"{_safe(rule_id)}.nq").read_bytes()
         except OSError:
             return None
-        return set(data.splitlines())
+        return {line for line in data.splitlines() if line}
 
     def begin(self) -> None:
         """Called before the first write: a run killed half-way leaves no valid cache behind."""
         self._set_token(None)
 
-    def commit(self, graphs: set[str], rules: dict[str, dict], outputs: dict[str, set[bytes]]) -> None:
-        """Write the cache (changed rule outputs only), then the matching token in the store."""
+    def commit(self, graphs: set[str], rules: dict[str, dict], outputs: dict[str, set[bytes]],
+               appends: dict[str, set[bytes]] | None = None) -> None:
+        """Write the cache (changed rule outputs; those in `appends` only grew by its quads), then the
+        matching token in the store."""
         self.folder.mkdir(parents=True, exist_ok=True)
+        appends = appends or {}
         for rule_id, quads in outputs.items():
-            _atomic_write(self.folder / f"{_safe(rule_id)}.nq", b"\n".join(sorted(quads)))
+            path = self.folder / f"{_safe(rule_id)}.nq"
+            if rule_id in appends and path.exists():
+                # Safe without a rename: the token that validates the file is written after this.
+                with open(path, "ab") as f:
+                    f.write(b"\n" + b"\n".join(appends[rule_id]))
+            else:
+                _atomic_write(path, b"\n".join(quads))
         _atomic_write(self.folder / "graphs.txt", "\n".join(sorted(graphs)).encode())
         token = secrets.token_hex(16)
         _atomic_write(self.folder / "state.json",

@@ -97,7 +97,7 @@ def test_cli_rules_list_check_run(luma_home):
     runner = CliRunner()
     assert runner.invoke(cli, ["rules", "check"]).exit_code == 0
     listed = json.loads(runner.invoke(cli, ["rules", "list", "--format", "json"]).stdout)
-    assert [r["id"] for r in listed][:3] == ["qualified-boundary", "binding-group", "recurring-binding"]
+    assert [r["id"] for r in listed][:2] == ["qualified-boundary", "recurring-binding"]
     out = runner.invoke(cli, ["rules", "run", "--format", "json"])
     assert out.exit_code == 0, out.output
     assert {r["rule"] for r in json.loads(out.stdout)["rules"]} >= {"qualified-boundary", "recurring-binding"}
@@ -119,3 +119,19 @@ def test_predicate_lists_inside_not_exists_are_understood():
     a = rule("a", "CONSTRUCT { ?s luma:p ?o } WHERE { ?s luma:q ?o FILTER NOT EXISTS { ?s luma:r ?o ; luma:t ?x } }")
     keys = analyse(a).negative
     assert ("pred", "https://w3id.org/luma/ns#r") in keys and ("pred", "https://w3id.org/luma/ns#t") in keys
+
+
+def test_predicate_keys_carry_the_classes_of_their_subject():
+    from luma.rules.analysis import keys_meet
+
+    # reads luma:p of A nodes, writes luma:p of B nodes: not its own input
+    typed = analyse(rule("t", "CONSTRUCT { ?y a luma:B ; luma:p ?v } WHERE { ?x a luma:A ; luma:p ?v "
+                              "BIND(IRI(CONCAT(STR(?x), '/b')) AS ?y) }"))
+    assert not keys_meet(typed.reads, typed.writes)
+    # luma:p of any node: it reads what it writes
+    untyped = analyse(rule("u", "CONSTRUCT { ?y a luma:B ; luma:p ?v } WHERE { ?x luma:p ?v "
+                                "BIND(IRI(CONCAT(STR(?x), '/b')) AS ?y) }"))
+    assert keys_meet(untyped.reads, untyped.writes)
+    # a write without a class meets a typed read of the same predicate
+    bare = analyse(rule("w", "CONSTRUCT { ?x luma:p ?v } WHERE { ?x luma:q ?v }"))
+    assert keys_meet(typed.reads, bare.writes)

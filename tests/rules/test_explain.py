@@ -81,7 +81,7 @@ def test_explaining_a_recurring_binding_names_every_supporting_record(derived_kb
     # recurring binding -> binding group -> qualified boundary -> chain -> record
     groups = tree["supports"]
     assert tree["supports_total"] == len(groups) >= 1
-    assert all(LUMA + "BindingGroup" in g["types"] and g["derived_by"]["rule"] == "binding-group" for g in groups)
+    assert all(LUMA + "BindingGroup" in g["types"] and g["derived_by"]["rule"] == "qualified-boundary" for g in groups)
     boundaries = [b for g in groups for b in g["supports"]]
     assert len(boundaries) == len(QUALIFIED)
     assert records(tree) == qualified  # every qualified chain's record, and nothing else
@@ -90,7 +90,7 @@ def test_explaining_a_recurring_binding_names_every_supporting_record(derived_kb
     for boundary in boundaries:
         assert LUMA + "QualifiedBoundary" in boundary["types"]
         assert boundary["derived_by"]["rule"] == "qualified-boundary"
-        assert boundary["derived_by"]["version"] == 1
+        assert boundary["derived_by"]["version"] == 2
         assert boundary["derived_by"]["parameters"] == ["min_repetitions=3"]
         assert boundary["record"] is None
         [chain] = boundary["supports"]
@@ -171,7 +171,7 @@ def test_cli_explain_json_and_table(derived_kb):
     assert table.exit_code == 0, table.output
     text = table.stdout
     assert "rule recurring-binding v3 (min_architectures=2, min_workloads=3)" in text
-    assert text.count("rule qualified-boundary v1 (min_repetitions=3)") == 3
+    assert text.count("rule qualified-boundary v2 (min_repetitions=3)") == 1 + 3  # the group, 3 boundaries
     assert text.count("(pex-chain, measured") == 3 and "1 more support(s) not listed" in text
     assert text.splitlines()[-1] == f"4 supporting record(s): {', '.join(qualified)}"
 

@@ -33,7 +33,7 @@ PREFIXES = f"""@prefix luma: <{LUMA}> .
 @prefix rdfs: <http://www.w3.org/2000/01/rdf-schema#> .
 @prefix dim: <{DIM}> .
 """
-RULES = {"qualified-boundary", "binding-group", "recurring-binding", "recurring-remedy", "hardware-requirement",
+RULES = {"qualified-boundary", "recurring-binding", "recurring-remedy", "hardware-requirement",
          "counter-evidence", "unqualified-evidence"}
 
 
