@@ -1,0 +1,91 @@
+"""Incremental runs: skip what did not change, run `reads: records` rules over new records only,
+and always end where a full recomputation ends; a cache the store does not vouch for is ignored."""
+
+from __future__ import annotations
+
+import pytest
+
+from luma.kb.knowledge_base import KnowledgeBase
+from luma.kb.synthetic import write_jsonl
+from luma.rules.analysis import analyse
+from luma.rules.engine import Engine, graph_of
+from luma.rules.loader import RuleError, parse
+from luma.settings import Settings
+
+
+def _open(home):
+    return KnowledgeBase.open(Settings.from_env(home))
+
+
+def _derived(kb) -> set[str]:
+    out = kb.store.query("CONSTRUCT { ?s ?p ?o } WHERE { GRAPH ?g { ?s ?p ?o } "
+                         "FILTER(STRSTARTS(STR(?g), \"https://w3id.org/luma/id/graph/derived/\")) }", union=False)
+    return set(out.body.decode().splitlines())
+
+
+def _modes(report) -> dict[str, str]:
+    return {r.rule: r.mode for r in report.runs}
+
+
+def test_new_records_run_as_a_delta_and_end_where_a_full_run_ends(luma_home, tmp_path):
+    with _open(luma_home) as kb:
+        kb.ingest([write_jsonl(tmp_path / "a.jsonl", 300)], submitter="t")
+        first = Engine(kb).run()
+        assert set(_modes(first).values()) == {"full"} and first.new > 0
+        again = Engine(kb).run()
+        assert set(_modes(again).values()) == {"skip"} and (again.new, again.removed) == (0, 0)
+
+        kb.ingest([write_jsonl(tmp_path / "b.jsonl", 60, seed=8)], submitter="t")
+        inc = Engine(kb).run()
+        modes = _modes(inc)
+        assert modes["qualified-boundary"] == modes["unqualified-evidence"] == "delta"
+        assert modes["recurring-binding"] == "full"
+        assert inc.new > 0
+        after_delta = _derived(kb)
+        # a full recomputation from the store finds nothing to add or take away
+        full = Engine(kb).run(full=True)
+        assert (full.new, full.removed) == (0, 0)
+        assert _derived(kb) == after_delta
+        counts = {r.rule: r.facts for r in inc.runs}
+        assert counts == {r.rule: r.facts for r in full.runs}
+
+
+def test_a_cache_the_store_does_not_vouch_for_is_ignored(luma_home, tmp_path):
+    with _open(luma_home) as kb:
+        kb.ingest([write_jsonl(tmp_path / "a.jsonl", 120)], submitter="t")
+        Engine(kb).run()
+        facts = _derived(kb)
+        # the token goes (as after a rebuild or another project's run) and a derived fact with it
+        kb.store.update("DELETE WHERE { <https://w3id.org/luma/id/rules> ?p ?o }")
+        victim = next(line for line in sorted(facts) if "/qualified>" in line.split(" ")[0])
+        kb.store.update(f"DELETE DATA {{ GRAPH <{graph_of('qualified-boundary')}> {{ {victim} }} }}")
+        again = Engine(kb).run()
+        assert set(_modes(again).values()) == {"full"}  # nothing trusted: everything recomputed
+        assert (again.new, again.removed) == (1, 0)  # the store's truth was read back, and healed
+        assert _derived(kb) == facts
+
+
+def test_a_removed_record_graph_makes_records_rules_run_in_full(luma_home, tmp_path):
+    with _open(luma_home) as kb:
+        kb.ingest([write_jsonl(tmp_path / "a.jsonl", 120)], submitter="t")
+        Engine(kb).run()
+        graph = kb.store.select("SELECT ?g WHERE { GRAPH ?g { ?g <https://w3id.org/luma/ns#recordKind> \"pex-chain\" } } "
+                                "LIMIT 1", union=False)[0]["g"]
+        kb.store.update(f"DROP GRAPH <{graph}>")
+        again = Engine(kb).run()
+        assert _modes(again)["qualified-boundary"] == "full"
+        full = Engine(kb).run(full=True)
+        assert (full.new, full.removed) == (0, 0)
+
+
+@pytest.mark.parametrize("body, message", [
+    ("CONSTRUCT { ?s luma:p ?o } WHERE { GRAPH ?g { ?s luma:q ?o } GRAPH ?h { ?o luma:r ?x } }", "one graph variable"),
+    ("CONSTRUCT { ?s luma:p ?o } WHERE { GRAPH ?g { ?s luma:q ?o } { SELECT ?o WHERE { GRAPH ?g { ?o luma:r ?x } } } }",
+     "without selecting its graph"),
+    ("CONSTRUCT { ?s luma:n ?n } WHERE { { SELECT ?s (COUNT(*) AS ?n) WHERE { GRAPH ?g { ?s luma:q ?o } } GROUP BY ?s } }",
+     "group by the graph variable"),
+])
+def test_records_rules_must_derive_from_each_record_alone(body, message):
+    head = "# id: x\n# version: 1\n# description: x\n# reads: records\nPREFIX luma: <https://w3id.org/luma/ns#>\n"
+    with pytest.raises(RuleError, match=message):
+        analyse(parse(head + body, "x.rq"))
