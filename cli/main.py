@@ -38,6 +38,7 @@ def _register() -> None:
     from luma.cli.kb import kb
     from luma.cli.kernels import kernels
     from luma.cli.machine import machine
+    from luma.cli.model import model
     from luma.cli.rules import rules
     from luma.cli.sprint import sprint
 
@@ -46,6 +47,7 @@ def _register() -> None:
     cli.add_command(sprint)
     cli.add_command(rules)
     cli.add_command(machine)
+    cli.add_command(model)
     cli.add_command(demo)
 
 

@@ -107,9 +107,10 @@ def bench_cmd(records: str, incremental: int, rdflib_max: int, rdflib_timeout: f
                      "re-run s": _s(r.get("rerun_s")), "re-run new": r.get("rerun_new"),
                      "+chains": r.get("incremental_records"), "incremental s": _s(r.get("incremental_s")),
                      "rdflib full s": _s(rdf.get("full_s")) if "full_s" in rdf else rdf.get("error") or rdf.get("skipped"),
+                     "rdflib / luma": f"{rdf['full_s'] / r['full_s']:.0f}x" if "full_s" in rdf and r.get("full_s") else None,
                      "error": r.get("error")})
     print_rows(rows, ["chains", "quads", "full s", "re-run s", "re-run new", "+chains", "incremental s",
-                      "rdflib full s", "error"], "table", title="rules bench")
+                      "rdflib full s", "rdflib / luma", "error"], "table", title="rules bench")
 
 
 def _s(value):

@@ -42,10 +42,13 @@ def contracts_cmd(fmt: str) -> None:
 @click.option("--intervention", help="Intervention to apply at the FAIL level (default: the contract's).")
 @click.option("--repetitions", type=click.IntRange(1, 20), help="Trials that must reproduce the minimum PASS.")
 @click.option("--start-level", help="A predicted boundary level: bisection probes it (and its neighbour) first.")
+@click.option("--model/--no-model", "use_model", default=None,
+              help="Start the bisection at the analytical model's predicted boundary (default: on when "
+                   "`luma model calibrate` has run; --start-level wins).")
 @click.option("--record/--no-record", default=True, show_default=True,
               help="Ingest every trial and the chain into the ledger and KB.")
 @format_option(choices=("table", "json"))
-def run_cmd(contract_ref, dimension, levels, intervention, repetitions, start_level, record, fmt) -> None:
+def run_cmd(contract_ref, dimension, levels, intervention, repetitions, start_level, use_model, record, fmt) -> None:
     """Find the minimum PASS and adjacent FAIL along one dimension, diagnose the binding resource,
     recover PASS with an intervention and re-qualify the boundary with it in place."""
     from rich.console import Console
@@ -58,6 +61,8 @@ def run_cmd(contract_ref, dimension, levels, intervention, repetitions, start_le
     plan = sprint_mod.plan(c, dimension, _levels(levels), intervention, repetitions, start_level)
     home = Settings.from_env().home
     err = Console(stderr=True)
+    if start_level is None:
+        plan.start = _model_start(plan, home, use_model, err)
     sprint_id = plan.new_id()
     recorder = Recorder(home, plan, sprint_id, ingest=record)
     with err.status("starting") as status:
@@ -113,9 +118,14 @@ def _boundary_rows(out: dict) -> list[dict]:
 @click.option("--dimension", help="Dimension to sweep (default: the contract's).")
 @click.option("--levels", help="Comma-separated levels (default: the contract's).")
 @click.option("--repetitions", type=click.IntRange(1, 20))
+@click.option("--model/--no-model", "use_model", default=None,
+              help="Also run bisection started at the analytical model's predicted boundary (default: on when "
+                   "`luma model calibrate` has run).")
+@click.option("--sweep/--no-sweep", default=True, show_default=True, help="Run the exhaustive sweep too.")
 @format_option(choices=("table", "json"))
-def bench_cmd(contract_ref, dimension, levels, repetitions, fmt) -> None:
-    """Physical trials per boundary: bisection vs an exhaustive sweep of the same levels (same run)."""
+def bench_cmd(contract_ref, dimension, levels, repetitions, use_model, sweep, fmt) -> None:
+    """Physical trials per boundary: bisection vs an exhaustive sweep of the same levels (same run),
+    and bisection started at the model's predicted boundary (--model)."""
     from rich.console import Console
 
     from luma.experiments import bench, contract, sprint as sprint_mod
@@ -123,18 +133,43 @@ def bench_cmd(contract_ref, dimension, levels, repetitions, fmt) -> None:
 
     plan = sprint_mod.plan(contract.load(contract_ref), dimension, _levels(levels), None, repetitions)
     err = Console(stderr=True)
+    home = Settings.from_env().home
+    start = _model_start(plan, home, use_model, err)
     with err.status("benchmarking") as status:
-        out = bench.run(plan, Settings.from_env().home / "artifacts", lambda m: (status.update(m), err.print(f"  {m}", soft_wrap=True)))
+        out = bench.run(plan, home / "artifacts", lambda m: (status.update(m), err.print(f"  {m}", soft_wrap=True)),
+                        start=start, sweep=sweep)
     if fmt == "json":
         click.echo(json.dumps(out, indent=2))
         return
-    rows = [{"search": name, "trials": out[name]["trials"], "min_pass": out[name]["min_pass"],
-             "seconds": out[name]["seconds"]} for name in ("bisection", "sweep")]
+    names = [("bisection", "bisection"), ("model", "bisection from the model's start"), ("sweep", "sweep")]
+    rows = [{"search": label, "trials": out[name]["trials"], "min_pass": out[name]["min_pass"],
+             "seconds": out[name]["seconds"]} for name, label in names if out.get(name)]
     print_rows(rows, ["search", "trials", "min_pass", "seconds"], "table",
                title=f"{out['contract']}: {out['levels']} levels x {out['repetitions']} repetitions")
+    if out.get("model"):
+        click.echo(f"physical trials: {out['bisection']['trials']} plain bisection, {out['model']['trials']} from the "
+                   f"model's predicted boundary ({out['model']['start']}); same boundary: {out['model']['same_boundary']}")
+    if "sweep" not in out:
+        return
     click.echo(f"budget ceil(log2 L) + repetitions = {out['budget']}; within budget: {out['within_budget']}; "
                f"same boundary: {out['same_boundary']}; sweep/bisection trials: {out['trial_ratio']}x; "
                f"sweep monotone: {out['sweep']['monotone']}")
+
+
+def _model_start(plan, home, use_model, err) -> int | None:
+    """The model's predicted minimum PASS level (an index into the plan's levels), when asked for
+    or when a calibration exists; None otherwise."""
+    from luma.experiments.model import calibrate, guide
+    from luma.experiments.states import describe
+
+    calibration = calibrate.load(home)
+    if use_model is False or (use_model is None and calibration is None):
+        return None
+    start = guide.predicted_start(plan, calibration)
+    what = "calibrated" if calibration else "uncalibrated"
+    err.print(f"  model ({what}): " + ("no level predicted to pass, plain bisection" if start is None else
+                                       f"predicted minimum PASS {describe(plan.levels[start])}"), soft_wrap=True)
+    return start
 
 
 def _state(contract, text: str | None):

@@ -1,0 +1,176 @@
+"""One evaluator for predict and explore: a contract, a state space and (optionally) a
+calibration give predicted figures, verdicts, binding resources and a cost for any batch of
+states, addressed by their flat index in the space's product of axes.
+
+Axes a space leaves out keep their default: the contract's load and `[state]` for a service on
+this host; the accelerator's own figures, tensor parallelism over every device, and the
+contract's load for an LLM space.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from luma.errors import ConfigError
+from luma.experiments.model import hardware, judge, llm, services
+from luma.experiments.model.space import Axis, Space
+
+#: Accelerator efficiencies assumed without measurements (share of the datasheet figure).
+LLM_EFFICIENCY = {"compute": 0.6, "bandwidth": 0.8, "interconnect": 0.7, "runtime_memory": "2 GiB"}
+#: Reference precisions: quality 1.0 by definition unless a space says otherwise.
+REFERENCE = ("fp32", "tf32", "fp16", "bf16")
+
+
+class Evaluator:
+    def __init__(self, contract, space: Space, calibration: dict | None = None):
+        self.contract, self.space, self.calibration = contract, space, calibration or {}
+        self.checks = judge.checks_of(contract)
+        self.names = list(space.axes)
+        self.shape = tuple(len(space.axes[n]) for n in self.names)
+        self.size = int(np.prod(self.shape, dtype=np.int64)) if self.shape else 1
+        load = contract.load
+        self.defaults = {"concurrency": load.concurrency, "max_batch": load.max_batch,
+                         "context": load.context, "max_new_tokens": load.max_new_tokens}
+        if space.is_llm:
+            self._setup_llm()
+        else:
+            self._setup_service()
+        self.errors = (self.calibration.get("errors_by_metric") or {}).get(
+            "llm" if space.is_llm else contract.service) or {}
+        self.evidence_class = "projected" if space.is_llm else "simulated"
+
+    # -- set-up ----------------------------------------------------------------------------
+
+    def _setup_service(self) -> None:
+        self.service = services.get(self.contract.service)
+        self.params = self.service.params(self.calibration)
+        self.host = services.host(self.calibration)
+        self.cost_unit = "cost units (core + GiB)"
+
+    def _setup_llm(self) -> None:
+        sp = self.space
+        if "accelerator_type" not in sp.axes:
+            raise ConfigError("an LLM space needs an accelerator_type axis (or --state accelerator_type=NAME)",
+                              source=sp.source, field="accelerator_type")
+        self.accels = [hardware.load(n, sp.machines) for n in sp.axes["accelerator_type"].labels]
+        precisions = sp.axes["precision"].labels if "precision" in sp.axes else [sp.model.precision]
+        self.precisions = precisions
+        fig = [[hardware.figures(m, p) for p in precisions] for m in self.accels]
+        self.tab = {k: np.array([[f[k] if f[k] is not None else np.nan for f in row] for row in fig], dtype=np.float64)
+                    for k in ("flops", "capacity", "bandwidth", "interconnect", "link_latency", "power")}
+        prices = [sp.cost.get(m.name, hardware.price(m)) for m in self.accels]
+        if all(p is not None for p in prices):
+            self.price, self.cost_unit = np.array(prices, dtype=np.float64), "per hour"
+        else:
+            self.price, self.cost_unit = self.tab["power"][:, 0] / 1000.0, "kW (no price for every accelerator)"
+        eff = {**LLM_EFFICIENCY, **sp.efficiency}
+        self.eff = {k: float(eff[k]) for k in ("compute", "bandwidth", "interconnect")}
+        self.runtime_bytes = hardware.quantity(eff["runtime_memory"], "bytes", "efficiency.runtime_memory",
+                                               allow_zero=True)
+        q = [sp.quality.get(p, 1.0 if p in REFERENCE else np.nan) for p in precisions]
+        self.quality = np.array(q, dtype=np.float64)
+
+    # -- evaluation ------------------------------------------------------------------------
+
+    def indices(self, flat: np.ndarray) -> dict[str, np.ndarray]:
+        if not self.shape:
+            return {}
+        return dict(zip(self.names, np.unravel_index(flat, self.shape)))
+
+    def values(self, idx: dict[str, np.ndarray], name: str, default):
+        if name in idx:
+            return np.take(self.space.axes[name].values, idx[name])
+        return default
+
+    def evaluate(self, flat: np.ndarray) -> tuple[dict, np.ndarray]:
+        """(figures, cost) of the states at `flat` indices."""
+        idx = self.indices(np.asarray(flat, dtype=np.int64))
+        return self._eval_llm(idx, flat) if self.space.is_llm else self._eval_service(idx, flat)
+
+    def _demand(self, idx, name, fallback):
+        d = self.defaults.get(name)
+        return self.values(idx, name, float(d if d is not None else fallback))
+
+    def _eval_service(self, idx, flat) -> tuple[dict, np.ndarray]:
+        n = np.shape(flat)
+        st = self.contract.state
+        cores = st.get("compute")
+        cores = float(cores.value if hasattr(cores, "value") else (hardware.count(cores, "state.compute") if cores else 1))
+        s = {"variant": self.values(idx, "variant", np.zeros(n, dtype=np.int64)),
+             "compute": self.values(idx, "compute", cores),
+             "host_memory": self.values(idx, "host_memory", np.nan),
+             "kv_cache": self.values(idx, "kv_cache", np.nan),
+             "concurrency": self._demand(idx, "concurrency", 1), "max_batch": self._demand(idx, "max_batch", 8),
+             "context": self._demand(idx, "context", 128 if self.service.name == "embedding" else 64),
+             "new_tokens": self._demand(idx, "max_new_tokens", 32),
+             "rate": self.contract.load.rate if self.contract.load.mode == "poisson" else np.nan}
+        s["variant"] = np.broadcast_to(s["variant"], n)
+        m = services.evaluate(self.service, self.params, self.host, s)
+        mem = np.where(np.isnan(s["host_memory"]), m["memory_need"], s["host_memory"])
+        kv = np.where(np.isnan(s["kv_cache"]), 0.0, s["kv_cache"])
+        cost = s["compute"] * float(self.space.cost.get("core", 1.0)) + \
+            (mem + kv) / 2**30 * float(self.space.cost.get("host_memory_gib", 0.1))
+        return m, np.broadcast_to(cost, n)
+
+    def _eval_llm(self, idx, flat) -> tuple[dict, np.ndarray]:
+        n = np.shape(flat)
+        a = idx.get("accelerator_type", np.zeros(n, dtype=np.int64))
+        p = idx.get("precision", np.zeros(n, dtype=np.int64))
+        cnt = self.values(idx, "accelerator_count", None)
+        tp, pp = self.values(idx, "tp", None), self.values(idx, "pp", None)
+        if cnt is None:
+            cnt = (tp if tp is not None else 1.0) * (pp if pp is not None else 1.0)
+        pp = pp if pp is not None else 1.0
+        tp = tp if tp is not None else cnt / pp
+        supported = np.isclose(tp * pp, cnt) & (tp >= 1) & (np.mod(tp, 1) == 0)
+        wprec = np.take(np.array([hardware.PRECISION_BYTES[x] for x in self.precisions]), p)
+        kvp = self.values(idx, "kv_precision", None)
+        kvb = wprec if kvp is None else np.take(np.array([hardware.PRECISION_BYTES[x] for x in
+                                                          self.space.axes["kv_precision"].labels]), idx["kv_precision"])
+        flops = self.tab["flops"][a, p]
+        C = self._demand(idx, "concurrency", 1)
+        s = {"weight_bytes": wprec, "kv_bytes": kvb, "flops": np.nan_to_num(flops, nan=1.0),
+             "capacity": self.values(idx, "hbm_capacity", self.tab["capacity"][a, p]),
+             "bandwidth": self.values(idx, "memory_bandwidth", self.tab["bandwidth"][a, p]),
+             "interconnect": self.values(idx, "interconnect", self.tab["interconnect"][a, p]),
+             "link_latency": self.tab["link_latency"][a, p], "power": self.tab["power"][a, p],
+             "count": cnt, "tp": tp, "pp": pp, "concurrency": C, "context": self._demand(idx, "context", 1024),
+             "new_tokens": self._demand(idx, "max_new_tokens", 128),
+             "max_batch": self.values(idx, "max_batch", C),
+             "eff_compute": self.eff["compute"], "eff_bandwidth": self.eff["bandwidth"],
+             "eff_link": self.eff["interconnect"], "runtime_bytes": self.runtime_bytes, "act_bytes": 2.0}
+        out = llm.serve(self.space.model, s)
+        # Tensor parallelism needs a link; a machine without one serves on one device only.
+        supported = supported & ~np.isnan(flops) & ((tp <= 1) | (s["interconnect"] > 0))
+        latency = out["ttft"] + np.maximum(s["new_tokens"] - 1, 0) * out["tpot"]
+        m = {**out, "latency": latency, "quality": np.take(self.quality, p), "memory_dimension": "hbm_capacity",
+             "slot_dimension": "hbm_capacity", "tail": {"latency": 1.2, "ttft": 1.2, "tpot": 1.2, **self._tail()},
+             "supported": np.broadcast_to(supported, n),
+             "terms": {**out["terms"], "latency": out["terms"]["tpot"]}}
+        cost = np.broadcast_to(cnt * np.take(self.price, a), n)
+        return m, cost
+
+    def _tail(self) -> dict:
+        return dict((self.calibration.get("llm") or {}).get("tail") or {})
+
+    def judge(self, m: dict) -> judge.Judgement:
+        return judge.judge(self.checks, m, self.errors)
+
+    def label(self, flat: int) -> dict[str, str]:
+        """The state at `flat` as {axis: level label}."""
+        idx = self.indices(np.asarray([flat]))
+        return {n: self.space.axes[n].labels[int(idx[n][0])] for n in self.names}
+
+    def axis(self, name: str) -> Axis | None:
+        return self.space.axes.get(name)
+
+
+def figures_row(m: dict, i: int = 0) -> dict:
+    """Scalar figures of state i of an evaluation (what predict and explore print)."""
+    out = {}
+    for k, v in m.items():
+        if isinstance(v, np.ndarray) and v.ndim >= 1 and v.dtype.kind == "f":
+            out[k] = float(np.broadcast_to(v, v.shape)[i] if v.shape else v)
+        elif isinstance(v, (float, int)) and not isinstance(v, bool):
+            out[k] = float(v)
+    return out

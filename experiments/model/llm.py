@@ -1,0 +1,236 @@
+"""Transformer serving, analytically: memory, roofline time, communication, energy.
+
+From a model config (layers, hidden size, attention and KV heads, FFN size, vocabulary,
+precision) and a machine's per-device figures:
+
+* **Memory per device** = weights / (tp·pp) + KV cache (context × concurrency) / (KV shards·pp)
+  + activations + the runtime's own reserve. KV bytes per token = 2 × layers × kv_heads ×
+  head_dim × bytes per element (K and V, every layer).
+* **Time** of a phase = max(FLOPs / (tp · peak · eff_compute), bytes / (tp · bandwidth ·
+  eff_bandwidth)) + tensor/pipeline-parallel communication + a fixed per-step overhead.
+  Prefill of P tokens: 2·N·P + 2·layers·P²·attn_dim FLOPs (causal), the weights read once.
+  Decode step for a batch of n: 2·N·n + 4·layers·n·ctx·attn_dim FLOPs, the weights read once
+  for the whole batch plus the batch's KV cache. Pipeline stages run one after the other, so
+  only tensor parallelism divides a step's time.
+* **Communication**: two all-reduces per layer under tensor parallelism (ring: 2(tp−1)/tp of the
+  activations over the link, plus 2(tp−1) link latencies each); one activation hop per pipeline
+  stage boundary.
+* **Queueing**: sequences are admitted while their KV fits; the others wait for a running one to
+  finish (a whole generation), which shows up in the tail of time-to-first-token.
+* **Energy** = power × devices × time.
+
+Every function takes NumPy arrays that broadcast, so the simulator evaluates millions of states
+per call. Weights-only decode time can never beat weight bytes / memory bandwidth (tested).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+
+import numpy as np
+
+from luma.errors import ConfigError, UnknownName
+from luma.experiments.model.hardware import PRECISION_BYTES
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    """A decoder-only transformer, as its config.json describes it."""
+
+    name: str
+    layers: int
+    hidden: int
+    heads: int
+    kv_heads: int
+    intermediate: int
+    vocab: int
+    head_dim: int | None = None  # default hidden / heads
+    gated_ffn: bool = True  # SwiGLU (gate, up, down) vs a plain two-matrix MLP
+    tied_embeddings: bool = False
+    params: int | None = None  # a published total overrides the derived count
+    precision: str = "fp16"  # weights
+    kv_precision: str | None = None  # default: the weights' precision
+
+    def __post_init__(self):
+        for f in ("layers", "hidden", "heads", "kv_heads", "intermediate", "vocab"):
+            v = getattr(self, f)
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise ConfigError(f"must be a positive whole number, not {v!r}", source=self.name, field=f)
+        if self.heads % self.kv_heads:
+            raise ConfigError(f"{self.heads} attention heads are not a multiple of {self.kv_heads} KV heads",
+                              source=self.name, field="kv_heads")
+        for f in ("precision", "kv_precision"):
+            p = getattr(self, f)
+            if p is not None and p not in PRECISION_BYTES:
+                raise ConfigError(f"unknown precision {p!r} (known: {', '.join(PRECISION_BYTES)})",
+                                  source=self.name, field=f)
+
+    @property
+    def d_head(self) -> int:
+        return self.head_dim or self.hidden // self.heads
+
+    @property
+    def attn_dim(self) -> int:
+        return self.heads * self.d_head
+
+    @property
+    def kv_dim(self) -> int:
+        return self.kv_heads * self.d_head
+
+    def layer_params(self) -> int:
+        attn = self.hidden * self.attn_dim * 2 + self.hidden * self.kv_dim * 2  # q, o; k, v
+        ffn = (3 if self.gated_ffn else 2) * self.hidden * self.intermediate
+        return attn + ffn + 2 * self.hidden  # two norms
+
+    def total_params(self) -> int:
+        if self.params:
+            return self.params
+        embeddings = self.vocab * self.hidden * (1 if self.tied_embeddings else 2)
+        return self.layers * self.layer_params() + embeddings + self.hidden
+
+    def matmul_params(self) -> int:
+        """Parameters a token multiplies through (the input embedding is a lookup, not a matmul)."""
+        return self.total_params() - self.vocab * self.hidden * (0 if self.tied_embeddings else 1)
+
+    def weight_bytes(self, precision: str | None = None) -> float:
+        return self.total_params() * PRECISION_BYTES[precision or self.precision]
+
+    def kv_bytes_per_token(self, precision: str | None = None) -> float:
+        return 2 * self.layers * self.kv_dim * PRECISION_BYTES[precision or self.kv_precision or self.precision]
+
+    @classmethod
+    def from_hf(cls, name: str, config: dict) -> ModelConfig:
+        """From a Hugging Face config.json (LLaMA/Mistral field names)."""
+        try:
+            heads = int(config["num_attention_heads"])
+            dtype = str(config.get("torch_dtype", "float16"))
+            return cls(name=name, layers=int(config["num_hidden_layers"]), hidden=int(config["hidden_size"]),
+                       heads=heads, kv_heads=int(config.get("num_key_value_heads", heads)),
+                       intermediate=int(config["intermediate_size"]), vocab=int(config["vocab_size"]),
+                       head_dim=config.get("head_dim"), tied_embeddings=bool(config.get("tie_word_embeddings", False)),
+                       precision={"float32": "fp32", "bfloat16": "bf16"}.get(dtype, "fp16"))
+        except KeyError as exc:
+            raise ConfigError(f"config.json lacks {exc.args[0]!r}", source=name, field=exc.args[0]) from None
+        except (TypeError, ValueError) as exc:
+            raise ConfigError(f"config.json has a bad value: {exc}", source=name) from None
+
+    def describe(self) -> dict:
+        return {**asdict(self), "total_params": self.total_params(), "weight_bytes": self.weight_bytes(),
+                "kv_bytes_per_token": self.kv_bytes_per_token()}
+
+
+#: Published config.json values (Hugging Face model cards) of a few open models.
+PRESETS = {
+    "llama-2-7b": ModelConfig("llama-2-7b", 32, 4096, 32, 32, 11008, 32000),
+    "llama-2-13b": ModelConfig("llama-2-13b", 40, 5120, 40, 40, 13824, 32000),
+    "llama-2-70b": ModelConfig("llama-2-70b", 80, 8192, 64, 8, 28672, 32000),
+    "llama-3-8b": ModelConfig("llama-3-8b", 32, 4096, 32, 8, 14336, 128256, precision="bf16"),
+    "llama-3-70b": ModelConfig("llama-3-70b", 80, 8192, 64, 8, 28672, 128256, precision="bf16"),
+    "mistral-7b": ModelConfig("mistral-7b", 32, 4096, 32, 8, 14336, 32000, precision="bf16"),
+}
+
+
+def config(ref: str | dict) -> ModelConfig:
+    """A preset by name, a config.json path, or an inline table of ModelConfig fields."""
+    if isinstance(ref, dict):
+        try:
+            return ModelConfig(**ref)
+        except TypeError as exc:
+            raise ConfigError(f"bad model table: {exc}", field="model") from None
+    if ref.lower() in PRESETS:
+        return PRESETS[ref.lower()]
+    path = Path(ref)
+    if path.is_file():
+        try:
+            return ModelConfig.from_hf(path.parent.name or path.stem, json.loads(path.read_text()))
+        except json.JSONDecodeError as exc:
+            raise ConfigError(f"not valid JSON: {exc}", source=str(path)) from None
+    raise UnknownName(f"unknown model {ref!r} (presets: {', '.join(PRESETS)}; or a config.json path)", field="model")
+
+
+def with_precision(cfg: ModelConfig, precision: str, kv_precision: str | None = None) -> ModelConfig:
+    return replace(cfg, precision=precision, kv_precision=kv_precision)
+
+
+def _ring(tp, size, link, lat):
+    """Seconds of one ring all-reduce of `size` bytes over `tp` devices."""
+    steps = 2.0 * (tp - 1)
+    return np.where(tp > 1, steps / np.maximum(tp, 1) * size / link + steps * lat, 0.0)
+
+
+def serve(cfg: ModelConfig, s: dict) -> dict:
+    """Predicted figures of serving `cfg` on the states `s` (a dict of broadcastable arrays):
+
+    weight_bytes, kv_bytes (per element), flops, bandwidth, capacity, interconnect, link_latency,
+    power (per device); count, tp, pp; concurrency, context (prompt tokens), new_tokens,
+    max_batch; eff_compute, eff_bandwidth, eff_link; runtime_bytes (per device), step_overhead
+    (seconds per engine step), seq_overhead (seconds per sequence per step), act_bytes; optional kv_pool (bytes of a dedicated KV pool, NaN:
+    the KV cache shares device memory), kv_block (tokens per KV block) and kv_vector_extra
+    (bytes added per stored K or V vector, e.g. an int8 scale); waves (True: sequences start
+    together and prefill as one batch, as the shipped decoder does; False: continuous batching,
+    each new prompt prefilled alone between decode steps).
+    """
+    f = {k: np.asarray(v, dtype=np.float64) for k, v in s.items() if k != "waves"}
+    waves = np.asarray(s.get("waves", False), dtype=bool)
+    L, H, Nm = float(cfg.layers), float(cfg.hidden), float(cfg.matmul_params())
+    tp, pp, C, P, G = f["tp"], f["pp"], f["concurrency"], f["context"], f["new_tokens"]
+    ab = f.get("act_bytes", np.float64(2.0))
+    # Memory.
+    weights = cfg.total_params() * f["weight_bytes"]
+    kv_vec = cfg.d_head * f["kv_bytes"] + f.get("kv_vector_extra", 0.0)
+    kv_token = 2.0 * L * cfg.kv_heads * kv_vec
+    block = np.maximum(f.get("kv_block", 1.0), 1.0)
+    kv_seq = np.ceil((P + G) / block) * block * kv_token  # bytes one sequence holds at full length
+    kv_shards = np.minimum(tp, cfg.kv_heads) * pp
+    act = (P * (4.0 * H + 2.0 * cfg.intermediate / tp) * ab + C * cfg.vocab * 4.0)
+    base = weights / (tp * pp) + act + f["runtime_bytes"]
+    pool = f.get("kv_pool", np.float64(np.nan))
+    shared = np.isnan(pool)
+    kv_room = np.where(shared, (f["capacity"] - base) * kv_shards, pool)  # KV bytes the state can hold
+    batch_cap = np.minimum(C, f.get("max_batch", C))
+    slots = np.clip(np.floor(np.maximum(kv_room, 0.0) / kv_seq), 0.0, batch_cap)
+    memory_need = base + np.where(shared, C * kv_seq / kv_shards, pool)
+    memory_min = base + np.where(shared, kv_seq / kv_shards, pool)  # one sequence: the least that runs
+    n = np.maximum(slots, 1.0)
+    # Time: a roofline per phase, divided over the tensor-parallel group.
+    peak = tp * f["flops"] * f["eff_compute"]
+    bw = tp * f["bandwidth"] * f["eff_bandwidth"]
+    link = np.maximum(f["interconnect"] * f.get("eff_link", 1.0), 1e-9)
+    lat, t0, ts = f["link_latency"], f.get("step_overhead", 0.0), f.get("seq_overhead", 0.0)
+    prompts = np.where(waves, n, 1.0)  # prompts prefilled together
+    pf_c = prompts * (2.0 * Nm * P + 2.0 * L * P * P * cfg.attn_dim) / peak
+    pf_b = (weights + prompts * P * kv_token) / bw
+    pf_l = 2.0 * L * _ring(tp, prompts * P * H * ab, link, lat) + (pp - 1) * (prompts * P * H * ab / link + lat)
+    t_prefill = t0 + ts * prompts + np.maximum(pf_c, pf_b) + pf_l
+    ctx = P + G / 2.0
+    dc_c = (2.0 * Nm * n + 4.0 * L * n * ctx * cfg.attn_dim) / peak
+    dc_b = (weights + n * ctx * kv_token) / bw
+    dc_l = 2.0 * L * _ring(tp, n * H * ab, link, lat) + (pp - 1) * (n * H * ab / link + lat)
+    t_step = t0 + ts * n + np.maximum(dc_c, dc_b) + dc_l
+    # Continuous batching interleaves each new prompt's prefill with the running decode steps.
+    tpot = t_step + np.where(waves, 0.0, n / np.maximum(G, 1.0) * t_prefill)
+    ttft = t_prefill + np.where(waves, 0.0, 0.5 * t_step)
+    t_gen = t_prefill + np.maximum(G - 1.0, 0.0) * tpot
+    waiting = np.maximum(C - slots, 0.0)
+    rounds = np.ceil(C / n) - 1.0
+    throughput = n / np.maximum(t_gen, 1e-12)
+    devices = f["count"]
+    return {
+        "memory_need": memory_need, "memory_min": memory_min, "memory_capacity": f["capacity"],
+        "weights_per_device": weights / (tp * pp), "kv_per_device": C * kv_seq / kv_shards,
+        "activations": act, "slots": slots, "kv_bytes_per_token": kv_token,
+        "ttft": ttft, "tpot": tpot, "wait": rounds * t_gen, "wait_fraction": np.where(slots >= 1, waiting / C, 1.0),
+        "throughput": throughput, "token_throughput": throughput * G,
+        "energy_per_token": f["power"] * devices * t_step / n, "energy_per_request": f["power"] * devices * t_gen / n,
+        "terms": {
+            "ttft": {"compute": pf_c, "memory_bandwidth": pf_b, "interconnect": pf_l, "runtime": t0 + ts * prompts + 0.0 * pf_c},
+            "tpot": {"compute": dc_c, "memory_bandwidth": dc_b, "interconnect": dc_l, "runtime": t0 + ts * n + 0.0 * dc_c},
+        },
+    }
+
+
+def decode_lower_bound(cfg: ModelConfig, bandwidth: float, precision: str | None = None) -> float:
+    """Seconds per decode step can never be less than reading every weight once."""
+    return cfg.weight_bytes(precision) / bandwidth

@@ -1,0 +1,77 @@
+"""`predict`: the model's verdict for one machine state — PASS/FAIL per contract clause, the
+predicted figures behind each, and the binding (or, for a PASS, the tightest) resource."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+
+from luma.experiments.model import judge as judge_mod
+from luma.experiments.model.evaluate import Evaluator, figures_row
+from luma.experiments.model.space import Space
+
+_UNITS = {"memory": "B", "kv_cache": "sequences", "quality": "", "throughput": "1/s", "token_throughput": "token/s"}
+
+
+@dataclass
+class Prediction:
+    """What the model predicts for one state (evidence class `simulated` on this host, `projected`
+    on hardware it has not measured). It never qualifies a boundary: PEX does."""
+
+    contract: str
+    state: dict[str, str]
+    verdict: str  # PASS | FAIL | UNKNOWN (a clause the model cannot judge, e.g. undeclared quality)
+    clauses: list[dict]
+    binding: str | None  # the resource that fails first (None for a PASS)
+    tightest: str  # the resource that would bind first
+    figures: dict
+    evidence_class: str
+    calibrated: bool
+    errors: dict = field(default_factory=dict)  # the model's calibrated relative error per metric
+    notes: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def predict(contract, state: Space, calibration: dict | None = None) -> Prediction:
+    """The prediction for the single state `state` (a space of one point, see space.from_state)."""
+    ev = Evaluator(contract, state, calibration)
+    m, cost = ev.evaluate(np.zeros(1, dtype=np.int64))
+    j = ev.judge(m)
+    rows, unknown = [], False
+    for k, ch in enumerate(j.checks):
+        v = float(j.values[k][0])
+        mg = float(j.margins[k][0])
+        if math.isnan(mg):
+            verdict, unknown = "UNKNOWN", True
+        else:
+            verdict = "PASS" if (mg > 0 if ch.op in ("<", ">") else mg >= 0) else "FAIL"
+        threshold = ch.threshold
+        if ch.name == "memory":
+            threshold = float(np.broadcast_to(m["memory_capacity"], (1,))[0])
+        elif ch.name == "kv_cache":
+            threshold = 1.0
+        rows.append({"check": ch.name, "op": ch.op, "predicted": v, "threshold": threshold,
+                     "unit": _UNITS.get(ch.name, _UNITS.get(ch.kind, "s")), "margin": mg, "verdict": verdict,
+                     "resource": judge_mod.RESOURCES[int(j.codes[k][0])]})
+    passed = bool(j.passed[0])
+    fig = figures_row(m)
+    fig["cost"] = float(cost[0])
+    notes = []
+    if not bool(np.broadcast_to(m["supported"], (1,))[0]):
+        notes.append("the machine cannot run this state (no figure for the precision, or tp x pp != count)")
+    if not _calibrated(ev):
+        notes.append("uncalibrated: default efficiency figures (run `luma model calibrate`)" if not state.is_llm else
+                     "projected from datasheet figures and assumed efficiencies (space [efficiency])")
+    verdict = "PASS" if passed else ("UNKNOWN" if unknown and rows[0]["verdict"] == "PASS" and
+                                     all(r["verdict"] != "FAIL" for r in rows) else "FAIL")
+    resource = j.resource(0)
+    return Prediction(contract.name, ev.label(0), verdict, rows, None if passed else resource, resource, fig,
+                      ev.evidence_class, _calibrated(ev), dict(ev.errors), notes)
+
+
+def _calibrated(ev: Evaluator) -> bool:
+    return (not ev.space.is_llm) and ev.params.calibrated

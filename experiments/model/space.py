@@ -1,0 +1,224 @@
+"""State spaces for the model: the axes a SPACE.toml sweeps, and single states from the command
+line (`--state "host_memory=512 MiB,compute=1 core"`, the syntax of `luma sprint optimize`).
+
+A space file:
+
+    name = "llama-2-70b-chat"
+    model = "llama-2-70b"            # preset, config.json path, or a [model] table; omit for a
+                                     # contract's own service on this host
+    [axes]                           # every axis a list; an axis left out keeps its default
+    accelerator_type = ["h100-sxm5-80gb", "h200-141gb"]
+    accelerator_count = [1, 2, 4, 8]
+    precision = ["fp16", "fp8"]
+    concurrency = [1, 8, 32, 128]
+    context = [1024, 4096]
+    [cost]                           # per accelerator-hour (or per core / per GiB of host memory)
+    h100-sxm5-80gb = 2.5
+    [quality]                        # assumed quality score per precision (the model does not predict it)
+    fp16 = 1.0
+    [machines.my-accelerator]        # hypothetical hardware (see hardware.machine_from_spec)
+    [efficiency]                     # accelerators: compute, bandwidth, interconnect, runtime_memory
+
+Every value is checked before anything is evaluated; errors name the file and the axis.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from luma.errors import ConfigError
+from luma.experiments.model import hardware, llm
+
+#: axis -> (kind, applies to: "llm", "service" or "both")
+AXES = {
+    "accelerator_type": ("accelerator", "llm"), "accelerator_count": ("count", "llm"),
+    "tp": ("count", "llm"), "pp": ("count", "llm"),
+    "hbm_capacity": ("bytes", "llm"), "memory_bandwidth": ("bytes/s", "llm"), "interconnect": ("link", "llm"),
+    "precision": ("precision", "llm"), "kv_precision": ("precision", "llm"),
+    "compute": ("core", "service"), "host_memory": ("bytes", "service"), "kv_cache": ("bytes", "service"),
+    "runtime": ("runtime", "service"), "variant": ("variant", "service"),
+    "concurrency": ("count", "both"), "max_batch": ("count", "both"), "context": ("count", "both"),
+    "max_new_tokens": ("count", "both"),
+}
+#: Axes that describe the demand (the load), not the machine: the frontier is per demand point.
+DEMAND = ("concurrency", "context", "max_new_tokens")
+#: Machine axes ordered from less to more of a resource: a step down is an "adjacent" state.
+ORDERED = ("accelerator_count", "hbm_capacity", "memory_bandwidth", "interconnect", "compute", "host_memory",
+           "kv_cache", "max_batch")
+
+
+@dataclass
+class Axis:
+    name: str
+    labels: list[str]  # as the user wrote them
+    values: np.ndarray  # numbers in base units, or category codes
+
+    @property
+    def categorical(self) -> bool:
+        return AXES[self.name][0] in ("accelerator", "precision", "variant", "runtime")
+
+    def __len__(self) -> int:
+        return len(self.labels)
+
+
+@dataclass
+class Space:
+    name: str
+    axes: dict[str, Axis]
+    model: llm.ModelConfig | None = None
+    cost: dict = field(default_factory=dict)
+    quality: dict = field(default_factory=dict)
+    machines: dict = field(default_factory=dict)
+    efficiency: dict = field(default_factory=dict)
+    source: str = "--state"
+
+    @property
+    def size(self) -> int:
+        return int(np.prod([len(a) for a in self.axes.values()], dtype=np.int64)) if self.axes else 1
+
+    @property
+    def is_llm(self) -> bool:
+        return self.model is not None
+
+
+def _parse_value(name: str, raw, field: str, categories: tuple[str, ...] | None):
+    kind = AXES[name][0]
+    if kind in ("accelerator", "runtime"):
+        if not isinstance(raw, str) or not raw.strip():
+            raise ConfigError(f"{raw!r} is not a name", field=field)
+        return raw.strip()
+    if kind == "precision":
+        if raw not in hardware.PRECISION_BYTES:
+            raise ConfigError(f"unknown precision {raw!r} (known: {', '.join(hardware.PRECISION_BYTES)})", field=field)
+        return raw
+    if kind == "variant":
+        if categories is not None and raw not in categories:
+            raise ConfigError(f"unknown variant {raw!r} (the service has: {', '.join(categories)})", field=field)
+        return raw
+    if kind == "count":
+        return float(hardware.count(raw, field))
+    if kind == "core":
+        return float(hardware.count(raw if not isinstance(raw, dict) else raw.get("value"), field))
+    if kind == "link":
+        return hardware.quantity(raw, "bytes/s", field, allow_bits=True)
+    return hardware.quantity(raw, kind, field)
+
+
+def make_axis(name: str, raw_values: list, field: str, categories: tuple[str, ...] | None = None) -> Axis:
+    if name not in AXES:
+        raise ConfigError(f"unknown axis {name!r} (known: {', '.join(AXES)})", field=field)
+    if not isinstance(raw_values, list) or not raw_values:
+        raise ConfigError("an axis is a non-empty list of levels", field=field)
+    parsed = [_parse_value(name, r, f"{field}[{i}]" if len(raw_values) > 1 else field, categories)
+              for i, r in enumerate(raw_values)]
+    labels = [str(r) if not isinstance(r, dict) else f"{r.get('value')} {r.get('unit', '')}".strip() for r in raw_values]
+    if len(set(parsed)) != len(parsed):
+        raise ConfigError("levels repeat a value", field=field)
+    if isinstance(parsed[0], str):
+        codes = [categories.index(x) for x in parsed] if AXES[name][0] == "variant" and categories else range(len(parsed))
+        return Axis(name, [str(x) for x in parsed], np.asarray(list(codes), dtype=np.int64))
+    order = np.argsort(parsed)  # least to most of the resource
+    return Axis(name, [labels[i] for i in order], np.asarray(parsed, dtype=np.float64)[order])
+
+
+def check_scope(space: Space, contract, field_prefix: str) -> None:
+    scope = "llm" if space.is_llm else "service"
+    for name in space.axes:
+        applies = AXES[name][1]
+        if applies not in (scope, "both"):
+            what = "an LLM space (model = ...)" if applies == "llm" else "a service on this host (no model)"
+            raise ConfigError(f"axis {name!r} belongs to {what}", field=f"{field_prefix}{name}")
+    if not space.is_llm and "kv_cache" in space.axes and contract.service != "decoder":
+        raise ConfigError(f"the {contract.service} service has no kv_cache", field=f"{field_prefix}kv_cache")
+    if space.is_llm and contract.service != "decoder":
+        raise ConfigError(f"an LLM space needs a generative contract (service = \"decoder\"), not {contract.service!r}",
+                          field="model")
+
+
+def load(path: str | Path, contract) -> Space:
+    """A SPACE.toml, checked against the contract it will be explored for."""
+    from luma.experiments.model.services import get as get_service
+
+    p = Path(path)
+    if not p.is_file():
+        named = shipped().get(str(path))
+        if named is None:
+            raise ConfigError(f"no space file {str(path)!r} (shipped: {', '.join(sorted(shipped()))})", source=str(path))
+        p = named
+    try:
+        data = tomllib.loads(p.read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"not valid TOML: {exc}", source=str(p)) from None
+    known = {"name", "description", "model", "axes", "cost", "quality", "machines", "efficiency"}
+    extra = sorted(set(data) - known)
+    if extra:
+        raise ConfigError(f"unknown key (known: {', '.join(sorted(known))})", source=str(p), field=extra[0])
+    try:
+        model = llm.config(data["model"]) if "model" in data else None
+        variants = None if model else get_service(contract.service).variants
+        axes = {}
+        for name, raw in (data.get("axes") or {}).items():
+            axes[name] = make_axis(name, raw, f"axes.{name}", variants)
+        machines = {n: hardware.machine_from_spec(n, spec, f"machines.{n}")
+                    for n, spec in (data.get("machines") or {}).items()}
+        space = Space(str(data.get("name", p.stem)), axes, model, dict(data.get("cost") or {}),
+                      dict(data.get("quality") or {}), machines, dict(data.get("efficiency") or {}), str(p))
+        check_scope(space, contract, "axes.")
+        _check_tables(space)
+    except ConfigError as exc:
+        exc.source = exc.source or str(p)
+        raise ConfigError(exc.message, source=exc.source, field=exc.field) from None
+    return space
+
+
+def _check_tables(space: Space) -> None:
+    for table in ("cost", "quality"):
+        for k, v in getattr(space, table).items():
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0:
+                raise ConfigError(f"must be a number >= 0, not {v!r}", field=f"{table}.{k}")
+    eff_known = {"compute", "bandwidth", "interconnect", "runtime_memory"}
+    for k, v in space.efficiency.items():
+        if k not in eff_known:
+            raise ConfigError(f"unknown efficiency {k!r} (known: {', '.join(sorted(eff_known))})", field=f"efficiency.{k}")
+        if k == "runtime_memory":
+            hardware.quantity(v, "bytes", f"efficiency.{k}", allow_zero=True)
+        elif isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v <= 1:
+            raise ConfigError(f"an efficiency is a share in (0, 1], not {v!r}", field=f"efficiency.{k}")
+
+
+def from_state(text: str | None, contract, model: str | None = None, base: Space | None = None) -> Space:
+    """One state from `DIM=LEVEL,DIM=LEVEL` over the contract's own `[state]` (services) — a
+    space of one point. `base` (a space file) supplies machines, prices and quality."""
+    from luma.experiments.model.services import get as get_service
+
+    cfg = llm.config(model) if model else (base.model if base else None)
+    levels: dict = {} if cfg else {k: v for k, v in contract.state.items()}
+    for part in (text.split(",") if text else []):
+        dim, sep, val = part.partition("=")
+        if not sep or not dim.strip():
+            raise ConfigError(f"expected DIMENSION=LEVEL, got {part.strip()!r}", field="--state")
+        levels[dim.strip()] = val.strip()
+    variants = None if cfg else get_service(contract.service).variants
+    axes = {}
+    for name, raw in levels.items():
+        if hasattr(raw, "model_dump"):  # a contract's Level
+            raw = raw.model_dump(exclude_none=True)
+        if isinstance(raw, dict) and "unit" not in raw:
+            raw = raw.get("value")
+        if name == "runtime" and isinstance(raw, str):
+            raw = raw.removeprefix("ATEN_CPU_CAPABILITY=")
+        axes[name] = make_axis(name, [raw], f"--state {name}", variants)
+    space = Space("state", axes, cfg, *(((base.cost, base.quality, base.machines, base.efficiency)) if base else ()))
+    check_scope(space, contract, "--state ")
+    return space
+
+
+def shipped() -> dict[str, Path]:
+    import importlib.resources
+
+    root = importlib.resources.files("luma.experiments.model.spaces")
+    return {p.name[:-5]: Path(str(p)) for p in root.iterdir() if p.name.endswith(".toml")}
