@@ -106,11 +106,18 @@ def bench_cmd(records: str, incremental: int, rdflib_max: int, rdflib_timeout: f
         rows.append({"chains": r.get("records"), "quads": r.get("quads"), "full s": _s(r.get("full_s")),
                      "re-run s": _s(r.get("rerun_s")), "re-run new": r.get("rerun_new"),
                      "+chains": r.get("incremental_records"), "incremental s": _s(r.get("incremental_s")),
-                     "rdflib full s": _s(rdf.get("full_s")) if "full_s" in rdf else rdf.get("error") or rdf.get("skipped"),
+                     "rdflib full s": _s(rdf.get("full_s")) if "full_s" in rdf else _rdflib_failure(rdf),
                      "rdflib / luma": f"{rdf['full_s'] / r['full_s']:.0f}x" if "full_s" in rdf and r.get("full_s") else None,
                      "error": r.get("error")})
     print_rows(rows, ["chains", "quads", "full s", "re-run s", "re-run new", "+chains", "incremental s",
                       "rdflib full s", "rdflib / luma", "error"], "table", title="rules bench")
+
+
+def _rdflib_failure(rdf: dict) -> str | None:
+    done = rdf.get("rules_finished")
+    if done is None:
+        return rdf.get("error") or rdf.get("skipped")
+    return f"{rdf.get('error')}; finished {len(done)} rule(s): {', '.join(done) or 'none'}"
 
 
 def _s(value):

@@ -35,6 +35,8 @@ def child_luma(n: int, extra: int, workdir: Path, dump: bool) -> dict:
     with KnowledgeBase.open(settings) as kb:
         kb.ingest([write_jsonl(workdir / "records.jsonl", n)], submitter="bench")
         quads = kb.store.count()
+        if dump:  # for the rdflib baseline: the same n chains, before any rule ran on them
+            (workdir / "kb.nq").write_bytes(kb.store.dump("nquads"))
     out = {"records": n, "quads": quads}
     with KnowledgeBase.open(settings) as kb:
         engine = Engine(kb)
@@ -55,9 +57,6 @@ def child_luma(n: int, extra: int, workdir: Path, dump: bool) -> dict:
             out["incremental_s"] = time.perf_counter() - t0
             out["incremental_records"] = extra
             out["incremental"] = _runs(inc)
-    if dump:  # for the rdflib baseline: the same facts, before any rule ran on them there
-        with KnowledgeBase.open(settings) as kb:
-            (workdir / "kb.nq").write_bytes(kb.store.dump("nquads"))
     out["peak_rss_mb"] = _rss_mb()
     return out
 
@@ -86,6 +85,8 @@ def child_rdflib(workdir: Path) -> dict:
                 graph.add(triple)
                 facts += 1
             out["rules"][a.rule.id] = {"facts": facts, "seconds": round(time.perf_counter() - t, 3)}
+            # What finished so far, for a run stopped at the time limit.
+            (workdir / "rdflib-progress.json").write_text(json.dumps(out["rules"]))
     out["full_s"] = time.perf_counter() - t0
     return out
 
@@ -102,6 +103,9 @@ def run_bench(sizes: list[int], extra: int = 1000, rdflib_max: int = 1000, rdfli
             if progress:
                 progress(f"{n} chains: rdflib in-memory")
             res["rdflib"] = _child(["rdflib", str(workdir)], timeout=rdflib_timeout)
+            progress_file = workdir / "rdflib-progress.json"
+            if "error" in res["rdflib"] and progress_file.exists():
+                res["rdflib"]["rules_finished"] = json.loads(progress_file.read_text())
         else:
             res["rdflib"] = {"skipped": f"over --rdflib-max {rdflib_max}"}
         subprocess.run(["rm", "-rf", str(workdir)], check=False)
