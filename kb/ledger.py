@@ -178,6 +178,28 @@ class Ledger:
         self.engine.dispose()
 
 
+def payloads_of_kind(home, kind: str) -> list[tuple[str, str]]:
+    """(content hash, JSON payload) of every record of `kind` in the project's ledger, oldest
+    first. Reads nothing (and creates nothing) when the project has no ledger yet."""
+    from pathlib import Path
+
+    from luma.settings import Settings
+
+    settings = Settings.from_env(home)
+    if settings.db_url.startswith("sqlite:///") and not Path(settings.db_url[len("sqlite:///"):]).is_file():
+        return []
+    ledger = Ledger(settings.db_url)
+    cols = LedgerRecord.__table__.c
+    try:
+        with ledger.engine.connect() as conn:
+            rows = conn.execute(select(cols.content_hash, cols.payload).where(cols.kind == kind).order_by(cols.id)).all()
+    except SQLAlchemyError:
+        return []  # no ledger table yet
+    finally:
+        ledger.dispose()
+    return [(h, payload) for h, payload in rows]
+
+
 def as_utc(value: datetime) -> datetime:
     """SQLite hands datetimes back without a zone; they were written in UTC."""
     return value.replace(tzinfo=timezone.utc) if value.tzinfo is None else value.astimezone(timezone.utc)

@@ -63,25 +63,9 @@ def record(home: Path, cal: dict) -> Path:
 
 
 def _trials(home: Path) -> list[dict]:
-    from sqlalchemy import select
-    from sqlalchemy.exc import SQLAlchemyError
+    from luma.kb.ledger import payloads_of_kind
 
-    from luma.kb.ledger import Ledger, LedgerRecord
-    from luma.settings import Settings
-
-    settings = Settings.from_env(home)
-    if settings.db_url.startswith("sqlite:///") and not Path(settings.db_url[len("sqlite:///"):]).is_file():
-        return []
-    ledger = Ledger(settings.db_url)
-    cols = LedgerRecord.__table__.c
-    try:
-        with ledger.engine.connect() as conn:
-            rows = conn.execute(select(cols.payload).where(cols.kind == "pex-trial").order_by(cols.id)).all()
-    except SQLAlchemyError:
-        return []
-    finally:
-        ledger.dispose()
-    return [json.loads(r[0]) for r in rows]
+    return [json.loads(payload) for _, payload in payloads_of_kind(home, "pex-trial")]
 
 
 def _levels(home: Path, service: str, calibration: dict):

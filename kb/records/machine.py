@@ -332,25 +332,9 @@ def read_machine(path: Path) -> MachineRecord:
 def stored_machines(home: Path | None = None) -> list[tuple[str, MachineRecord]]:
     """(content hash, record) of every machine record in the project's ledger, oldest first.
     Reads nothing (and creates nothing) when the project has no ledger yet."""
-    from sqlalchemy import select
-    from sqlalchemy.exc import SQLAlchemyError
+    from luma.kb.ledger import payloads_of_kind
 
-    from luma.kb.ledger import Ledger, LedgerRecord
-    from luma.settings import Settings
-
-    settings = Settings.from_env(home)
-    if settings.db_url.startswith("sqlite:///") and not Path(settings.db_url[len("sqlite:///"):]).is_file():
-        return []
-    ledger = Ledger(settings.db_url)
-    cols = LedgerRecord.__table__.c
-    try:
-        with ledger.engine.connect() as conn:
-            rows = conn.execute(select(cols.content_hash, cols.payload).where(cols.kind == "machine").order_by(cols.id)).all()
-    except SQLAlchemyError:
-        return []  # no ledger table yet
-    finally:
-        ledger.dispose()
-    return [(h, MachineRecord.model_validate_json(payload)) for h, payload in rows]
+    return [(h, MachineRecord.model_validate_json(payload)) for h, payload in payloads_of_kind(home, "machine")]
 
 
 def load_machine(name_or_path: str | Path, home: Path | None = None) -> MachineRecord:
