@@ -39,6 +39,8 @@ def _register() -> None:
     from luma.cli.kernels import kernels
     from luma.cli.machine import machine
     from luma.cli.model import model
+    from luma.cli.partner import partner
+    from luma.cli.report import report
     from luma.cli.rules import rules
     from luma.cli.sprint import sprint
 
@@ -48,6 +50,8 @@ def _register() -> None:
     cli.add_command(rules)
     cli.add_command(machine)
     cli.add_command(model)
+    cli.add_command(partner)
+    cli.add_command(report)
     cli.add_command(demo)
 
 

@@ -31,6 +31,7 @@ from luma.kb.projection import LedgerMeta, project
 from luma.kb.records.loader import RECORD_TYPES, LoadedRecord, iter_records
 from luma.kb.records.pex_chain import SCHEMA_VERSION
 from luma.kb.records.rdf_document import RdfDocument, read_document, skolemised_triples
+from luma.kb.scope import drop_retracted
 from luma.kb.stores import open_store
 from luma.kb.stores.base import QuadStore, parse_rdf
 from luma.kb.vocab import LUMA, ONTOLOGY_GRAPH, RECORD_GRAPH, record_graph
@@ -192,6 +193,11 @@ class KnowledgeBase:
             records = iter_records([Path(p) for p in paths], self.settings.home)
             return self._commit(records, submitter or default_submitter())
 
+    def ingest_records(self, records: Iterable[LoadedRecord], submitter: str | None = None) -> IngestReport:
+        """Add records the caller read and validated (`luma partner add`), all or nothing."""
+        with _gc_paused():
+            return self._commit(records, submitter or default_submitter())
+
     def load_rdf(self, path: Path, fmt: str, evidence_class: str, submitter: str | None = None) -> IngestReport:
         """Add a plain RDF document as one record (its own named graph)."""
         try:
@@ -308,6 +314,7 @@ class KnowledgeBase:
                 yield b"".join(buf)
 
         self.store.bulk_load_nquads(chunks())
+        drop_retracted(self.store)  # a partner's removed records stay out, after a rebuild too
         if last != mark:
             self._set_meta("projectedThrough", str(last))
         return quads

@@ -23,6 +23,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from luma.errors import StoreError
+from luma.kb.scope import partner_graphs_of
 from luma.kb.stores.base import QuadStore
 from luma.kb.vocab import ENTITY_GRAPH, record_graph
 
@@ -79,10 +80,11 @@ def clear_marker(home: Path) -> None:
 
 
 def drop_graphs(store: QuadStore, hashes: Iterable[str]) -> None:
-    """Remove the record graphs of these records (absent ones are skipped)."""
+    """Remove the record graphs of these records (absent ones are skipped), partner graphs too."""
     hashes = list(hashes)
-    for i in range(0, len(hashes), _DROPS_PER_UPDATE):
-        ops = [f"DROP SILENT GRAPH <{record_graph(h)}>" for h in hashes[i : i + _DROPS_PER_UPDATE]]
+    graphs = [record_graph(h) for h in hashes] + partner_graphs_of(store, hashes)
+    for i in range(0, len(graphs), _DROPS_PER_UPDATE):
+        ops = [f"DROP SILENT GRAPH <{g}>" for g in graphs[i : i + _DROPS_PER_UPDATE]]
         store.update(" ;\n".join(ops))
 
 

@@ -4,7 +4,9 @@ A pure function. Same record -> same IRIs -> same quads, which is what makes re-
 no-op and `luma kb rebuild` exact. The record's own facts (the chain, its trials, the record
 metadata) go to its named graph; shared entities (workload, architecture, contract, machine
 state, intervention, submitter) get content-derived IRIs and are described in the shared
-entities graph, so rules join across records without seeing one copy per record.
+entities graph, so rules join across records without seeing one copy per record. A partner's
+records are the exception: everything of one, entity descriptions included, goes to its
+partner graph (kb/scope.py), so nothing of a partner is visible outside that partner's graphs.
 """
 
 from __future__ import annotations
@@ -18,11 +20,13 @@ from functools import lru_cache
 from luma.kb import nquads as nq
 from luma.kb import units
 from luma.kb.dimensions import Dimension, record_dimensions
+from luma.kb.records.intervention_params import InterventionParameters, PartnerRetraction
 from luma.kb.records.kernel_result import KernelResult
 from luma.kb.records.machine import MachineRecord
 from luma.kb.records.pex_trial import PexTrial
 from luma.kb.records.pex_chain import Level, PexChain
 from luma.kb.records.rdf_document import project_document
+from luma.kb.scope import PARTNER_RECORD_TYPES, partner_graph
 from luma.kb.vocab import (
     ENTITY_GRAPH,
     EVIDENCE_CLASSES,
@@ -62,8 +66,14 @@ def project(
     """The triples of one record (`.data()` gives its N-Quads). Records projected with the same
     `batch` describe each shared entity once (the first record that mentions it does)."""
     projector = PROJECTORS[model.record_type]
-    graph = record_graph(meta.content_hash)
-    w = nq.QuadWriter(graph, ENTITY_GRAPH, batch)
+    if model.record_type in PARTNER_RECORD_TYPES:
+        # Entity descriptions too go to the partner's graph, and a fresh batch means the record
+        # never leans on a description another record (public or another partner's) wrote.
+        graph = partner_graph(model.partner, meta.content_hash)
+        w = nq.QuadWriter(graph, graph, nq.Batch())
+    else:
+        graph = record_graph(meta.content_hash)
+        w = nq.QuadWriter(graph, ENTITY_GRAPH, batch)
     agent = _agent(meta.submitter)
     w.add(graph, TYPE, nq.iri(LUMA + "SourceRecord"))
     w.add(graph, LUMA + "recordKind", nq.string(model.record_type))
@@ -356,6 +366,70 @@ def _machine(w: nq.QuadWriter, rec: MachineRecord, meta: LedgerMeta, dims: dict[
 
 _FIGURE_KINDS = {"compute": "compute_throughput", "power": "power_tdp"}
 
+
+def _intervention_parameters(w: nq.QuadWriter, rec: InterventionParameters, meta: LedgerMeta, dims) -> None:
+    """A partner's parameters: one node, one luma:InterventionFigure per quantity (canonical unit,
+    the record's evidence class), lists as repeated literals. All in the partner's graph."""
+    r = ID + "intervention-parameters/" + meta.content_hash[:32]
+    ec = nq.iri(EVIDENCE_CLASSES[rec.evidence_class])
+    w.add(r, TYPE, nq.iri(LUMA + "InterventionParameterRecord"))
+    w.add(r, LUMA + "evidenceClass", ec)
+    w.add(r, PROV + "wasDerivedFrom", nq.iri(w.graph))
+    w.add(r, LUMA + "partnerName", nq.string(rec.partner))
+    w.add(r, LABEL, nq.string(rec.name))
+    w.add(r, LUMA + "parameterVersion", nq.string(rec.version))
+    w.add(r, LUMA + "parameterizes", nq.iri(_intervention(w, rec.name, rec.kind)))
+    w.add(r, LUMA + "integrationPoint", nq.string(rec.integration_point))
+    for prop, values in (("dataClass", rec.data_classes), ("dataFormat", rec.formats),
+                         ("accessPattern", rec.access_patterns), ("partnerLimitation", rec.limitations)):
+        for v in values:
+            w.add(r, LUMA + prop, nq.string(v))
+    for prop, value in (("parameterDescription", rec.description), ("licensing", rec.licensing),
+                        ("evaluationBoundary", rec.evaluation_boundary)):
+        if value is not None:
+            w.add(r, LUMA + prop, nq.string(value))
+    if rec.coherence is not None:
+        co = rec.coherence
+        w.add(r, LUMA + "softwareTransparent", nq.boolean(co.software_transparent))
+        w.add(r, LUMA + "requiresCodeChanges", nq.boolean(co.requires_code_changes))
+        if co.cache_coherent is not None:
+            w.add(r, LUMA + "cacheCoherent", nq.boolean(co.cache_coherent))
+        for text in co.constraints:
+            w.add(r, LUMA + "coherenceConstraint", nq.string(text))
+    if rec.source is not None:
+        w.add(r, LUMA + "sourceTitle", nq.string(rec.source.title))
+        w.add(r, LUMA + "sourceUrl", nq.string(rec.source.url))
+        if rec.source.retrieved:
+            w.add(r, LUMA + "sourceRetrieved", nq.string(rec.source.retrieved.isoformat()))
+    for i, row in enumerate(rec.figures()):
+        f = f"{r}/figure/{i}"
+        w.add(r, LUMA + "parameterFigure", nq.iri(f))
+        w.add(f, TYPE, nq.iri(LUMA + "InterventionFigure"))
+        w.add(f, LUMA + "evidenceClass", ec)
+        w.add(f, LUMA + "parameterKind", nq.string(row["kind"]))
+        if row["data_class"]:
+            w.add(f, LUMA + "dataClass", nq.string(row["data_class"]))
+        w.add(f, VALUE, nq.double(row["si"]))
+        w.add(f, UNIT, nq.iri(units.unit_iri(row["si_unit"])))
+    if rec.provenance is not None:
+        p = rec.provenance
+        _activity(w, r, p.tool, p.git_revision, p.host, p.started, p.environment)
+
+
+def _partner_retraction(w: nq.QuadWriter, rec: PartnerRetraction, meta: LedgerMeta, dims) -> None:
+    """The retraction names the graphs it withdraws (kb/scope.py drops them on every sync)."""
+    r = w.graph  # the record node itself: only a self-description counts as a retraction
+    w.add(r, TYPE, nq.iri(LUMA + "PartnerRetraction"))
+    w.add(r, LUMA + "partnerName", nq.string(rec.partner))
+    for h in rec.records:
+        w.add(r, LUMA + "retracts", nq.iri(partner_graph(rec.partner, h)))
+    if rec.reason:
+        w.add(r, LUMA + "retractionReason", nq.string(rec.reason))
+    p = rec.provenance
+    _activity(w, r, p.tool, p.git_revision, p.host, p.started, p.environment)
+
+
 PROJECTORS: dict[str, Callable] = {"pex-chain": _pex_chain, "kernel-result": _kernel_result,
                                    "pex-trial": _pex_trial, "rdf-document": project_document,
-                                   "machine": _machine}
+                                   "machine": _machine, "intervention-parameters": _intervention_parameters,
+                                   "partner-retraction": _partner_retraction}

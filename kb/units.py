@@ -52,6 +52,8 @@ CANONICAL_UNITS = {
     "euro / request": LUNIT + "EuroPerRequest",
     "joule / request": LUNIT + "JoulePerRequest",
     "joule / token": LUNIT + "JoulePerToken",
+    # Silicon area of a partner's hardware mechanism (intervention-parameters records).
+    "meter ** 2": UNIT + "M2",
 }
 
 

@@ -114,7 +114,7 @@ def validator():
     return jsonschema.Draft202012Validator(schema)
 
 
-@pytest.mark.parametrize("record_type", ["pex-chain", "kernel-result", "pex-trial", "machine"])
+@pytest.mark.parametrize("record_type", ["pex-chain", "kernel-result", "pex-trial", "machine", "intervention-parameters"])
 def test_committed_schema_is_the_generated_one(record_type):
     from luma.kb.records.schema import schema_text
 

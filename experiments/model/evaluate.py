@@ -22,8 +22,12 @@ REFERENCE = ("fp32", "tf32", "fp16", "bf16")
 
 
 class Evaluator:
-    def __init__(self, contract, space: Space, calibration: dict | None = None):
+    def __init__(self, contract, space: Space, calibration: dict | None = None, effects=None):
         self.contract, self.space, self.calibration = contract, space, calibration or {}
+        self.effects = effects  # a partner intervention (effects.Effects), LLM spaces only
+        if effects is not None and not space.is_llm:
+            raise ConfigError("a partner intervention is evaluated on an LLM space (--llm MODEL or a space with a model)",
+                              source=space.source, field="model")
         self.checks = judge.checks_of(contract)
         self.names = list(space.axes)
         self.shape = tuple(len(space.axes[n]) for n in self.names)
@@ -139,6 +143,8 @@ class Evaluator:
              "max_batch": self.values(idx, "max_batch", C),
              "eff_compute": self.eff["compute"], "eff_bandwidth": self.eff["bandwidth"],
              "eff_link": self.eff["interconnect"], "runtime_bytes": self.runtime_bytes, "act_bytes": 2.0}
+        if self.effects is not None:
+            self._apply(s)
         out = llm.serve(self.space.model, s)
         # Tensor parallelism needs a link; a machine without one serves on one device only.
         supported = supported & ~np.isnan(flops) & ((tp <= 1) | (s["interconnect"] > 0))
@@ -149,6 +155,19 @@ class Evaluator:
              "terms": {**out["terms"], "latency": out["terms"]["tpot"]}}
         cost = np.broadcast_to(cnt * np.take(self.price, a), n)
         return m, cost
+
+    def _apply(self, s: dict) -> None:
+        """A partner intervention's effects, after its own costs (see effects.py)."""
+        e = self.effects
+        s["weight_bytes"] = s["weight_bytes"] / e.weight_capacity_factor
+        s["power"] = s["power"] + e.power
+        s["runtime_bytes"] = s["runtime_bytes"] + e.buffering
+        s["step_added"] = e.added_latency
+        if e.acts_on_kv:
+            s["kv_capacity_factor"] = e.kv_capacity_factor
+            s["kv_read_factor"] = e.kv_read(np.asarray(s["bandwidth"]) * s["eff_bandwidth"])
+            if e.kv_encode_rate:
+                s["kv_encode_rate"] = e.kv_encode_rate
 
     def _tail(self) -> dict:
         return dict((self.calibration.get("llm") or {}).get("tail") or {})

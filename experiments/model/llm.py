@@ -168,7 +168,10 @@ def serve(cfg: ModelConfig, s: dict) -> dict:
     max_batch; eff_compute, eff_bandwidth, eff_link; runtime_bytes (per device), step_overhead
     (seconds per engine step), seq_overhead (seconds per sequence per step), act_bytes; optional kv_pool (bytes of a dedicated KV pool, NaN:
     the KV cache shares device memory), kv_block (tokens per KV block) and kv_vector_extra
-    (bytes added per stored K or V vector, e.g. an int8 scale); waves (True: sequences start
+    (bytes added per stored K or V vector, e.g. an int8 scale); optional codec keys (a partner's
+    intervention, see effects.py): kv_capacity_factor (stored KV bytes = raw / it),
+    kv_read_factor (KV bytes read per decode step = raw / it), kv_encode_rate (bytes/s per device
+    the codec encodes KV at), step_added (seconds added to every decode step); waves (True: sequences start
     together and prefill as one batch, as the shipped decoder does; False: continuous batching,
     each new prompt prefilled alone between decode steps).
     """
@@ -182,7 +185,9 @@ def serve(cfg: ModelConfig, s: dict) -> dict:
     kv_vec = cfg.d_head * f["kv_bytes"] + f.get("kv_vector_extra", 0.0)
     kv_token = 2.0 * L * cfg.kv_heads * kv_vec
     block = np.maximum(f.get("kv_block", 1.0), 1.0)
-    kv_seq = np.ceil((P + G) / block) * block * kv_token  # bytes one sequence holds at full length
+    # A partner's KV codec (effects.py): stored bytes / kv_capacity_factor, read at kv_read_factor.
+    kv_store = kv_token / f["kv_capacity_factor"] if "kv_capacity_factor" in f else kv_token
+    kv_seq = np.ceil((P + G) / block) * block * kv_store  # bytes one sequence holds at full length
     kv_shards = np.minimum(tp, cfg.kv_heads) * pp
     act = (P * (4.0 * H + 2.0 * cfg.intermediate / tp) * ab + C * cfg.vocab * 4.0)
     base = weights / (tp * pp) + act + f["runtime_bytes"]
@@ -201,14 +206,23 @@ def serve(cfg: ModelConfig, s: dict) -> dict:
     lat, t0, ts = f["link_latency"], f.get("step_overhead", 0.0), f.get("seq_overhead", 0.0)
     prompts = np.where(waves, n, 1.0)  # prompts prefilled together
     pf_c = prompts * (2.0 * Nm * P + 2.0 * L * P * P * cfg.attn_dim) / peak
-    pf_b = (weights + prompts * P * kv_token) / bw
+    pf_b = (weights + prompts * P * kv_store) / bw
     pf_l = 2.0 * L * _ring(tp, prompts * P * H * ab, link, lat) + (pp - 1) * (prompts * P * H * ab / link + lat)
     t_prefill = t0 + ts * prompts + np.maximum(pf_c, pf_b) + pf_l
+    codec = "kv_encode_rate" in f or "step_added" in f
+    if codec:  # the codec's own time: encoding every KV byte written, a fixed latency per step
+        enc = f.get("kv_encode_rate", np.float64(np.inf))
+        pf_x = prompts * P * kv_token / kv_shards / enc
+        t_prefill = t_prefill + pf_x
     ctx = P + G / 2.0
     dc_c = (2.0 * Nm * n + 4.0 * L * n * ctx * cfg.attn_dim) / peak
-    dc_b = (weights + n * ctx * kv_token) / bw
+    kv_read = kv_token / f["kv_read_factor"] if "kv_read_factor" in f else kv_token
+    dc_b = (weights + n * ctx * kv_read) / bw
     dc_l = 2.0 * L * _ring(tp, n * H * ab, link, lat) + (pp - 1) * (n * H * ab / link + lat)
     t_step = t0 + ts * n + np.maximum(dc_c, dc_b) + dc_l
+    if codec:
+        dc_x = f.get("step_added", 0.0) + n * kv_token / kv_shards / enc
+        t_step = t_step + dc_x
     # Continuous batching interleaves each new prompt's prefill with the running decode steps.
     tpot = t_step + np.where(waves, 0.0, n / np.maximum(G, 1.0) * t_prefill)
     ttft = t_prefill + np.where(waves, 0.0, 0.5 * t_step)
@@ -220,13 +234,15 @@ def serve(cfg: ModelConfig, s: dict) -> dict:
     return {
         "memory_need": memory_need, "memory_min": memory_min, "memory_capacity": f["capacity"],
         "weights_per_device": weights / (tp * pp), "kv_per_device": C * kv_seq / kv_shards,
-        "activations": act, "slots": slots, "kv_bytes_per_token": kv_token,
+        "activations": act, "slots": slots, "kv_bytes_per_token": kv_store,
         "ttft": ttft, "tpot": tpot, "wait": rounds * t_gen, "wait_fraction": np.where(slots >= 1, waiting / C, 1.0),
         "throughput": throughput, "token_throughput": throughput * G,
         "energy_per_token": f["power"] * devices * t_step / n, "energy_per_request": f["power"] * devices * t_gen / n,
         "terms": {
-            "ttft": {"compute": pf_c, "memory_bandwidth": pf_b, "interconnect": pf_l, "runtime": t0 + ts * prompts + 0.0 * pf_c},
-            "tpot": {"compute": dc_c, "memory_bandwidth": dc_b, "interconnect": dc_l, "runtime": t0 + ts * n + 0.0 * dc_c},
+            "ttft": {"compute": pf_c, "memory_bandwidth": pf_b, "interconnect": pf_l,
+                     "runtime": (t0 + ts * prompts + pf_x if codec else t0 + ts * prompts) + 0.0 * pf_c},
+            "tpot": {"compute": dc_c, "memory_bandwidth": dc_b, "interconnect": dc_l,
+                     "runtime": (t0 + ts * n + dc_x if codec else t0 + ts * n) + 0.0 * dc_c},
         },
     }
 

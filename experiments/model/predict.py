@@ -36,9 +36,10 @@ class Prediction:
         return asdict(self)
 
 
-def predict(contract, state: Space, calibration: dict | None = None) -> Prediction:
-    """The prediction for the single state `state` (a space of one point, see space.from_state)."""
-    ev = Evaluator(contract, state, calibration)
+def predict(contract, state: Space, calibration: dict | None = None, effects=None) -> Prediction:
+    """The prediction for the single state `state` (a space of one point, see space.from_state);
+    `effects`: a partner intervention applied (effects.Effects)."""
+    ev = Evaluator(contract, state, calibration, effects)
     m, cost = ev.evaluate(np.zeros(1, dtype=np.int64))
     j = ev.judge(m)
     rows, unknown = [], False

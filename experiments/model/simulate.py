@@ -27,8 +27,9 @@ CHUNK = 1 << 18
 _CATEGORICAL = ("accelerator_type", "precision", "variant")
 
 
-def explore(contract, space: Space, calibration: dict | None = None, *, chunk: int = CHUNK, propose: int = 10) -> dict:
-    ev = Evaluator(contract, space, calibration)
+def explore(contract, space: Space, calibration: dict | None = None, *, chunk: int = CHUNK, propose: int = 10,
+            effects=None) -> dict:
+    ev = Evaluator(contract, space, calibration, effects)
     demand = [n for n in DEMAND if n in ev.names]
     region = [n for n in _CATEGORICAL if n in ev.names]
     dshape = tuple(len(space.axes[n]) for n in demand)

@@ -1,4 +1,4 @@
-"""Reading record files (JSON, JSON Lines, YAML) into validated, typed records.
+"""Reading record files (JSON, JSON Lines, YAML, TOML) into validated, typed records.
 
 Errors name the file, the record's position in it and the field, e.g.
 `runs/a.json: record 3: pass_state.dimensions.hbm_capacity.unit: 'GHz' does not fit ...`.
@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import tomllib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,6 +21,7 @@ from pydantic import BaseModel, ValidationError
 from luma.errors import ConfigError, RecordError
 from luma.kb import units
 from luma.kb.dimensions import record_dimensions
+from luma.kb.records.intervention_params import InterventionParameters, PartnerRetraction
 from luma.kb.records.kernel_result import KernelResult
 from luma.kb.records.machine import MachineRecord
 from luma.kb.records.pex_chain import PexChain
@@ -30,7 +32,9 @@ DEFAULT_MAX_FILE_BYTES = 512 * 1024 * 1024
 
 #: record_type -> model class. Later record kinds register here.
 RECORD_TYPES: dict[str, type[BaseModel]] = {"pex-chain": PexChain, "kernel-result": KernelResult,
-                                             "pex-trial": PexTrial, "machine": MachineRecord}
+                                             "pex-trial": PexTrial, "machine": MachineRecord,
+                                             "intervention-parameters": InterventionParameters,
+                                             "partner-retraction": PartnerRetraction}
 
 _YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
@@ -64,7 +68,7 @@ def max_file_bytes() -> int:
 
 
 def read_documents(path: Path) -> Iterator[tuple[str, Any]]:
-    """Yield (label, document) for each record in a JSON / JSONL / YAML file (a JSON Lines
+    """Yield (label, document) for each record in a JSON / JSONL / YAML / TOML file (a JSON Lines
     record comes unparsed, as a `_Line`: `iter_records` validates it straight from its text)."""
     name = str(path)
     try:
@@ -96,8 +100,10 @@ def read_documents(path: Path) -> Iterator[tuple[str, Any]]:
             raise RecordError(f"invalid YAML: {where}{getattr(exc, 'problem', exc)}", source=name) from None
     elif suffix == ".json":
         docs = [_json(text, name, None)]
+    elif suffix == ".toml":
+        docs = [_toml(text, name)]
     else:
-        raise RecordError("unsupported file type (use .json, .jsonl, .yaml or .yml)", source=name)
+        raise RecordError("unsupported file type (use .json, .jsonl, .yaml, .yml or .toml)", source=name)
     flat = [item for doc in docs for item in (doc if isinstance(doc, list) else [doc])]
     if not flat:
         raise RecordError("file holds no record", source=name)
@@ -112,6 +118,18 @@ def _json(text: str, name: str, lineno: int | None) -> Any:
     except json.JSONDecodeError as exc:
         line = lineno or exc.lineno
         raise RecordError(f"invalid JSON: line {line}, column {exc.colno}: {exc.msg}", source=name) from None
+
+
+def _toml(text: str, name: str) -> Any:
+    """One record per TOML file, or several as a `[[records]]` array of tables (when that is the
+    file's only key)."""
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise RecordError(f"invalid TOML: {exc}", source=name) from None
+    if set(data) == {"records"} and isinstance(data["records"], list):
+        return data["records"]
+    return data
 
 
 def validate_document(doc: Any, source: str, home: Path | None = None, dims: dict | None = None) -> LoadedRecord:

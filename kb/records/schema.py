@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 
 from luma.kb.dimensions import record_dimensions
+from luma.kb.records.intervention_params import intervention_parameters_schema
 from luma.kb.records.kernel_result import KernelResult
 from luma.kb.records.machine import machine_schema
 from luma.kb.records.pex_chain import PexChain
@@ -75,7 +76,7 @@ def pex_trial_schema() -> dict:
 
 
 SCHEMAS = {"pex-chain": pex_chain_schema, "kernel-result": kernel_result_schema, "pex-trial": pex_trial_schema,
-           "machine": machine_schema}
+           "machine": machine_schema, "intervention-parameters": intervention_parameters_schema}
 
 
 def schema_text(record_type: str = "pex-chain") -> str:

@@ -64,9 +64,11 @@ class QuadStore(ABC):
 
     @abstractmethod
     def query(self, sparql: str, *, union: bool = True, results: str = "json", timeout: float | None = None,
-              named_graphs: list[str] | None = None) -> QueryOutput:
+              named_graphs: list[str] | None = None, default_graphs: list[str] | None = None) -> QueryOutput:
         """Run a read query. `union` makes the default graph the union of all named graphs;
-        `named_graphs` restricts the graphs `GRAPH ?g` ranges over (the protocol's named-graph-uri)."""
+        `named_graphs` restricts the graphs `GRAPH ?g` ranges over (the protocol's named-graph-uri);
+        `default_graphs` makes the default graph the union of these graphs only (the protocol's
+        default-graph-uri; `union` is then ignored). Scoped queries (kb/scope.py) use both."""
 
     @abstractmethod
     def update(self, sparql: str) -> None:

@@ -34,13 +34,15 @@ class EmbeddedStore(QuadStore):
         """The pyoxigraph store, for the rdflib API (`KnowledgeBase.rdflib_dataset`)."""
         return self._store
 
-    def query(self, sparql, *, union=True, results="json", timeout=None, named_graphs=None):
+    def query(self, sparql, *, union=True, results="json", timeout=None, named_graphs=None, default_graphs=None):
         def run() -> QueryOutput:
+            dataset: dict = {"use_default_graph_as_union": union}
             if named_graphs is not None:
-                answer = self._store.query(sparql, use_default_graph_as_union=union,
-                                           named_graphs=[ox.NamedNode(g) for g in named_graphs])
-            else:
-                answer = self._store.query(sparql, use_default_graph_as_union=union)
+                dataset["named_graphs"] = [ox.NamedNode(g) for g in named_graphs]
+            if default_graphs is not None:
+                dataset = {**dataset, "use_default_graph_as_union": False,
+                           "default_graph": [ox.NamedNode(g) for g in default_graphs]}
+            answer = self._store.query(sparql, **dataset)
             if isinstance(answer, ox.QueryTriples):
                 return QueryOutput("graph", "application/n-triples", answer.serialize(format=ox.RdfFormat.N_TRIPLES))
             kind = "ask" if isinstance(answer, ox.QueryBoolean) else "select"

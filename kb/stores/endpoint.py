@@ -52,14 +52,16 @@ class EndpointStore(QuadStore):
                 raise QueryTimeout(f"no answer within {timeout or self.timeout:g} s", source=url) from None
             raise StoreError(f"cannot reach the SPARQL endpoint: {reason}", source=url) from None
 
-    def query(self, sparql, *, union=True, results="json", timeout=None, named_graphs=None):
+    def query(self, sparql, *, union=True, results="json", timeout=None, named_graphs=None, default_graphs=None):
         fmt = RESULT_FORMATS[results]
-        url = self.query_url + ("?union-default-graph" if union else "")
+        # An explicit default graph replaces the server's union default graph.
+        url = self.query_url + ("?union-default-graph" if union and default_graphs is None else "")
         accept = f"{fmt.media_type}, {_GRAPH_MEDIA};q=0.9"
-        if named_graphs is not None:
+        if named_graphs is not None or default_graphs is not None:
             # The protocol's dataset parameters; a form body, since a thousand graph IRIs would
             # not fit in a URL.
-            form = [("query", sparql)] + [("named-graph-uri", g) for g in named_graphs]
+            form = [("query", sparql)] + [("named-graph-uri", g) for g in named_graphs or []]
+            form += [("default-graph-uri", g) for g in default_graphs or []]
             data, ctype = urllib.parse.urlencode(form).encode(), "application/x-www-form-urlencoded"
         else:
             data, ctype = sparql.encode(), "application/sparql-query"

@@ -1,0 +1,166 @@
+"""`luma partner`: a technology partner's intervention parameter records -- add, list, show, remove."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import click
+
+from luma.cli.output import format_option, print_rows
+
+_SLUG = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
+
+
+def _slug(ctx, param, text: str | None) -> str | None:
+    if text is not None and not _SLUG.match(text):
+        raise click.BadParameter(f"a slug: lower-case letters, digits, '.', '_' or '-' (at most 64), got {text!r}")
+    return text
+
+
+def _open():
+    from luma.kb.knowledge_base import KnowledgeBase
+
+    return KnowledgeBase.open()
+
+
+def _ledger_only():
+    """The project's ledger for reading, or None when the project has none yet (reading creates nothing)."""
+    from luma.kb.ledger import Ledger
+    from luma.settings import Settings
+
+    settings = Settings.from_env()
+    if settings.db_url.startswith("sqlite:///") and not Path(settings.db_url[len("sqlite:///"):]).is_file():
+        return None
+    return Ledger(settings.db_url)
+
+
+def _book():
+    from luma.kb.partners import PartnerLedger, read_ledger
+
+    ledger = _ledger_only()
+    if ledger is None:
+        return PartnerLedger()
+    try:
+        return read_ledger(ledger)
+    finally:
+        ledger.dispose()
+
+
+@click.group()
+def partner() -> None:
+    """Partner records: intervention parameters, kept in per-partner named graphs."""
+
+
+@partner.command("add")
+@click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--partner", "name", callback=_slug, help="The partner: fills records that name none, refuses others.")
+@click.option("--submitter", default=None, help="Who submits (default: user@host).")
+@format_option()
+def add_cmd(files: tuple[Path, ...], name: str | None, submitter: str | None, fmt: str) -> None:
+    """Validate intervention parameter FILES (TOML, YAML, JSON; at most 1 MiB each) and add
+    them, all or nothing. Any error names the file and field, and nothing is written."""
+    from luma.kb.partners import add, read_partner_files
+    from luma.settings import Settings
+
+    records = read_partner_files(list(files), name, Settings.from_env().home)  # before anything is opened
+    with _open() as kb:
+        report = add(kb, records, submitter)
+    rows = [{"source": r.source, "partner": r.model.partner, "name": r.model.name, "version": r.model.version,
+             "evidence_class": r.evidence_class, "hash": r.content_hash[:12], "status": status}
+            for status, recs in (("added", report.added), ("duplicate", report.duplicates)) for r in recs]
+    print_rows(rows, ["source", "partner", "name", "version", "evidence_class", "hash", "status"], fmt)
+    if fmt == "table":
+        click.echo(f"{len(report.added)} added, {len(report.duplicates)} duplicate(s)")
+
+
+@partner.command("list")
+@format_option()
+def list_cmd(fmt: str) -> None:
+    """Every partner of this project: records live and removed, interventions, data classes."""
+    from luma.kb.partners import summary
+
+    rows = summary(_book())
+    print_rows(rows, ["partner", "records", "removed", "interventions", "data_classes", "integration_points", "latest"],
+               fmt)
+
+
+@partner.command("show")
+@click.argument("key", metavar="NAME-or-RECORD")
+@format_option(choices=("table", "json"))
+def show_cmd(key: str, fmt: str) -> None:
+    """A partner's records (NAME), or one record (a content-hash prefix or a record name) with
+    its figures in the units given and in SI."""
+    from luma.kb.partners import record_json, record_row
+
+    book = _book()
+    if key in book.partners():
+        entries = book.of(key)
+        if fmt == "json":
+            click.echo(json.dumps({"partner": key, "records": [record_json(e) for e in entries]}, indent=2))
+            return
+        print_rows([record_row(e) for e in entries], ["hash", "name", "version", "evidence_class",
+                                                      "integration_point", "data_classes", "status"],
+                   "table", title=f"partner {key}")
+        return
+    entry = book.find(key)
+    if fmt == "json":
+        click.echo(json.dumps(record_json(entry), indent=2))
+        return
+    _print_record(entry)
+
+
+def _print_record(entry) -> None:
+    r = entry.record
+    about = [("partner", r.partner), ("intervention", f"{r.name} {r.version} ({r.kind})"),
+             ("evidence class", r.evidence_class), ("record", entry.content_hash),
+             ("status", f"removed (retraction {entry.removed_by[:12]})" if entry.removed_by else "live"),
+             ("integration point", r.integration_point), ("data classes", ", ".join(r.data_classes)),
+             ("formats", ", ".join(r.formats)), ("access patterns", ", ".join(r.access_patterns))]
+    if r.coherence:
+        c = r.coherence
+        about.append(("software", (f"transparent={c.software_transparent}, code changes={c.requires_code_changes}, "
+                                   f"cache coherent={c.cache_coherent}")))
+        about += [("constraint", text) for text in c.constraints]
+    about += [("licensing", r.licensing), ("evaluation boundary", r.evaluation_boundary), ("description", r.description)]
+    if r.source:
+        about.append(("source", f"{r.source.title} <{r.source.url}>"))
+    about += [("limitation", text) for text in r.limitations]
+    about.append(("submitted", f"{entry.submitter}, {entry.ingested_at:%Y-%m-%d %H:%M}Z"))
+    print_rows([{"item": k, "value": v} for k, v in about if v], ["item", "value"], "table",
+               title=f"{r.partner}/{r.name}")
+    rows = [{"figure": row["kind"], "data class": row["data_class"], "stated": _stated(row),
+             "SI": f"{row['si']:.4g} {_SI.get(row['si_unit'], row['si_unit'])}"} for row in r.figures()]
+    print_rows(rows, ["figure", "data class", "stated", "SI"], "table", title=f"{r.evidence_class} figures")
+
+
+def _stated(row: dict) -> str:
+    unit = "" if row["unit"] in ("1", "dimensionless") else f" {row['unit']}"
+    return f"{row['value']:g}{unit}"
+
+
+_SI = {"byte": "B", "byte / second": "B/s", "second": "s", "watt": "W", "dimensionless": "", "meter ** 2": "m²"}
+
+
+@partner.command("remove")
+@click.argument("name", metavar="PARTNER", callback=_slug)
+@click.option("--record", default=None, help="Only this record (content-hash prefix or record name).")
+@click.option("--reason", default=None, help="Why (kept in the retraction record).")
+@click.option("--submitter", default=None, help="Who removes (default: user@host).")
+def remove_cmd(name: str, record: str | None, reason: str | None, submitter: str | None) -> None:
+    """Withdraw a partner's records (all, or --record). The append-only ledger keeps them and
+    records a retraction; the KB drops their graphs, and `luma kb rebuild` leaves them out."""
+    from luma.kb.partners import remove
+
+    with _open() as kb:
+        targets, report = remove(kb, name, record, reason, submitter)
+    click.echo(f"removed {len(targets)} record(s) of partner {name}: "
+               + ", ".join(f"{e.record.name} {e.record.version} ({e.content_hash[:12]})" for e in targets))
+    click.echo(f"retraction {report.added[0].content_hash[:12]} is in the ledger; their graphs left the KB")
+
+
+# `evaluate` lives in its own module (it needs the analytical model; the rest of the group does not).
+from luma.cli.partner_evaluate import evaluate as evaluate_cmd  # noqa: E402
+
+partner.add_command(evaluate_cmd)

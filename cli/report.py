@@ -1,0 +1,63 @@
+"""`luma report`: the Resource Boundary Report and the Design-In Report, as Markdown and as one
+self-contained HTML page (plots inline as SVG) in an output folder."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import click
+
+_OUT = click.option("--out", "out", type=click.Path(file_okay=False, path_type=Path), required=True,
+                    help="Folder to write report.md, report.html and plots/*.svg into (created if missing).")
+
+
+@click.group()
+def report() -> None:
+    """Reports rendered from the knowledge base (Markdown + self-contained HTML)."""
+
+
+def _written(written, start: float) -> None:
+    for path in written.paths():
+        click.echo(str(path))
+    click.echo(f"read, drew and rendered in {time.perf_counter() - start:.2f} s", err=True)
+
+
+@report.command("boundary")
+@click.argument("chain", required=False)
+@click.option("--sprint", "sprint", default=None, help="The chain recorded by this sprint (its id, as `luma sprint "
+              "run` prints it).")
+@click.option("--latest", is_flag=True, help="The most recently ingested qualified chain (the default).")
+@_OUT
+def boundary_cmd(chain: str | None, sprint: str | None, latest: bool, out: Path) -> None:
+    """Resource Boundary Report of one PEX chain: CHAIN (an IRI such as id:chain/…), --sprint ID,
+    or --latest qualified chain."""
+    from luma.kb.knowledge_base import KnowledgeBase
+    from luma.reports import boundary
+    from luma.reports.render import write
+
+    if sum(bool(x) for x in (chain, sprint, latest)) > 1:
+        raise click.UsageError("give one of CHAIN, --sprint ID or --latest")
+    start = time.perf_counter()
+    with KnowledgeBase.open() as kb:
+        rep = boundary.build(kb, chain=chain, sprint=sprint)
+    _written(write(rep, out), start)
+
+
+@report.command("design-in")
+@click.option("--scope", default="owner", show_default=True,
+              help="Whose view: owner (everything) or partner:NAME (public graphs and that partner's own).")
+@click.option("--max-rows", type=click.IntRange(1, 10_000), default=25, show_default=True,
+              help="Rows per long table, and requirements whose derivation is drawn.")
+@_OUT
+def design_in_cmd(scope: str, max_rows: int, out: Path) -> None:
+    """Design-In Report: hardware requirements, counter-evidence, recurring remedies, derivations,
+    and the evidence of each class (needs `luma rules run` first)."""
+    from luma.kb.knowledge_base import KnowledgeBase
+    from luma.reports import design_in
+    from luma.reports.render import write
+
+    start = time.perf_counter()
+    with KnowledgeBase.open() as kb:
+        rep = design_in.build(kb, scope=scope, max_rows=max_rows)
+    _written(write(rep, out), start)

@@ -1,0 +1,302 @@
+"""The Resource Boundary Report (the Qualification Sprint deliverable): one PEX chain from the KB —
+contract, minimum PASS and adjacent FAIL, binding resource with the diagnosis telemetry,
+intervention and recovery, frontier shift and next binding, the trials per level with their
+confidence intervals, and a deployment decision derived from those facts.
+
+`build(kb, chain=... | sprint=...)` (else the latest qualified chain) returns a `Report`; `luma.reports.render.write`
+renders it. Every figure names its evidence class (sprint trials carry their own).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from luma.reports import boundary_data as data
+from luma.reports.boundary_data import ChainFacts, Level, TrialFact
+from luma.reports.fmt import local, quantity, verdicts_text
+from luma.reports.plots import Point, require, trial_plot
+from luma.reports.render import Plot, Report, Section, Table
+
+_TELEMETRY = (("peak_rss", "peak RSS"), ("runtime_footprint", "runtime footprint"), ("weight_memory", "weights"))
+
+
+@dataclass
+class Analysis:
+    """The chain's steps as the report states them."""
+
+    min_pass: Level
+    adj_fail: Level
+    context: dict[str, Level]
+    baseline: str
+    treated: str
+    shown: list[TrialFact]  # the trials at the chain's context, plotted and tabled per level
+    fail_trials: list[TrialFact]
+    diagnosis: list[list[str]]
+    recovery: list[TrialFact]
+    requal_pass: Level | None = None
+    requal_fail: Level | None = None
+    next_rows: list[list[str]] = field(default_factory=list)
+    next_binding: str | None = None
+    reasons: list[str] = field(default_factory=list)
+
+
+def _restored(t: TrialFact, ref: dict[str, Level]) -> str:
+    return ", ".join(f"{d} = {lv.text()}" for d, lv in sorted(t.levels.items()) if ref.get(d) != lv) or "-"
+
+
+def analyse(f: ChainFacts) -> Analysis:
+    """Reconstruct each step from the sprint trials (or, without a sprint, the chain's own trials)."""
+    x = f.crossed
+    ctx = {d: lv for d, lv in f.fail_levels.items() if d != x}
+    reasons = [r for r, bad in ((f"evidence is {f.evidence}, not measured", f.evidence != "measured"),
+                                ("the intervention did not recover PASS", not f.recovered),
+                                (f"{_reps(f.repetitions)}, fewer than 3", f.repetitions < 3),
+                                ("PASS and FAIL states differ in more than the crossed dimension", not f.same_context))
+               if bad]
+    mp, af = f.pass_levels[x], f.fail_levels[x]
+    if not f.sprint_trials:
+        for t in f.chain_trials:
+            t.levels = dict(f.pass_levels if t.phase == "pass" else f.fail_levels)
+        intervention = f.entity.get("intervention", "intervention")
+        for t in f.chain_trials:
+            t.variant = intervention if t.phase == "recovered" else "baseline"
+        fails = [t for t in f.chain_trials if t.phase == "fail"]
+        diag = [[x, mp.text(), verdicts_text([t.verdict for t in f.chain_trials if t.phase == "pass"]) or "PASS",
+                 "-", "the chain record (its diagnosis trials are not in this KB)", f.evidence]]
+        return Analysis(mp, af, ctx, "baseline", intervention, list(f.chain_trials), fails, diag,
+                        [t for t in f.chain_trials if t.phase == "recovered"], reasons=reasons)
+
+    trials = f.sprint_trials
+    at_ctx = [t for t in trials if {d: lv for d, lv in t.levels.items() if d != x} == ctx]
+    baseline = next((t.variant for t in trials if t.phase == "boundary"), "baseline")
+    recovery = [t for t in trials if t.phase == "intervention"]
+    treated = recovery[0].variant if recovery else f.entity.get("intervention", "intervention")
+    shown = [t for t in at_ctx if t.phase in ("boundary", "intervention", "requalify")]
+    fails = [t for t in at_ctx if t.phase == "boundary" and t.levels.get(x) == af]
+    pass_verdicts = [t.verdict for t in at_ctx if t.phase == "boundary" and t.levels.get(x) == mp]
+    diag = [[x, mp.text(), verdicts_text(pass_verdicts), "-", "the minimum PASS state's trials", f.evidence]]
+    diag += [[_restored(t, f.fail_levels), "", t.verdict, t.cause or "-", f"trial {t.sequence}", t.evidence]
+             for t in trials if t.phase == "diagnosis"]
+    a = Analysis(mp, af, ctx, baseline, treated, shown, fails, diag, recovery, reasons=reasons)
+    treated_runs = [t for t in at_ctx if t.phase in ("intervention", "requalify")]
+    passes = sorted((t.levels[x] for t in treated_runs if t.verdict == "PASS" and x in t.levels), key=Level.order)
+    if passes and any(t.phase == "requalify" for t in trials):
+        a.requal_pass = passes[0]
+        below = sorted((t.levels[x] for t in treated_runs if t.verdict == "FAIL" and x in t.levels
+                        and t.levels[x].order() < a.requal_pass.order()), key=Level.order)
+        a.requal_fail = below[-1] if below else None
+    if a.requal_fail is not None:
+        ref = {**ctx, x: a.requal_fail}
+        a.next_rows = [[x, a.requal_pass.text(), "PASS", "-", "the re-qualified minimum PASS", f.evidence]]
+        a.next_rows += [[_restored(t, ref), "", t.verdict, t.cause or "-", f"trial {t.sequence}", t.evidence]
+                        for t in trials if t.phase == "next-binding"]
+        a.next_binding = x
+    return a
+
+
+def _clause_text(c: data.Clause) -> str:
+    return f"{c.metric} {c.op} {quantity(c.value, c.unit)}"
+
+
+def _obs_cell(t: TrialFact, metric: str) -> str:
+    v = t.obs.get(metric)
+    if v is None:
+        return f"— ({t.cause})" if t.cause else "—"
+    lo, hi = t.obs.get(metric + ".ci_low"), t.obs.get(metric + ".ci_high")
+    text = quantity(v[0], v[1])
+    return f"{text} [{quantity(lo[0], lo[1])} – {quantity(hi[0], hi[1])}]" if lo and hi else text
+
+
+def _telemetry(t: TrialFact) -> list[str]:
+    return [quantity(*t.obs[m]) if m in t.obs else "—" for m, _ in _TELEMETRY]
+
+
+def _fails(a: Analysis) -> str:
+    if not a.fail_trials:
+        return "as the chain record states; its trials there are not in this KB"
+    causes = sorted({t.cause for t in a.fail_trials if t.cause})
+    return verdicts_text([t.verdict for t in a.fail_trials]) + (f"; cause {', '.join(causes)}" if causes else "")
+
+
+def _binding_text(f: ChainFacts, a: Analysis) -> str:
+    if f.binding != f.crossed:  # a record may name another resource than the one it crossed
+        return (f"Binding resource: **{f.binding}**, as the chain record states (the crossed dimension is "
+                f"{f.crossed}); its diagnosis trials are not in this KB.")
+    others = [r[0] for r in a.diagnosis[1:] if r[2] == "PASS"]
+    return (f"Binding resource: **{f.binding}** — restoring it alone at the FAIL state recovers PASS"
+            + (f"; restoring {', '.join(others)} also did." if others else "; no other restoration did."))
+
+
+def _reps(n: int) -> str:
+    return f"{n} repetition{'s' if n != 1 else ''}"
+
+
+def _shift(a: Analysis) -> str:
+    if a.requal_pass is None:
+        return "not measured"
+    if a.min_pass.value is None or a.requal_pass.value is None:
+        return f"{a.min_pass.text()} → {a.requal_pass.text()}"
+    saved = a.min_pass.value - a.requal_pass.value
+    ratio = a.requal_pass.value / a.min_pass.value if a.min_pass.value else float("nan")
+    sign = "−" if saved >= 0 else "+"  # an intervention may also move the boundary up
+    moved = quantity(abs(saved), a.min_pass.unit)
+    return f"{a.min_pass.text()} → {a.requal_pass.text()} ({sign}{moved}, ×{ratio:.2f})"
+
+
+def decision(f: ChainFacts, a: Analysis) -> str:
+    """The deployment decision, derived from the chain's facts only."""
+    x, e = f.crossed, f.entity
+    if a.reasons:
+        return (f"No deployment decision: this chain is not a qualified boundary ({'; '.join(a.reasons)}). "
+                f"Treat its levels as a starting point for a measured sprint.")
+    cat = a.min_pass.category is not None
+    at = (lambda lv: f"{x} = {lv.text()}") if cat else (lambda lv: f"{x} ≥ {lv.text()}")
+    ctx = ", ".join(f"{d} = {lv.text()}" for d, lv in sorted(a.context.items()))
+    where = f"`{e.get('workload', '?')}` under contract `{e.get('contract', '?')}` on {e.get('architecture', '?')}"
+    plain = "without the intervention" if a.baseline == "baseline" else a.baseline
+    text = f"Deploy {where} at {at(a.min_pass)} ({plain})"
+    if a.requal_pass is not None:
+        text += f", or at {at(a.requal_pass)} with {a.treated} — a frontier shift of {_shift(a)}"
+    elif f.recovered:
+        text += (f", or at {at(a.adj_fail)} with {a.treated} (recovered there ×{len(a.recovery) or f.repetitions}; "
+                 "the boundary with it in place was not re-qualified)")
+    text += f"; the other dimensions as tested ({ctx})." if ctx else "."
+    if a.requal_fail is not None and a.next_binding:
+        text += f" Below that, {a.next_binding} binds again ({a.requal_fail.text()} fails with {a.treated})."
+    return text + f" Evidence: {f.evidence}, {_reps(f.repetitions)}."
+
+
+def _plots(f: ChainFacts, a: Analysis) -> list[Plot]:
+    from luma.experiments.stats import CONFIDENCE  # NumPy: imported once matplotlib is known present
+
+    x = f.crossed
+    levels = sorted({t.levels[x] for t in a.shown if x in t.levels}, key=Level.order)
+    index = {lv: i for i, lv in enumerate(levels)}
+    boundary = None
+    if a.min_pass in index and a.adj_fail in index and abs(index[a.min_pass] - index[a.adj_fail]) == 1:
+        boundary = (index[a.min_pass] + index[a.adj_fail]) / 2
+    out = []
+    for c in f.clauses:
+        pts = []
+        for t in a.shown:
+            if x not in t.levels:
+                continue
+            v = t.obs.get(c.metric)
+            lo, hi = t.obs.get(c.metric + ".ci_low"), t.obs.get(c.metric + ".ci_high")
+            pts.append(Point(index[t.levels[x]], v[0] if v else None, lo[0] if lo else None, hi[0] if hi else None,
+                             t.verdict, t.variant, t.cause or ""))
+        if not pts:
+            continue
+        pid = "plot-" + re.sub(r"[^a-z0-9]+", "-", c.metric.lower()).strip("-")
+        pid += f"-{len(out)}" if any(p.id == pid for p in out) else ""  # two clauses on one metric
+        svg = trial_plot(pid, c.metric, [lv.text() for lv in levels], pts, c.unit, c.value, c.op, boundary,
+                         level_label=x)
+        what = (f"the observed {c.metric} per trial with its {CONFIDENCE:.0%} bootstrap interval (error bars)"
+                if any(c.metric + ".ci_low" in t.obs for t in a.shown) else f"the observed {c.metric} per trial")
+        out.append(Plot(pid, svg, f"{c.metric} by {x} level: {what}, the contract threshold "
+                                  f"({_clause_text(c)}) dashed, marker by verdict ({f.evidence} evidence)."))
+    return out
+
+
+def build(kb, chain: str | None = None, sprint: str | None = None) -> Report:
+    """The report of one chain: `chain` (IRI), the chain of `sprint`, else the latest qualified one."""
+    require()
+    if chain:
+        iri = data.chain_of(kb, chain)
+    else:
+        iri = data.chain_of_sprint(kb, sprint) if sprint else data.latest_qualified(kb)
+    f = data.gather(kb, iri)
+    a = analyse(f)
+    return _report(f, a)
+
+
+def _report(f: ChainFacts, a: Analysis) -> Report:
+    from luma.experiments.stats import CONFIDENCE
+
+    e, x = f.entity, f.crossed
+    metrics = [c.metric for c in f.clauses]
+    qualification = "qualified" if not a.reasons else "not qualified: " + "; ".join(a.reasons)
+    facts = [
+        ("Workload", f"{e.get('workload', '?')} (model {e.get('model', '?')}, task {e.get('task', '?')})"),
+        ("Architecture", f"{e.get('architecture', '?')} ({local(e.get('archKind', '?'))}, {e.get('vendor', '?')})"),
+        ("Contract", f"{e.get('contract', '?')}: " + "; ".join(_clause_text(c) for c in f.clauses)),
+        ("Crossed dimension", x), ("Minimum PASS", f"{x} = {a.min_pass.text()}"),
+        ("Adjacent FAIL", f"{x} = {a.adj_fail.text()}"), ("Binding resource", f.binding),
+        ("Intervention", f"{e.get('intervention', '?')} ({local(e.get('ivKind', '?')).lower()})"),
+        ("Recovered", f"{'yes' if f.recovered else 'no'} ({_reps(f.repetitions)})"),
+        ("Frontier shift", _shift(a)), ("Evidence class", f.evidence),
+        ("Qualification", f"{qualification} ({f.rule_status})"),
+    ]
+    states = Table("table-states", ["dimension", "minimum PASS", "adjacent FAIL", "evidence"],
+                   [[d + (" (crossed)" if d == x else ""), f.pass_levels[d].text() if d in f.pass_levels else "—",
+                     f.fail_levels[d].text() if d in f.fail_levels else "—", f.evidence]
+                    for d in sorted(set(f.pass_levels) | set(f.fail_levels))], "The two states, level by level")
+    tele = Table("table-fail-telemetry", ["trial", "phase", "state", "verdict", "cause"] + [n for _, n in _TELEMETRY]
+                 + ["evidence"], [[str(t.sequence), t.phase, f"{x} = {t.levels[x].text()}" if x in t.levels else "-",
+                                   t.verdict, t.cause or "-", *_telemetry(t), t.evidence] for t in a.fail_trials],
+                 f"Telemetry of the FAIL trials at {x} = {a.adj_fail.text()}")
+    diag = Table("table-diagnosis", ["restored", "to", "verdict", "cause", "from", "evidence"], a.diagnosis,
+                 "Diagnosis: each candidate dimension restored alone at the FAIL state")
+    recov = Table("table-recovery", ["trial", "variant", "state", "verdict"] + metrics + [n for _, n in _TELEMETRY]
+                  + ["evidence"], [[str(t.sequence), t.variant, _restored(t, {}) if t.levels else "-", t.verdict,
+                                    *(_obs_cell(t, m) for m in metrics), *_telemetry(t), t.evidence]
+                                   for t in a.recovery], f"{a.treated} at the FAIL state")
+    frontier_rows = [] if a.requal_pass is None else [
+        [a.baseline, a.min_pass.text(), a.adj_fail.text(), f.evidence],
+        [a.treated, a.requal_pass.text(), a.requal_fail.text() if a.requal_fail else "below the levels tried",
+         f.evidence]]
+    frontier = Table("table-frontier", ["variant", "minimum PASS", "adjacent FAIL", "evidence"], frontier_rows,
+                     f"The boundary of {x} before and after the intervention")
+    trials = Table("table-trials", ["trial", "phase", x, "variant", "verdict", "cause"] + metrics + ["evidence"],
+                   [[str(t.sequence), t.phase, t.levels[x].text() if x in t.levels else "-", t.variant, t.verdict,
+                     t.cause or "-", *(_obs_cell(t, m) for m in metrics), t.evidence]
+                    for t in sorted(a.shown, key=lambda t: (t.levels.get(x, Level()).order(), t.variant, t.sequence))],
+                   f"Trials per level (percentiles with their {CONFIDENCE:.0%} bootstrap interval)")
+    source = (f"sprint `{f.sprint}` ({len(f.sprint_trials)} pex-trial records)" if f.sprint
+              else "the trials inside the chain record (no sprint trials in this KB)")
+    sections = [
+        Section("contract", "Contract", [f"The accepted service `{e.get('contract', '?')}`: every clause must hold "
+                                         f"in a trial for a PASS. Workload `{e.get('workload', '?')}` on "
+                                         f"{e.get('architecture', '?')}."],
+                [Table("table-clauses", ["metric", "op", "threshold"],
+                       [[c.metric, c.op, quantity(c.value, c.unit)] for c in f.clauses], "Contract clauses")]),
+        Section("boundary", "Minimum PASS and adjacent FAIL",
+                [f"Crossed dimension **{x}**: {a.min_pass.text()} passes, {a.adj_fail.text()} fails ({_fails(a)})."],
+                [states]),
+        Section("binding", "Binding resource and telemetry",
+                [_binding_text(f, a)],
+                [diag] + ([tele] if a.fail_trials else [])),
+        Section("intervention", "Intervention and recovery",
+                [f"`{e.get('intervention', '?')}` ({local(e.get('ivKind', '?')).lower()}) applied at "
+                 f"{x} = {a.adj_fail.text()}: recovered = {'yes' if f.recovered else 'no'}, "
+                 f"{_reps(f.repetitions)} under the same contract."],
+                [recov] if a.recovery else [],
+                empty="The chain record lists no recovery trials; it states the recovery and its repetitions only."),
+        Section("frontier", "Frontier shift and next binding",
+                [f"With {a.treated} in place the minimum PASS moves {_shift(a)}."
+                 + (f" Next binding resource: **{a.next_binding}**." if a.next_binding else
+                    " Nothing failed below it among the levels tried: the next boundary lies below them.")]
+                if a.requal_pass is not None else [],
+                [frontier] + ([Table("table-next-binding", ["restored", "to", "verdict", "cause", "from", "evidence"],
+                                     a.next_rows, "Diagnosis at the re-qualified FAIL state")] if a.next_rows else [])
+                if a.requal_pass is not None else [],
+                empty=("Not measured: the sprint re-qualified nothing (the intervention did not recover PASS at "
+                       "the FAIL level)." if f.sprint else
+                       "Not measured for this chain: only `luma sprint run` re-qualifies the boundary with the "
+                       "intervention in place, and no sprint trials of this chain are in the KB.")),
+        Section("trials", "Trials per level", [f"Source: {source}."] if a.shown else [],
+                [trials, *_plots(f, a)] if a.shown else [], empty="The chain record lists no trials."),
+        Section("decision", "Deployment decision", [decision(f, a)]),
+        Section("provenance", "Record and provenance", [], [Table("table-provenance", ["what", "value"], [
+            ["chain", f"`{f.iri}`"], ["record (sha256)", f"`{f.record.get('hash', '?')}`"],
+            ["ingested", f.record.get("at", "?")], ["submitter", f.record.get("who", "?")],
+            *([k, f.provenance[k]] for k in ("tool", "host", "startedAtTime", "gitRevision") if k in f.provenance),
+            *([k, ", ".join(v)] for k, v in sorted(f.environment.items())),
+            ["sprint", f.sprint or "—"]])]),
+    ]
+    return Report("boundary", f"Resource Boundary Report: {e.get('workload', '?')}, {x}",
+                  f"Contract `{e.get('contract', '?')}` on {e.get('architecture', '?')} — {f.evidence} evidence",
+                  facts, sections, callout=decision(f, a),
+                  footer=f"Made by `luma report boundary` from chain `{f.iri}` and {source}. "
+                         "Every table and plot names the evidence class of its figures.")

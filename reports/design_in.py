@@ -1,0 +1,213 @@
+"""The Design-In Report: hardware requirements with support counts and boundary ranges, the
+counter-evidence against each, recurring remedies, the derivation of each requirement down to
+its records, and the evidence of each class — measured, simulated, projected, vendor claim — in
+a section of its own (each says "none in this KB" when it has nothing).
+
+Everything comes from the facts the rules derive (`luma rules run`) and the records they rest
+on; `build(kb, scope=...)` returns a `Report` for `luma.reports.render.write`.
+"""
+
+from __future__ import annotations
+
+from luma.kb.vocab import EVIDENCE_CLASSES
+from luma.reports import design_in_data as data
+from luma.reports.derivation import compact
+from luma.reports.fmt import CLASS_ORDER, class_name, dim_key, local, num, quantity
+from luma.reports.plots import Span, bar_plot, range_plot, require
+from luma.reports.render import Plot, Report, Section, Table, Tree
+
+#: Rows per long table and requirements whose derivation is drawn.
+MAX_ROWS = 25
+_CLASS_TITLES = {"measured": "Measured evidence", "simulated": "Simulated evidence",
+                 "projected": "Projected evidence", "vendor-claim": "Vendor-claim evidence"}
+
+
+def _n(row: dict, key: str) -> str:
+    return num(float(row[key])) if row.get(key) not in (None, "") else "—"
+
+
+def _shown(rows: list, total: int, what: str) -> str:
+    return f"First {len(rows)} of {total} {what} shown." if total > len(rows) else ""
+
+
+def _chain_table(tid: str, rows: list[dict], total: int, caption: str, what: str) -> Table:
+    def level(row, key):
+        if row.get(key) is not None:
+            return quantity(float(row[key]), row.get("unit"))
+        return row.get(key + "Cat", "—")
+
+    return Table(tid, ["workload", "architecture", "crossed", "binding", "intervention", "PASS level",
+                       "FAIL level", "evidence"],
+                 [[r["workload"], r["architecture"], dim_key(r["crossed"]), dim_key(r["binding"]), r["intervention"],
+                   level(r, "pass"), level(r, "fail"), class_name(r["ec"])] for r in rows],
+                 caption, _shown(rows, total, what))
+
+
+def _requirements(reqs, bindings, counters) -> list[Section]:
+    req_rbs = {r["rb"] for r in reqs}
+    rows = [[f"**{dim_key(r['resource'])}**", r.get("confidence", "—"), _n(r, "workloads"), _n(r, "architectures"),
+             _n(r, "chains"),
+             *(quantity(float(r[k]), r["unit"]) if r.get(k) else "—" for k in ("min", "median", "max")),
+             str(counters.get(r["rb"], {}).get("n", "—"))] for r in reqs]
+    blocks: list = []
+    if rows:
+        blocks.append(Table("table-requirements", ["resource", "confidence", "workloads", "architectures", "chains",
+                                                   "boundary min", "median", "max", "counter-chains"], rows,
+                            "Hardware requirements (derived from measured, qualified boundaries only)"))
+        spans = [Span(dim_key(r["resource"]), float(r["min"]), float(r["median"]), float(r["max"]), r["unit"])
+                 for r in reqs if r.get("min")]
+        if spans:
+            blocks.append(Plot("plot-requirement-ranges", range_plot("plot-requirement-ranges",
+                                                                     "Boundary range per required resource", spans),
+                               "Minimum PASS levels of the supporting qualified boundaries per required resource: "
+                               "min–max bar, median diamond (measured)."))
+    others = [b for b in bindings if b["rb"] not in req_rbs]
+    if others:
+        blocks.append(Table("table-bindings-not-required", ["resource", "workloads", "architectures", "chains"],
+                            [[dim_key(b["resource"]), _n(b, "workloads"), _n(b, "architectures"), _n(b, "chains")]
+                             for b in others],
+                            "Recurring bindings that are not requirements (a software or partner remedy recovers "
+                            "enough of their chains, or the resource is the hierarchy's root)"))
+    return [Section("requirements", "Hardware requirements",
+                    ["A requirement is a resource binding in qualified chains across enough workloads and "
+                     "architectures that no recurring software or partner remedy makes unnecessary; the boundary "
+                     "range is taken over the minimum PASS levels of its supporting chains."],
+                    blocks, empty="No hardware requirement and no recurring binding: none in this KB.")]
+
+
+def _counter(reqs, counters) -> Section:
+    rows = [[dim_key(r["resource"]), ", ".join(counters[r["rb"]]["tasks"]) or "—", _n(r, "chains"),
+             str(counters[r["rb"]]["n"])] for r in reqs if r["rb"] in counters]
+    return Section("counter-evidence", "Counter-evidence",
+                   ["Qualified boundaries of the same task classes in which the resource (or one under it) did "
+                    "not bind (`luma kb query --name counter-chains` lists them)."],
+                   [Table("table-counter-evidence", ["requirement", "task classes", "supporting chains",
+                                                     "counter-chains"], rows, "Counter-evidence per requirement")]
+                   if rows else [], empty="No counter-evidence: none in this KB (no requirement).")
+
+
+def _remedies(rems, limit: int) -> Section:
+    rows = [[dim_key(r["resource"]), r["intervention"], local(r.get("kind", "?")).lower(), _n(r, "chains"),
+             _n(r, "workloads"), _n(r, "architectures")] for r in rems]
+    rows.sort(key=lambda x: (x[0], -float(x[3].replace(",", "")), x[1]))
+    return Section("remedies", "Recurring remedies",
+                   ["An intervention that recovers the same binding resource in several qualified boundaries."],
+                   [Table("table-remedies", ["resource", "intervention", "kind", "chains", "workloads",
+                                             "architectures"], rows[:limit], "Recurring remedies",
+                          _shown(rows[:limit], len(rows), "remedies"))] if rows else [],
+                   empty="No recurring remedy: none in this KB.")
+
+
+def _derivations(kb, reqs, limit: int) -> tuple[Section, dict]:
+    blocks, summary = [], {}
+    for r in reqs[:limit]:
+        root, info = compact(kb, r["hr"])
+        summary = summary or info
+        blocks.append(Tree(f"tree-{dim_key(r['resource'])}", root,
+                           f"Why {dim_key(r['resource'])} is required: {info['records']} supporting records"))
+    paras = ["Each requirement down to its records: the rule, version and parameters of every derived node, "
+             "how many supports it has (two followed), and the content hashes of the first records "
+             "(`luma kb explain IRI` prints the whole tree)."]
+    if len(reqs) > limit:
+        paras.append(f"The first {limit} of {len(reqs)} requirements are drawn.")
+    return Section("derivations", "Derivation of each requirement", paras, blocks,
+                   empty="Nothing to derive: none in this KB."), summary
+
+
+def _class_sections(r, counts: dict[str, dict[str, int]], limit: int) -> list[Section]:
+    out = [Section("evidence", "Evidence by class", ["Records per evidence class and kind. Only measured evidence "
+                                                     "qualifies a boundary; the other classes narrow the search "
+                                                     "and are reported apart."])]
+    kinds = sorted({k for per in counts.values() for k in per})
+    if kinds:
+        out[0].blocks = [
+            Table("table-evidence", ["evidence class", *kinds, "total"],
+                  [[c, *(str(counts.get(c, {}).get(k, 0)) for k in kinds), str(sum(counts.get(c, {}).values()))]
+                   for c in CLASS_ORDER], "Records by evidence class and kind"),
+            Plot("plot-evidence", bar_plot("plot-evidence", "Records by evidence class", CLASS_ORDER,
+                                           {k: [counts.get(c, {}).get(k, 0) for c in CLASS_ORDER] for k in kinds}),
+                 "Records per evidence class, stacked by record kind."),
+        ]
+    errors = data.model_errors(r)
+    machines = data.machines(r)
+    for cls in CLASS_ORDER:
+        iri = EVIDENCE_CLASSES[cls]
+        sec = Section(f"evidence-{cls}", _CLASS_TITLES[cls], level=3, empty="None in this KB.")
+        per = counts.get(cls, {})
+        if per:
+            sec.blocks.append(Table(f"table-{cls}-records", ["record kind", "records"],
+                                    [[k, str(n)] for k, n in sorted(per.items())], f"{cls} records by kind"))
+        if cls == "measured":
+            rows, total = data.qualified(r, limit)
+            sec.paragraphs.append(f"{total} qualified boundaries (measured, recovered, ≥ 3 repetitions, states "
+                                  "differing only in the crossed dimension).")
+            if rows:
+                sec.blocks.append(_chain_table("table-qualified", rows, total, "Qualified boundaries",
+                                               "qualified boundaries"))
+        else:
+            rows, total = data.unqualified(r, iri, limit)
+            sec.paragraphs.append(f"{total} {cls} PEX chains, reported as unqualified (never a boundary)."
+                                  if total else f"{cls.capitalize()} PEX chains: none in this KB.")
+            if rows:
+                sec.blocks.append(_chain_table(f"table-{cls}-chains", rows, total, f"Unqualified {cls} chains",
+                                               "chains"))
+        mine = [e for e in errors if class_name(e["ec"]) == cls]
+        if mine:
+            sec.blocks.append(Table(f"table-{cls}-model-error", ["contract", "metric", "trials", "median error",
+                                                                 "max error", "held-out median", "held-out max"],
+                                    [[e["contract"], e["metric"], _n(e, "trials"),
+                                      *(f"{float(e[k]):.1%}" if e.get(k) else "—"
+                                        for k in ("median", "max", "hmedian", "hmax"))] for e in mine],
+                                    "The analytical model's relative error against measured trials "
+                                    "(`luma model calibrate`)"))
+        elif cls == "simulated":
+            sec.paragraphs.append("Model error facts: none in this KB (`luma model calibrate` records them).")
+        mine = [m for m in machines if class_name(m["ec"]) == cls]
+        if mine:
+            sec.blocks.append(Table(f"table-{cls}-machines", ["machine", "architecture", "devices",
+                                                              "largest memory", "fastest memory", "power", "source"],
+                                    [[m["name"], m["architecture"], m["devices"],
+                                      quantity(float(m["capacity"]), "byte") if m.get("capacity") else "—",
+                                      quantity(float(m["bandwidth"]), "byte / second") if m.get("bandwidth") else "—",
+                                      quantity(float(m["power"]), "watt") if m.get("power") else "—",
+                                      m.get("source", "—")] for m in mine], f"Machine parameter records ({cls})"))
+        elif cls == "vendor-claim":
+            sec.paragraphs.append("Machine spec-sheet records: none in this KB (`luma kb ingest "
+                                  "experiments/machines/*.json` adds the shipped catalog).")
+        out.append(sec)
+    return out
+
+
+def build(kb, scope: str | None = None, max_rows: int = MAX_ROWS) -> Report:
+    """The Design-In Report of what `scope` may see (owner by default)."""
+    require()
+    r = data.Reader(kb, scope)
+    data.check_ready(r)
+    reqs = sorted(data.requirements(r), key=lambda x: dim_key(x["resource"]))
+    bindings = sorted(data.recurring_bindings(r), key=lambda x: dim_key(x["resource"]))
+    counters = data.counter_evidence(r)
+    rems = data.remedies(r)
+    counts: dict[str, dict[str, int]] = {}
+    for row in data.evidence_by_class(r):
+        counts.setdefault(class_name(row["ec"]), {})[row["kind"]] = int(row["records"])
+    derivations, rule = _derivations(kb, reqs, max_rows)
+    sections = [*_requirements(reqs, bindings, counters), _counter(reqs, counters), _remedies(rems, max_rows * 2),
+                derivations, *_class_sections(r, counts, max_rows)]
+    chains = {c: n.get("pex-chain", 0) for c, n in counts.items()}
+    qualified_total = data.qualified_count(r)
+    facts = [("Scope", r.label),
+             ("PEX chains", ", ".join(f"{chains.get(c, 0)} {c}" for c in CLASS_ORDER)),
+             ("Qualified boundaries", str(qualified_total)),
+             ("Recurring bindings", str(len(bindings))), ("Hardware requirements", str(len(reqs))),
+             ("Recurring remedies", str(len(rems)))]
+    if rule.get("rule"):
+        facts.append(("Requirement rule", f"{rule['rule']} v{rule['version']} ({', '.join(rule['parameters'])})"))
+    names = ", ".join(dim_key(x["resource"]) for x in reqs)
+    callout = (f"{len(reqs)} hardware requirement(s) from measured evidence: {names}." if reqs else
+               "No hardware requirement: no resource binds recurrently enough in qualified chains without a "
+               "remedy (see the recurring bindings and remedies below).")
+    return Report("design-in", "Design-In Report", f"Hardware requirements from the knowledge base (scope "
+                  f"`{r.label}`)", facts, sections, callout=callout,
+                  footer="Made by `luma report design-in` from the facts the rules derived at their last run "
+                         "(`luma rules run`) and the records behind them. Requirements and ranges rest on "
+                         "measured, qualified boundaries only.")

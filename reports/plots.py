@@ -1,0 +1,228 @@
+"""SVG plots for the reports, drawn with matplotlib and returned as text.
+
+Figures are made with `matplotlib.figure.Figure` (no pyplot: no global figure state, nothing to
+close) and saved as SVG with text kept as text (`svg.fonttype = none`: smaller, searchable), no
+date in the metadata and the plot's own id as the hash salt, so the same data gives the same
+bytes and two plots on one page never share an element id.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+from dataclasses import dataclass
+
+from luma.reports.fmt import axis_scale
+
+PALETTE = ["#1f5fa8", "#d9730d", "#2b8a3e", "#7048e8", "#c2255c", "#5c940d"]
+VERDICT_MARKERS = {"PASS": "o", "FAIL": "X", "INCONCLUSIVE": "^"}
+_HEAD = re.compile(r"\A.*?(?=<svg)", re.S)
+_METADATA = re.compile(r"\s*<metadata>.*?</metadata>", re.S)
+
+
+def require() -> None:
+    """ConfigError (one line, before any query runs) when matplotlib is not installed."""
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        from luma.errors import ConfigError
+
+        raise ConfigError("reports draw their plots with matplotlib, a dependency of luma: reinstall it "
+                          "(pip install -e .)") from None
+
+
+def _t(text: str) -> str:
+    """Text for matplotlib: a `$` would start mathtext."""
+    return str(text).replace("$", r"\$")
+
+
+def _svg(fig, plot_id: str) -> str:
+    """The figure as inline SVG (no XML declaration, DOCTYPE or metadata block)."""
+    import matplotlib
+
+    buf = io.StringIO()
+    with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": plot_id, "svg.id": f"svg-{plot_id}"}):
+        fig.savefig(buf, format="svg", bbox_inches="tight", metadata={"Date": None})
+    svg = _METADATA.sub("", _HEAD.sub("", buf.getvalue(), count=1), count=1).strip() + "\n"
+    return _own_ids(svg, plot_id)
+
+
+_ID = re.compile(r'\bid="([^"]+)"')
+
+
+def _own_ids(svg: str, plot_id: str) -> str:
+    """Every element id (matplotlib names groups `figure_1`, `axes_1` ... in every plot) prefixed
+    with the plot's id, references included, so that ids stay unique on a page of several plots."""
+    ids = set(_ID.findall(svg)) - {f"svg-{plot_id}"}
+    if not ids:
+        return svg
+
+    def fix(m: re.Match) -> str:
+        return f"{m.group(1)}{plot_id}-{m.group(2)}{m.group(3)}" if m.group(2) in ids else m.group(0)
+
+    return re.sub(r'(\bid="|href="#|url\(#)([^")]+)([")])', fix, svg)
+
+
+def standalone(svg: str) -> str:
+    """An inline SVG as a file of its own (the XML declaration back in front)."""
+    return '<?xml version="1.0" encoding="utf-8" standalone="no"?>\n' + svg
+
+
+def _figure(width: float, height: float):
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(width, height), dpi=100)
+    fig.patch.set_facecolor("white")
+    return fig
+
+
+def _log_wanted(values: list[float]) -> bool:
+    vals = [v for v in values if v is not None]
+    return bool(vals) and min(vals) > 0 and max(vals) / min(vals) > 20
+
+
+def _plain_log(axis) -> None:
+    """Log ticks at 1, 2, 5 × 10^k written as plain numbers (no mathtext, no crowded minor labels)."""
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
+    axis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+    axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    axis.set_minor_formatter(NullFormatter())
+
+
+@dataclass
+class Point:
+    """One trial on a trial plot: level position, value (canonical unit) and interval, verdict."""
+
+    x: int
+    value: float | None
+    lo: float | None
+    hi: float | None
+    verdict: str
+    series: str
+    note: str = ""
+
+
+def trial_plot(plot_id: str, title: str, levels: list[str], points: list[Point], unit: str | None,
+               threshold: float | None = None, op: str = "", boundary: float | None = None,
+               level_label: str = "level") -> str:
+    """Observed values per level (error bars: the confidence interval), the threshold as a line,
+    marker shape by verdict, colour by series; trials without a value sit on the bottom edge."""
+    from matplotlib.lines import Line2D
+
+    fig = _figure(7.2, 3.4)
+    ax = fig.add_subplot(1, 1, 1)
+    values = [v for p in points for v in (p.value, p.lo, p.hi) if v is not None]
+    scale, unit_label = axis_scale(unit, values + ([threshold] if threshold is not None else []))
+    series = list(dict.fromkeys(p.series for p in points))
+    colours = {s: PALETTE[i % len(PALETTE)] for i, s in enumerate(series)}
+    missing = False
+    for i, name in enumerate(series):
+        mine = [p for p in points if p.series == name]
+        offset = (i - (len(series) - 1) / 2) * 0.2
+        by_x: dict[int, list[Point]] = {}
+        for p in mine:
+            by_x.setdefault(p.x, []).append(p)
+        for x, group in sorted(by_x.items()):
+            for j, p in enumerate(group):
+                xpos = x + offset + (j - (len(group) - 1) / 2) * 0.05
+                marker = VERDICT_MARKERS.get(p.verdict, "o")
+                if p.value is None:
+                    missing = True
+                    ax.plot([xpos], [0.04], marker=marker, color=colours[name], alpha=0.55, markersize=7,
+                            linestyle="none", transform=ax.get_xaxis_transform(), clip_on=False)
+                    continue
+                y = p.value / scale
+                if p.lo is not None and p.hi is not None:
+                    ax.errorbar([xpos], [y], yerr=[[y - p.lo / scale], [p.hi / scale - y]], fmt="none",
+                                ecolor=colours[name], elinewidth=1.2, capsize=3)
+                ax.plot([xpos], [y], marker=marker, color=colours[name], markersize=7, linestyle="none",
+                        markeredgecolor="white" if marker == "o" else colours[name])
+    handles = [Line2D([], [], color=colours[s], marker="s", linestyle="none", label=_t(s)) for s in series]
+    handles += [Line2D([], [], color="#555555", marker=m, linestyle="none", label=v)
+                for v, m in VERDICT_MARKERS.items() if any(p.verdict == v for p in points)]
+    if threshold is not None:
+        ax.axhline(threshold / scale, color="#c92a2a", linestyle="--", linewidth=1.2)
+        handles.append(Line2D([], [], color="#c92a2a", linestyle="--",
+                              label=_t(f"threshold {op} {threshold / scale:.4g} {unit_label}".strip())))
+    if boundary is not None:
+        ax.axvline(boundary, color="#868e96", linestyle=":", linewidth=1.2)
+        handles.append(Line2D([], [], color="#868e96", linestyle=":", label="boundary"))
+    if missing:
+        handles.append(Line2D([], [], color="#555555", marker="X", alpha=0.55, linestyle="none",
+                              label="no value (failed run)"))
+    if _log_wanted(values + ([threshold] if threshold else [])):
+        ax.set_yscale("log")
+        _plain_log(ax.yaxis)
+    ax.set_xticks(range(len(levels)), [_t(x) for x in levels])
+    ax.set_xlim(-0.6, len(levels) - 0.4)
+    ax.set_xlabel(_t(level_label))
+    ax.set_ylabel(_t(f"{title} ({unit_label})" if unit_label else title))
+    ax.set_title(_t(title), fontsize=10)
+    ax.grid(axis="y", color="#e9ecef")
+    ax.legend(handles=handles, fontsize=8, frameon=False, loc="center left", bbox_to_anchor=(1.01, 0.5))
+    return _svg(fig, plot_id)
+
+
+@dataclass
+class Span:
+    """One row of a range plot: min, median and max of a quantity (canonical unit)."""
+
+    label: str
+    low: float
+    mid: float | None
+    high: float
+    unit: str | None
+    note: str = ""
+
+
+def range_plot(plot_id: str, title: str, spans: list[Span]) -> str:
+    """Min–median–max per row, one small axis each (rows have their own units)."""
+    fig = _figure(7.2, 0.85 * len(spans) + 0.7)
+    axes = fig.subplots(len(spans), 1, squeeze=False)[:, 0]
+    for ax, s in zip(axes, spans, strict=True):
+        vals = [v for v in (s.low, s.mid, s.high) if v is not None]
+        scale, unit_label = axis_scale(s.unit, vals)
+        lo, hi = s.low / scale, s.high / scale
+        ax.plot([lo, hi], [0, 0], color=PALETTE[0], linewidth=4, solid_capstyle="round")
+        ax.plot([lo, hi], [0, 0], linestyle="none", marker="|", markersize=14, color=PALETTE[0])
+        if s.mid is not None:
+            ax.plot([s.mid / scale], [0], marker="D", color=PALETTE[1], markersize=7, linestyle="none")
+        if _log_wanted(vals):
+            ax.set_xscale("log")
+            _plain_log(ax.xaxis)
+        pad = (hi - lo) * 0.15 or abs(hi) * 0.15 or 1.0
+        if ax.get_xscale() == "linear":
+            ax.set_xlim(lo - pad, hi + pad)
+        ax.set_yticks([0], [_t(s.label)])
+        ax.set_ylim(-1, 1)
+        ax.set_xlabel(_t(unit_label), fontsize=8, labelpad=1)
+        ax.tick_params(labelsize=8)
+        for side in ("top", "right", "left"):
+            ax.spines[side].set_visible(False)
+    axes[0].set_title(_t(title + "  (bar: min–max, ◆ median)"), fontsize=10)
+    fig.tight_layout()
+    return _svg(fig, plot_id)
+
+
+def bar_plot(plot_id: str, title: str, categories: list[str], stacks: dict[str, list[int]],
+             xlabel: str = "records") -> str:
+    """Horizontal stacked bars: one bar per category, one colour per stack, totals at the ends."""
+    fig = _figure(7.2, 0.5 * len(categories) + 1.2)
+    ax = fig.add_subplot(1, 1, 1)
+    left = [0] * len(categories)
+    for i, (name, counts) in enumerate(stacks.items()):
+        ax.barh(range(len(categories)), counts, left=left, color=PALETTE[i % len(PALETTE)], label=_t(name),
+                height=0.6)
+        left = [a + b for a, b in zip(left, counts, strict=True)]
+    for y, total in enumerate(left):
+        ax.text(total, y, f" {total}", va="center", fontsize=8)
+    ax.set_yticks(range(len(categories)), [_t(c) for c in categories])
+    ax.invert_yaxis()
+    ax.set_xlim(0, max(left + [1]) * 1.15)
+    ax.set_xlabel(_t(xlabel))
+    ax.set_title(_t(title), fontsize=10)
+    ax.legend(fontsize=8, frameon=False, loc="center left", bbox_to_anchor=(1.01, 0.5))
+    for side in ("top", "right"):
+        ax.spines[side].set_visible(False)
+    return _svg(fig, plot_id)

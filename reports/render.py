@@ -1,0 +1,183 @@
+"""The rendering layer every report shares: a report is data (sections of paragraphs, tables,
+plots and trees), and two Jinja2 templates turn it into `report.md` and one self-contained
+`report.html` (inline CSS, plots as inline `<svg>`: no scripts, fonts or other files).
+
+A report module (boundary, design-in, partner) only builds a `Report`; `write()` renders it.
+`reports/templates/report.{md,html}.j2` lay out any report; `<kind>.{md,html}.j2`, when present,
+extend them (a lead paragraph, a call-out). Output is a pure function of the `Report`: no clock,
+no random ids, so rendering the same KB twice gives the same bytes.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from luma.errors import LumaError
+
+TEMPLATES = Path(__file__).resolve().parent / "templates"
+
+
+class NothingToReport(LumaError):
+    """The KB holds nothing a report could be made of (no chain, no rules run ...)."""
+
+
+@dataclass
+class Table:
+    """Rows of text cells under named columns; `note` says what was left out."""
+
+    id: str
+    columns: list[str]
+    rows: list[list[str]]
+    caption: str = ""
+    note: str = ""
+
+
+@dataclass
+class Plot:
+    """One SVG figure (text from `luma.reports.plots`) with its caption."""
+
+    id: str
+    svg: str
+    caption: str
+
+
+@dataclass
+class Tree:
+    """A nested list: each node is {"text": str, "children": [...]} (a derivation tree)."""
+
+    id: str
+    root: dict
+    caption: str = ""
+
+
+@dataclass
+class Section:
+    """One headed part of a report. `empty` is printed when it has no blocks ("none in this KB")."""
+
+    id: str
+    title: str
+    paragraphs: list[str] = field(default_factory=list)
+    blocks: list = field(default_factory=list)
+    empty: str = ""
+    level: int = 2
+
+
+@dataclass
+class Report:
+    """What a template renders. `kind` picks `<kind>.md.j2` / `<kind>.html.j2` when present."""
+
+    kind: str
+    title: str
+    subtitle: str
+    facts: list[tuple[str, str]]
+    sections: list[Section]
+    callout: str = ""
+    footer: str = ""
+
+    def plots(self) -> list[Plot]:
+        return [b for s in self.sections for b in s.blocks if isinstance(b, Plot)]
+
+    def tables(self) -> list[Table]:
+        return [b for s in self.sections for b in s.blocks if isinstance(b, Table)]
+
+
+@dataclass
+class Written:
+    """Paths a render wrote and how long it took."""
+
+    markdown: Path
+    html: Path
+    plots: list[Path]
+    seconds: float
+
+    def paths(self) -> list[Path]:
+        return [self.markdown, self.html, *self.plots]
+
+
+# -- Jinja2 -------------------------------------------------------------------------------------
+
+_CODE = re.compile(r"`([^`]+)`")
+_BOLD = re.compile(r"\*\*([^*]+)\*\*")
+
+
+def _md_cell(text) -> str:
+    """A Markdown table cell: pipes escaped, one line."""
+    return str(text).replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
+
+
+def _inline(text):
+    """HTML of a paragraph: escaped, then the two bits of Markdown reports use (`code`, **bold**)."""
+    from markupsafe import Markup, escape
+
+    html = str(escape(str(text)))
+    html = _CODE.sub(r"<code>\1</code>", html)
+    return Markup(_BOLD.sub(r"<strong>\1</strong>", html))
+
+
+def _md_inline(text) -> str:
+    """Markdown of a paragraph: the text itself (it is written in Markdown's inline syntax)."""
+    return str(text)
+
+
+def environment():
+    """The Jinja2 environment over `reports/templates/`: autoescaping on for HTML templates."""
+    import jinja2
+
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(TEMPLATES)),
+        autoescape=lambda name: bool(name) and ".html" in name,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+    )
+    env.filters.update(md_cell=_md_cell, inline=_inline, md_inline=_md_inline)
+    env.tests.update(table=lambda b: isinstance(b, Table), plot=lambda b: isinstance(b, Plot),
+                     tree=lambda b: isinstance(b, Tree))
+    return env
+
+
+def _template(env, kind: str, ext: str):
+    name = f"{kind.replace('-', '_')}.{ext}.j2"
+    return env.get_template(name if (TEMPLATES / name).is_file() else f"report.{ext}.j2")
+
+
+def render_markdown(report: Report, env=None) -> str:
+    """The report as Markdown (plots referenced as `plots/<id>.svg`)."""
+    env = env or environment()
+    return _template(env, report.kind, "md").render(report=report)
+
+
+def render_html(report: Report, env=None) -> str:
+    """The report as one self-contained HTML page."""
+    from markupsafe import Markup
+
+    env = env or environment()
+    # The SVG is matplotlib's output (its text already escaped), embedded as markup.
+    svgs = {p.id: Markup(p.svg) for p in report.plots()}
+    return _template(env, report.kind, "html").render(report=report, svgs=svgs)
+
+
+def write(report: Report, out: Path) -> Written:
+    """Render `report` into the folder `out`: report.md, report.html and plots/<id>.svg."""
+    from luma.reports.plots import standalone
+
+    start = time.perf_counter()
+    out = Path(out)
+    try:
+        (out / "plots").mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise LumaError(f"cannot create the output folder: {exc.strerror}", source=str(out)) from None
+    env = environment()
+    md, html = out / "report.md", out / "report.html"
+    md.write_text(render_markdown(report, env), encoding="utf-8")
+    html.write_text(render_html(report, env), encoding="utf-8")
+    plots = []
+    for plot in report.plots():
+        path = out / "plots" / f"{plot.id}.svg"
+        path.write_text(standalone(plot.svg), encoding="utf-8")
+        plots.append(path)
+    return Written(md, html, plots, time.perf_counter() - start)

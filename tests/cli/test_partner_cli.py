@@ -1,0 +1,161 @@
+"""`luma partner add|list|show|remove` and `luma kb query --scope` through the CLI, with a temporary
+LUMA_HOME: bad input exits 1 with one line naming file and field, and leaves ledger and KB as they were."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from luma.cli.main import cli
+
+ROOT = Path(__file__).resolve().parents[2]
+KV = ROOT / "kb" / "examples" / "partner-kv-compression.toml"
+CXL = ROOT / "kb" / "examples" / "partner-cxl-expander.toml"
+CHAIN = ROOT / "kb" / "examples" / "embedding-minilm.json"
+GOOD = {"record_type": "intervention-parameters", "partner": "acme", "name": "kvz", "version": "1.0",
+        "integration_point": "driver", "data_classes": ["kv-cache"],
+        "effects": [{"data_class": "kv-cache", "capacity_effect": {"value": 1.5, "unit": "1"}}]}
+
+
+def run(*args: str, ok: bool = True):
+    result = CliRunner().invoke(cli, list(args), catch_exceptions=False)
+    if ok:
+        assert result.exit_code == 0, result.output
+    return result
+
+
+def state(home: Path) -> tuple:
+    """What a failed command must leave untouched: the ledger rows and every quad of the KB."""
+    export = run("kb", "export").output
+    stats = json.loads(run("kb", "stats", "--format", "json").output)
+    return stats["ledger_records"], stats["by_kind_and_evidence"], export
+
+
+def write(tmp_path: Path, name: str, doc) -> Path:
+    path = tmp_path / name
+    path.write_text(json.dumps(doc) if isinstance(doc, (dict, list)) else doc)
+    return path
+
+
+def test_add_list_show_remove(luma_home, tmp_path):
+    out = run("partner", "add", str(KV), str(CXL), "--format", "json").output
+    added = json.loads(out)
+    assert {r["partner"] for r in added} == {"kvzip-labs", "memfabric"} and {r["status"] for r in added} == {"added"}
+    again = json.loads(run("partner", "add", str(KV), "--format", "json").output)
+    assert again[0]["status"] == "duplicate"
+
+    listed = {r["partner"]: r for r in json.loads(run("partner", "list", "--format", "json").output)}
+    assert listed["kvzip-labs"]["records"] == 1 and listed["memfabric"]["data_classes"] == "embeddings, kv-cache, weights"
+    csv = run("partner", "list", "--format", "csv").output.splitlines()
+    assert csv[0].startswith("partner,records,removed") and len(csv) == 3
+
+    shown = json.loads(run("partner", "show", "kvzip", "--format", "json").output)
+    assert shown["record"]["partner"] == "kvzip-labs" and shown["status"] == "live"
+    assert {f["kind"]: f["si"] for f in shown["figures"]}["decode_throughput"] == pytest.approx(900e9)
+    by_hash = json.loads(run("partner", "show", shown["content_hash"][:10], "--format", "json").output)
+    assert by_hash["content_hash"] == shown["content_hash"]
+    partner = json.loads(run("partner", "show", "memfabric", "--format", "json").output)
+    assert [r["record"]["name"] for r in partner["records"]] == ["mf-cxl-x2"]
+    table = run("partner", "show", "mf-cxl-x2").output
+    assert "silicon_area" in table and "12.5 mm^2" in table
+
+    out = run("partner", "remove", "kvzip-labs", "--reason", "evaluation ended").output
+    assert "removed 1 record(s) of partner kvzip-labs" in out
+    listed = {r["partner"]: r for r in json.loads(run("partner", "list", "--format", "json").output)}
+    assert (listed["kvzip-labs"]["records"], listed["kvzip-labs"]["removed"]) == (0, 1)
+    assert json.loads(run("partner", "show", "kvzip", "--format", "json").output)["status"] == "removed"
+    q = "SELECT ?n WHERE { ?r luma:partnerName ?n ; a luma:InterventionParameterRecord }"
+    assert "kvzip-labs" not in run("kb", "query", q, "--format", "csv").output
+    run("kb", "rebuild")
+    assert "kvzip-labs" not in run("kb", "query", q, "--format", "csv").output
+    assert "memfabric" in run("kb", "query", q, "--format", "csv").output
+
+    refused = run("partner", "add", str(KV), ok=False)  # the same bytes cannot come back
+    assert refused.exit_code == 1 and "was removed on" in refused.output
+
+
+def test_remove_one_record_and_errors(luma_home, tmp_path):
+    second = write(tmp_path, "v2.json", {**GOOD, "version": "2.0"})
+    run("partner", "add", str(write(tmp_path, "v1.json", GOOD)), str(second))
+    shown = json.loads(run("partner", "show", "acme", "--format", "json").output)["records"]
+    v1 = next(r["content_hash"] for r in shown if r["record"]["version"] == "1.0")
+    run("partner", "remove", "acme", "--record", v1[:8])
+    listed = json.loads(run("partner", "list", "--format", "json").output)[0]
+    assert (listed["records"], listed["removed"]) == (1, 1)
+    for args, message in ((("partner", "remove", "nobody"), "unknown partner 'nobody'"),
+                          (("partner", "remove", "acme", "--record", v1[:8]), "removed already"),
+                          (("partner", "show", "nothing-like-it"), "no partner record")):
+        result = run(*args, ok=False)
+        assert result.exit_code == 1 and message in result.output and len(result.output.strip().splitlines()) == 1
+
+
+def test_partner_option_fills_and_refuses(luma_home, tmp_path):
+    anonymous = {k: v for k, v in GOOD.items() if k != "partner"}
+    path = write(tmp_path, "anon.yaml", json.dumps(anonymous))  # JSON is YAML
+    out = json.loads(run("partner", "add", str(path), "--partner", "zeta", "--format", "json").output)
+    assert out[0]["partner"] == "zeta"
+    refused = run("partner", "add", str(KV), "--partner", "zeta", ok=False)
+    assert refused.exit_code == 1 and f"{KV}: partner: the record names partner 'kvzip-labs'" in refused.output
+    assert run("partner", "add", str(KV), "--partner", "Bad Name", ok=False).exit_code == 2
+
+
+def _bad_cases() -> dict:
+    q = GOOD["effects"][0]
+    return {
+        "missing-unit": ({**GOOD, "power": {"value": 5}}, "power.unit"),
+        "wrong-dimension": ({**GOOD, "added_latency": {"value": 5, "unit": "GB"}}, "added_latency"),
+        "negative-ratio": ({**GOOD, "effects": [{**q, "capacity_effect": {"value": -1.5, "unit": "1"}}]},
+                           "effects[0].capacity_effect"),
+        "nan": (('record_type = "intervention-parameters"\npartner = "acme"\nname = "x"\nversion = "1"\n'
+                 'integration_point = "nic"\ndata_classes = ["io-buffers"]\n'
+                 'encode_throughput = { value = nan, unit = "GB/s" }\n'), "encode_throughput.value"),
+        "unknown-data-class": ({**GOOD, "data_classes": ["kv-cache", "tensors"]}, "data_classes[1]"),
+        "oversized": ("# " + "x" * (1024 * 1024) + "\n", None),
+        "not-a-partner-record": (json.loads(CHAIN.read_text()), "record_type"),
+    }
+
+
+@pytest.mark.parametrize("case", ["missing-unit", "wrong-dimension", "negative-ratio", "nan", "unknown-data-class",
+                                  "oversized", "not-a-partner-record"])
+def test_bad_input_exits_1_naming_file_and_field_and_writes_nothing(luma_home, tmp_path, case):
+    run("partner", "add", str(CXL))
+    run("kb", "ingest", str(CHAIN))
+    before = state(luma_home)
+    doc, field = _bad_cases()[case]
+    bad = write(tmp_path, "bad.toml" if isinstance(doc, str) else "bad.json", doc)
+    good = write(tmp_path, "good.json", GOOD)
+    result = run("partner", "add", str(good), str(bad), ok=False)  # the good file first: still nothing written
+    lines = result.output.strip().splitlines()
+    assert result.exit_code == 1 and len(lines) == 1, result.output
+    assert lines[0].startswith(f"Error: {bad}: ")
+    if field:
+        assert f"{bad}: {field}: " in lines[0]
+    else:
+        assert "over the partner record limit of 1048576 bytes" in lines[0]
+    assert state(luma_home) == before
+
+
+def test_nothing_is_created_when_the_first_command_fails(luma_home, tmp_path):
+    bad = write(tmp_path, "bad.json", {**GOOD, "power": {"value": 5}})
+    assert run("partner", "add", str(bad), ok=False).exit_code == 1
+    assert list(luma_home.iterdir()) == []
+    assert json.loads(run("partner", "list", "--format", "json").output) == []
+    assert list(luma_home.iterdir()) == []  # reading creates nothing either
+
+
+def test_kb_query_scope(luma_home):
+    run("partner", "add", str(KV), str(CXL))
+    run("kb", "ingest", str(CHAIN))
+    q = "SELECT DISTINCT ?n WHERE { ?r luma:partnerName ?n } ORDER BY ?n"
+    assert run("kb", "query", q, "--format", "csv").output.split() == ["n", "kvzip-labs", "memfabric"]
+    assert run("kb", "query", q, "--format", "csv", "--scope", "owner").output.split() == ["n", "kvzip-labs", "memfabric"]
+    assert run("kb", "query", q, "--format", "csv", "--scope", "partner:memfabric").output.split() == ["n", "memfabric"]
+    answer = json.loads(run("kb", "query", "--name", "qualified-boundaries", "--format", "json",
+                            "--scope", "partner:kvzip-labs").output)
+    assert answer["results"]["bindings"]  # the public chain is qualified and visible
+    unknown = run("kb", "query", q, "--scope", "partner:nobody", ok=False)
+    assert unknown.exit_code == 1 and "unknown partner 'nobody'" in unknown.output
+    assert run("kb", "query", q, "--scope", "everyone", ok=False).exit_code == 2
