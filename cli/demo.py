@@ -1,4 +1,6 @@
-"""`luma demo`: the main demo on the embedded default, end to end in a few seconds."""
+"""`luma demo`: the whole loop on the embedded default, end to end in about a minute: example
+records, a short qualification sprint measured here, the rules, `luma kb query`, a partner
+record and its projected evaluation, and the three reports."""
 
 from __future__ import annotations
 
@@ -15,10 +17,15 @@ from luma.cli.output import print_rows, print_sparql_table
 @click.command()
 @click.option("--home", "demo_home", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Project directory (default: $LUMA_HOME, else ./.luma-demo so a real project is not mixed with examples).")
-def demo(demo_home: Path | None) -> None:
-    """Ingest the shipped example records, load RDF, query, and show a rejected record.
+@click.option("--quick", is_flag=True, help="Only the example records and queries (no sprint, rules or reports).")
+@click.pass_context
+def demo(ctx: click.Context, demo_home: Path | None, quick: bool) -> None:
+    """The whole loop: example records and RDF, a rejected record, a short qualification sprint
+    (matvec-memory, measured on this machine), the rules, `luma kb query`, a partner's record with
+    its projected evaluation, and the Resource Boundary, Design-In and Partner Evaluation reports.
 
-    The examples are illustrative (their provenance says so), not measurements.
+    The example records are illustrative (their provenance says so), not measurements; the
+    sprint's are measured here.
     """
     from luma.errors import LumaError
     from luma.kb.knowledge_base import KnowledgeBase
@@ -57,4 +64,42 @@ def demo(demo_home: Path | None) -> None:
             click.secho("\n== luma kb stats", bold=True)
             st = base.stats()
             print_rows([{"what": k, "value": v} for k, v in st.items() if k != "by_kind_and_evidence"], ["what", "value"], "table")
+    if not quick:
+        _loop(ctx, home, examples)
     click.echo(f"Try: LUMA_HOME={home} luma kb query 'SELECT * WHERE {{ ?c a <https://w3id.org/luma/ns#BoundaryQualification> }}'")
+
+
+#: The partner evaluation of the demo: the shipped 2:1 KV codec on a KV-bound contract (projected).
+_PARTNER_ARGS = {"record_ref": "kvzip", "contract_ref": "llm-long-context", "space_ref": "llm-70b", "llm_ref": None,
+                 "state_text": "accelerator_type=nvidia-h100-sxm5-80gb,accelerator_count=2,precision=fp16",
+                 "repetitions": None}
+
+
+def _loop(ctx: click.Context, home: Path, examples) -> None:
+    """Sprint → rules → query → partner → reports, each step the command a user would type."""
+    from luma.cli.kb import query as query_cmd
+    from luma.cli.partner import add_cmd
+    from luma.cli.report import boundary_cmd, design_in_cmd, partner_cmd
+    from luma.cli.rules import run_cmd as rules_run
+    from luma.cli.sprint import run_cmd as sprint_run
+
+    click.secho("\n== luma sprint run matvec-memory   (a short qualification sprint, measured here)", bold=True)
+    ctx.invoke(sprint_run, contract_ref="matvec-memory", dimension=None, levels=None, intervention=None,
+               repetitions=None, start_level=None, use_model=False, record=True, fmt="table")
+    click.secho("\n== luma rules run", bold=True)
+    ctx.invoke(rules_run, params=(), full=False, workers=None, fmt="table")
+    click.secho("\n== luma kb query --name qualified-boundaries", bold=True)
+    ctx.invoke(query_cmd, sparql=None, query_file=None, query_name="qualified-boundaries", list_names=False,
+               timeout=60.0, scope="owner", fmt="table")
+    click.secho("\n== luma partner add partner-kv-compression.toml   (a partner's vendor claim)", bold=True)
+    with importlib.resources.as_file(examples / "partner-kv-compression.toml") as record:
+        ctx.invoke(add_cmd, files=(record,), name=None, submitter="luma-demo", fmt="table")
+    reports = home / "reports"
+    click.secho(f"\n== luma report boundary --latest --out {reports / 'boundary'}", bold=True)
+    ctx.invoke(boundary_cmd, chain=None, sprint=None, latest=True, out=reports / "boundary")
+    click.secho(f"\n== luma report design-in --out {reports / 'design-in'}", bold=True)
+    ctx.invoke(design_in_cmd, scope="owner", max_rows=25, out=reports / "design-in")
+    click.secho(f"\n== luma report partner kvzip --contract llm-long-context ... --out {reports / 'partner'}", bold=True)
+    ctx.invoke(partner_cmd, **_PARTNER_ARGS, scope="owner", out=reports / "partner")
+    click.secho(f"\nReports: {reports}/{{boundary,design-in,partner}}/report.html (and report.md)", bold=True)
+

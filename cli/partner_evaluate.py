@@ -61,25 +61,29 @@ def _fmt(v, unit: str = "") -> str:
     return f"{v:,.4g}"
 
 
-@click.command("evaluate")
-@click.argument("record_ref", metavar="RECORD")
-@click.option("--contract", "contract_ref", default="llm-chat", show_default=True,
-              help="Contract name or path (the model's own, e.g. llm-chat, or a sprint contract).")
-@click.option("--state", "state_text", help="Machine state, e.g. "
-              "'accelerator_type=nvidia-h100-sxm5-80gb,accelerator_count=4,precision=fp8' (as `luma model predict`).")
-@click.option("--llm", "llm_ref", help="The LLM served (preset such as llama-2-70b, or a config.json path); "
-              "default: the --space file's model.")
-@click.option("--space", "space_ref", help="A space file whose machines, prices, quality and accelerator counts to use.")
-@click.option("--repetitions", type=click.IntRange(1, 20), help="Repetitions per state in the experiment matrix "
-              "(default: the contract's sprint setting, else 3).")
-@click.option("--out", "out_path", type=click.Path(dir_okay=False, path_type=Path),
-              help="Write the evaluation and the frozen experiment matrix as JSON.")
-@format_option(choices=("table", "json"))
-def evaluate(record_ref, contract_ref, state_text, llm_ref, space_ref, repetitions, out_path, fmt) -> None:
-    """Project whether the intervention of RECORD (a record file, or an ingested record's hash
-    prefix or name) moves the accepted-service frontier of the contract after its own costs:
-    minimum machine state, concurrency, accelerator count, memory tier, cost and energy per
-    accepted output, the binding resource next; with the experiment matrix that proves it."""
+def evaluation_options(fn):
+    """The options `luma partner evaluate` and `luma report partner` share."""
+    options = [
+        click.argument("record_ref", metavar="RECORD"),
+        click.option("--contract", "contract_ref", default="llm-chat", show_default=True,
+                     help="Contract name or path (the model's own, e.g. llm-chat, or a sprint contract)."),
+        click.option("--state", "state_text", help="Machine state, e.g. "
+                     "'accelerator_type=nvidia-h100-sxm5-80gb,accelerator_count=4,precision=fp8' (as `luma model "
+                     "predict`)."),
+        click.option("--llm", "llm_ref", help="The LLM served (preset such as llama-2-70b, or a config.json path); "
+                     "default: the --space file's model."),
+        click.option("--space", "space_ref", help="A space file whose machines, prices, quality and accelerator "
+                     "counts to use."),
+        click.option("--repetitions", type=click.IntRange(1, 20), help="Repetitions per state in the experiment "
+                     "matrix (default: the contract's sprint setting, else 3)."),
+    ]
+    for option in reversed(options):
+        fn = option(fn)
+    return fn
+
+
+def run_evaluation(record_ref, contract_ref, state_text, llm_ref, space_ref, repetitions):
+    """(the evaluation as a dict, the InterventionParameters record) for the shared options."""
     from luma.cli.model import _calibration, _contract
     from luma.experiments.model import partner, space
 
@@ -88,7 +92,20 @@ def evaluate(record_ref, contract_ref, state_text, llm_ref, space_ref, repetitio
     base = space.load(space_ref, c) if space_ref else None
     ev = partner.evaluate(record, c, state_text, llm_ref=llm_ref, base=base, calibration=_calibration(),
                           source=source, repetitions=repetitions)
-    doc = ev.as_dict()
+    return ev.as_dict(), record
+
+
+@click.command("evaluate")
+@evaluation_options
+@click.option("--out", "out_path", type=click.Path(dir_okay=False, path_type=Path),
+              help="Write the evaluation and the frozen experiment matrix as JSON.")
+@format_option(choices=("table", "json"))
+def evaluate(record_ref, contract_ref, state_text, llm_ref, space_ref, repetitions, out_path, fmt) -> None:
+    """Project whether the intervention of RECORD (a record file, or an ingested record's hash
+    prefix or name) moves the accepted-service frontier of the contract after its own costs:
+    minimum machine state, concurrency, accelerator count, memory tier, cost and energy per
+    accepted output, the binding resource next; with the experiment matrix that proves it."""
+    doc, _ = run_evaluation(record_ref, contract_ref, state_text, llm_ref, space_ref, repetitions)
     if out_path:
         out_path.write_text(json.dumps(doc, indent=2, default=str) + "\n", encoding="utf-8")
     if fmt == "json":

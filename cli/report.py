@@ -8,6 +8,8 @@ from pathlib import Path
 
 import click
 
+from luma.cli.partner_evaluate import evaluation_options, run_evaluation
+
 _OUT = click.option("--out", "out", type=click.Path(file_okay=False, path_type=Path), required=True,
                     help="Folder to write report.md, report.html and plots/*.svg into (created if missing).")
 
@@ -61,3 +63,32 @@ def design_in_cmd(scope: str, max_rows: int, out: Path) -> None:
     with KnowledgeBase.open() as kb:
         rep = design_in.build(kb, scope=scope, max_rows=max_rows)
     _written(write(rep, out), start)
+
+
+@report.command("partner")
+@evaluation_options
+@click.option("--scope", default="owner", show_default=True,
+              help="Whose view: owner, or partner:NAME (then RECORD must be that partner's).")
+@_OUT
+def partner_cmd(record_ref, contract_ref, state_text, llm_ref, space_ref, repetitions, scope: str, out: Path) -> None:
+    """Partner Evaluation Report of RECORD (a record file, or an ingested record's hash prefix or
+    name): the partner's stated figures, the projected frontier change after its own costs, and
+    the frozen experiment matrix (also written as matrix.json) that a PEX sprint runs to prove it."""
+    import json
+
+    from luma.errors import ConfigError
+    from luma.kb.scope import Scope
+    from luma.reports import partner
+    from luma.reports.render import write
+
+    start = time.perf_counter()
+    wanted = Scope.parse(scope)
+    doc, record = run_evaluation(record_ref, contract_ref, state_text, llm_ref, space_ref, repetitions)
+    if wanted.partner is not None and wanted.partner != record.partner:
+        # A partner's report never shows another partner's record, whatever path it came by.
+        raise ConfigError(f"the record is {record.partner}'s, not {wanted.partner}'s", field="--scope")
+    written = write(partner.build(doc, record), out)
+    matrix = out / "matrix.json"
+    matrix.write_text(json.dumps(doc["matrix"], indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    _written(written, start)
+    click.echo(str(matrix))

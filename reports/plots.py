@@ -226,3 +226,24 @@ def bar_plot(plot_id: str, title: str, categories: list[str], stacks: dict[str, 
     for side in ("top", "right"):
         ax.spines[side].set_visible(False)
     return _svg(fig, plot_id)
+
+
+def change_plot(plot_id: str, title: str, labels: list[str], changes: list[float]) -> str:
+    """Diverging horizontal bars: the relative change of each figure (negative = less), labelled."""
+    fig = _figure(7.2, 0.45 * len(labels) + 1.2)
+    ax = fig.add_subplot(1, 1, 1)
+    pct = [100.0 * c for c in changes]
+    ax.barh(range(len(labels)), pct, color=[PALETTE[2] if p < 0 else PALETTE[1] for p in pct], height=0.6)
+    for y, p in enumerate(pct):
+        ax.text(p, y, f" {p:+.1f} %" if p >= 0 else f"{p:+.1f} % ", va="center", ha="left" if p >= 0 else "right",
+                fontsize=8)
+    ax.axvline(0, color="#444", linewidth=0.8)
+    ax.set_yticks(range(len(labels)), [_t(x) for x in labels])
+    ax.invert_yaxis()
+    span = max([abs(p) for p in pct] + [1.0]) * 1.35
+    ax.set_xlim(-span, span)
+    ax.set_xlabel(_t("change with the intervention, after its own costs (%)"))
+    ax.set_title(_t(title), fontsize=10)
+    for side in ("top", "right"):
+        ax.spines[side].set_visible(False)
+    return _svg(fig, plot_id)

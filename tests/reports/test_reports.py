@@ -276,3 +276,12 @@ def test_chromium_sees_every_section_table_and_plot(full_home, tmp_path, kind):
     assert dom.tags["svg"] == len(plots)
     assert "callout" in dom.ids and "title" in dom.ids and "facts" in dom.ids
     assert dom.repeated == []  # plots' own element ids included: each plot salts its hashes
+
+
+def test_the_demo_runs_the_whole_loop_and_writes_the_three_reports(demo_home):
+    # `luma demo`: sprint (measured), rules, query, partner record, and the three reports
+    for kind in ("boundary", "design-in", "partner"):
+        assert (demo_home / "reports" / kind / "report.html").is_file(), kind
+        assert (demo_home / "reports" / kind / "report.md").is_file(), kind
+    assert "Deploy" in (demo_home / "reports" / "boundary" / "report.md").read_text()
+    assert "**Verdict: gain.**" in (demo_home / "reports" / "partner" / "report.md").read_text()

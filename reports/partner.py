@@ -1,0 +1,135 @@
+"""The Partner Evaluation Report: what a partner states about its intervention, what the
+analytical model projects it does to the accepted-service frontier after its own costs (minimum
+machine state, concurrency, accelerator count, memory tier, cost and energy per accepted output,
+the resource that binds next), and the frozen experiment matrix a PEX sprint runs to prove it.
+
+Everything in it is **projected** (the model on datasheet and partner figures) or a **vendor
+claim** (the partner's record); nothing is measured until the matrix has been run.
+`build(evaluation, record)` takes `experiments.model.partner.evaluate(...).as_dict()` and the
+InterventionParameters record.
+"""
+
+from __future__ import annotations
+
+from luma.reports.fmt import bytes_text, num
+from luma.reports.plots import change_plot, require
+from luma.reports.render import Plot, Report, Section, Table
+
+_UNITS = {"memory_need_per_device": "B", "energy_per_request": "J", "energy_per_token": "J"}
+_FIGURES = ("accelerator_count", "max_concurrency", "memory_need_per_device", "binding", "binds_next",
+            "cost_per_hour", "cost_per_request", "cost_per_token", "energy_per_request", "energy_per_token")
+
+
+def _cell(value, unit: str = "") -> str:
+    if value is None:
+        return "—"
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return bytes_text(float(value)) if unit == "B" else f"{num(float(value))} {unit}".strip()
+    return str(value)
+
+
+def _state(state: dict | None) -> str:
+    return ", ".join(f"{k}={v}" for k, v in (state or {}).items()) or "—"
+
+
+def _quantity(q) -> str:
+    if q is None:
+        return "—"
+    # A ratio stated in "1" reads better as a plain number.
+    return num(float(q.value)) if q.unit.strip() in ("1", "", "dimensionless") else f"{num(float(q.value))} {q.unit}"
+
+
+def _record_sections(record) -> list[Section]:
+    facts = [["partner", record.partner], ["intervention", f"{record.name} {record.version} ({record.kind})"],
+             ["evidence class", record.evidence_class], ["integration point", record.integration_point],
+             ["data classes", ", ".join(record.data_classes)], ["formats", ", ".join(record.formats) or "—"],
+             ["access patterns", ", ".join(record.access_patterns) or "—"]]
+    for field in ("encode_throughput", "decode_throughput", "added_latency", "power", "silicon_area", "buffering",
+                  "metadata_overhead", "memory_management_overhead"):
+        facts.append([field.replace("_", " "), _quantity(getattr(record, field, None))])
+    effects = [[e.data_class, _quantity(e.compression_ratio), _quantity(e.capacity_effect),
+                _quantity(e.bandwidth_effect), e.conditions or "—"] for e in record.effects]
+    blocks = [Table("table-record", ["figure", "stated"], facts, "What the partner states (vendor claim)")]
+    if effects:
+        blocks.append(Table("table-record-effects", ["data class", "compression", "capacity effect",
+                                                     "bandwidth effect", "conditions"], effects,
+                            "Effects per data class, as stated"))
+    limits = [f"Limitation: {x}" for x in record.limitations]
+    paragraphs = limits + [f"Licensing: {record.licensing}" if record.licensing else "",
+                           f"Evaluation boundary: {record.evaluation_boundary}" if record.evaluation_boundary else ""]
+    return [Section("record", "The partner's record", [p for p in paragraphs if p], blocks)]
+
+
+def _frontier_section(ev: dict) -> Section:
+    ch = ev["changes"]
+    rows, labels, changes = [], [], []
+    for key in _FIGURES:
+        d = ch[key]
+        rows.append([key.replace("_", " "), _cell(d["before"], _UNITS.get(key, "")),
+                     _cell(d["after"], _UNITS.get(key, "")),
+                     "" if d.get("change") is None else f"{d['change']:+.1%}"])
+        if d.get("change") is not None and key not in ("accelerator_count",):
+            labels.append(key.replace("_", " "))
+            changes.append(float(d["change"]))
+    tier = ch["memory_tier"]
+    rows.append(["memory tier", tier["before"]["tier"], tier["after"]["tier"], ""])
+    rows.append(["minimum PASS state", _state(ch["min_state"]["before"]), _state(ch["min_state"]["after"]), ""])
+    blocks: list = [Table("table-frontier", ["figure", "baseline", "with the intervention", "change"], rows,
+                          f"Projected at {_state(ev['state'])} ({ev['model']}; cost in {ev['cost_unit']})")]
+    if labels:
+        blocks.append(Plot("plot-frontier-change", change_plot("plot-frontier-change",
+                                                               "Accepted-service figures after the intervention's costs",
+                                                               labels, changes),
+                           "Relative change of each figure with the intervention (its own costs included)"))
+    costs = [[k.replace("_", " "), _cell(v)] for k, v in sorted(ev["effects"].items())
+             if not isinstance(v, (list, dict)) and k != "notes"]
+    blocks.append(Table("table-effects", ["model input", "value"], costs,
+                        "How the model applied the record (capacity after metadata and memory-management overhead, "
+                        "added per-step latency, codec power, buffering)"))
+    return Section("frontier", "Frontier change after the intervention's own costs",
+                   [f"**Verdict: {ev['verdict']}.**", *ev["reasons"]], blocks)
+
+
+def _matrix_section(ev: dict) -> Section:
+    m = ev["matrix"]
+    rows = []
+    for conf in m["configurations"]:
+        for st in conf["states"]:
+            rows.append([conf["name"], st["role"], _state(st["state"]), st.get("predicted", "—"),
+                         st.get("binding") or "—"])
+    clauses = [[c.get("metric", "—"), c.get("op", ""), _cell(c.get("value")), c.get("unit", "")]
+               for c in m["accepted_service"]]
+    b = m["candidate_boundary"]
+    bound = [[name, _cell(side["accelerator_count"]["pass"]), _cell(side["accelerator_count"]["fail"]),
+              _cell(side["concurrency"]["pass"]), _cell(side["concurrency"]["fail"])] for name, side in b.items()]
+    return Section("matrix", "Qualification plan: the frozen experiment matrix",
+                   [f"A PEX sprint runs these states, {m['repetitions']} repetitions each, under contract "
+                    f"`{m['contract']['name']}`; matrix `{m['sha256'][:16]}` (sha256 of its JSON, written "
+                    "beside this report as `matrix.json`). Only its measured verdicts can qualify the gain."],
+                   [Table("table-matrix", ["configuration", "role", "state", "predicted", "binding"], rows,
+                          "Baseline vs intervention configurations"),
+                    Table("table-accepted-service", ["metric", "op", "value", "unit"], clauses,
+                          "Accepted-service metrics (the contract's clauses)"),
+                    Table("table-candidate-boundary", ["configuration", "accelerators PASS", "accelerators FAIL",
+                                                       "concurrency PASS", "concurrency FAIL"], bound,
+                          "Candidate boundary")])
+
+
+def build(ev: dict, record) -> Report:
+    """The report of one evaluation (`Evaluation.as_dict()`) of `record`."""
+    require()
+    rec = ev["record"]
+    evidence = Section("evidence", "Evidence", [
+        "Every figure of the frontier and the matrix is **projected**: the analytical model run on datasheet "
+        "figures, assumed efficiencies and the partner's stated figures. The record itself is a **"
+        f"{rec['evidence_class']}**. Neither qualifies anything: run the matrix with `luma sprint run`.",
+        *[f"Note: {n}" for n in ev["notes"]]])
+    return Report(
+        "partner", f"Partner Evaluation Report — {rec['partner']}/{rec['name']} {rec['version']}",
+        f"contract {ev['contract']} · {ev['model']} · {_state(ev['state'])}",
+        [("partner", rec["partner"]), ("intervention", f"{rec['name']} {rec['version']}"),
+         ("contract", ev["contract"]), ("model", ev["model"]), ("verdict", ev["verdict"]),
+         ("evidence", "projected")],
+        [*_record_sections(record), _frontier_section(ev), _matrix_section(ev), evidence],
+        callout=f"Verdict: {ev['verdict']} — {ev['reasons'][0]}" if ev["reasons"] else f"Verdict: {ev['verdict']}",
+        footer="Projected evidence; generated by luma report partner.")
