@@ -12,12 +12,11 @@ the same bytes: the ledger holds one copy of each content hash; change it (e.g. 
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-from luma.errors import ConfigError, RecordError, UnknownName
+from luma.errors import RecordError, UnknownName
 from luma.kb.records.intervention_params import InterventionParameters, PartnerRetraction
 
 #: Largest partner record file (bytes): a parameter record is a few KiB; anything near this is
@@ -29,16 +28,9 @@ _KINDS = ("intervention-parameters", "partner-retraction")
 
 def max_partner_file_bytes() -> int:
     """The partner file size limit (LUMA_MAX_PARTNER_FILE_BYTES, default 1 MiB)."""
-    raw = os.environ.get("LUMA_MAX_PARTNER_FILE_BYTES")
-    if raw is None:
-        return DEFAULT_MAX_PARTNER_FILE_BYTES
-    try:
-        value = int(raw)
-    except ValueError:
-        value = -1
-    if value < 1:
-        raise ConfigError(f"must be a positive whole number of bytes, got {raw!r}", source="LUMA_MAX_PARTNER_FILE_BYTES")
-    return value
+    from luma.kb.records.loader import bytes_limit
+
+    return bytes_limit("LUMA_MAX_PARTNER_FILE_BYTES", DEFAULT_MAX_PARTNER_FILE_BYTES)
 
 
 def read_partner_files(paths: list[Path], partner: str | None = None, home: Path | None = None) -> list:

@@ -54,17 +54,23 @@ class LoadedRecord:
         return self.model.evidence_class
 
 
-def max_file_bytes() -> int:
-    raw = os.environ.get("LUMA_MAX_RECORD_FILE_BYTES")
+def bytes_limit(variable: str, default: int) -> int:
+    """A file size limit from the environment variable `variable` (a positive whole number of
+    bytes), else `default`."""
+    raw = os.environ.get(variable)
     if raw is None:
-        return DEFAULT_MAX_FILE_BYTES
+        return default
     try:
         value = int(raw)
     except ValueError:
         value = -1
     if value < 1:
-        raise ConfigError(f"must be a positive whole number of bytes, got {raw!r}", source="LUMA_MAX_RECORD_FILE_BYTES")
+        raise ConfigError(f"must be a positive whole number of bytes, got {raw!r}", source=variable)
     return value
+
+
+def max_file_bytes() -> int:
+    return bytes_limit("LUMA_MAX_RECORD_FILE_BYTES", DEFAULT_MAX_FILE_BYTES)
 
 
 def read_documents(path: Path) -> Iterator[tuple[str, Any]]:
