@@ -159,7 +159,6 @@ class Engine:
     def _stratum(self, n: int, stratum: list[Analysed], mode: dict[str, str], ctx: "_Context") -> list:
         """Bring one stratum up to date: [(RuleRun, its derived quads or None if skipped, activity,
         the quads a delta run added or None)]."""
-        prev_valid = ctx.prev.valid
         members = [a.rule for a in stratum]
         runs = {r.id: RuleRun(r.id, n, mode=mode[r.id]) for r in members}
         acts = {r.id: activity_of(r, ctx.values[r.id]) for r in members}
@@ -170,6 +169,7 @@ class Engine:
         queries = {r.id: _with_provenance(r, render(r, ctx.values[r.id]), acts[r.id]) for r in members}
         own = {r.id: _activity_quads(r, acts[r.id], ctx.values[r.id]) for r in members}
         before = {r.id: self._before(ctx.state, r.id, ctx.prev) for r in members}
+        diff: dict = {}
         if _recursive(stratum):
             for r in members:
                 runs[r.id].mode = "full"
@@ -182,21 +182,23 @@ class Engine:
             for r in members:
                 t = time.perf_counter()
                 if mode[r.id] == "skip":
-                    after[r.id] = before[r.id]
+                    after[r.id], diff[r.id] = before[r.id], (set(), set())
                     continue
                 if mode[r.id] == "delta":  # new record graphs only: their facts add to the old
                     fresh = self.kb.store.query(queries[r.id], named_graphs=ctx.added).body
                     after[r.id] = before[r.id] | _to_quads(fresh, graph_of(r.id))
                 else:
                     after[r.id] = _to_quads(self.kb.store.query(queries[r.id]).body, graph_of(r.id)) | own[r.id]
-                self._apply(r.id, before[r.id], after[r.id])
+                diff[r.id] = (after[r.id] - before[r.id], before[r.id] - after[r.id])
+                self._apply(r.id, before[r.id], *diff[r.id])
                 runs[r.id].rounds, runs[r.id].seconds = 1, time.perf_counter() - t
+        out = []
         for r in members:
+            new, gone = diff[r.id] if r.id in diff else (after[r.id] - before[r.id], before[r.id] - after[r.id])
             run = runs[r.id]
-            run.facts, run.new = len(after[r.id]), len(after[r.id] - before[r.id])
-            run.removed = len(before[r.id] - after[r.id])
-        return [(runs[r.id], after[r.id], acts[r.id],
-                 after[r.id] - before[r.id] if mode[r.id] == "delta" and prev_valid else None) for r in members]
+            run.facts, run.new, run.removed = len(after[r.id]), len(new), len(gone)
+            out.append((run, after[r.id], acts[r.id], new if mode[r.id] == "delta" else None))
+        return out
 
     def _mode(self, rule: Rule, values: dict, prev: RunState, ctx: "_Context", deps, changed: set) -> str:
         """"skip", "delta" (a `reads: records` rule over the new record graphs) or "full"."""
@@ -235,15 +237,15 @@ class Engine:
         raise RuleError(f"stratum {n} ({', '.join(current)}) did not reach a fixpoint in {MAX_ROUNDS} rounds",
                         field="rules")
 
-    def _apply(self, rule_id: str, before: set[bytes], after: set[bytes]) -> None:
-        """Make the rule's derived graph hold `after`, writing only the difference. Large writes are
-        bulk loads, not transactions: ~10x faster here (DESIGN §9); a graph a crash leaves
-        half-written is recomputed by the next run (the cache token is only written at the end)."""
+    def _apply(self, rule_id: str, before: set[bytes], added: set[bytes], removed: set[bytes]) -> None:
+        """Take the rule's derived graph from `before` to `before - removed | added`, writing only
+        the difference. Large writes are bulk loads, not transactions: ~10x faster here (DESIGN §9);
+        a graph a crash leaves half-written is recomputed by the next run (the cache token is only
+        written at the end)."""
         store, g = self.kb.store, graph_of(rule_id)
-        removed, added = before - after, after - before
         if len(removed) > len(before) // 2:
             store.update(f"DROP SILENT GRAPH <{g}>")
-            removed, added = set(), after
+            removed, added = set(), (before - removed) | added
         tail = len(f" <{g}> .")
         gone = sorted(removed)
         for i in range(0, len(gone), 5000):
