@@ -8,6 +8,8 @@
 
 from __future__ import annotations
 
+import atexit
+import tempfile
 import os
 import shutil
 import socket
@@ -20,6 +22,14 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from hypothesis.configuration import set_hypothesis_home_dir
+
+# Hypothesis writes its example database under ./.hypothesis; every test module that uses it
+# shares this one temporary home instead, removed at exit, never in the repository.
+if not os.environ.get("HYPOTHESIS_STORAGE_DIRECTORY"):
+    _HYPOTHESIS_HOME = tempfile.mkdtemp(prefix="luma-test-hypothesis-")
+    atexit.register(shutil.rmtree, _HYPOTHESIS_HOME, ignore_errors=True)
+    set_hypothesis_home_dir(_HYPOTHESIS_HOME)
 
 #: Variables that would redirect a store or ledger away from the URLs the fixtures give.
 _LOCATION_VARS = ("LUMA_DB_URL", "LUMA_KB_URL", "LUMA_KB_QUERY_URL", "LUMA_KB_UPDATE_URL", "LUMA_KB_STORE_URL")

@@ -3,13 +3,10 @@ naming the field (hypothesis feeds many), formats, projection into the partner g
 
 from __future__ import annotations
 
-import atexit
 import copy
 import importlib.resources
 import json
 import math
-import os
-import shutil
 import tempfile
 import tomllib
 from datetime import date, datetime, timezone
@@ -21,7 +18,6 @@ import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from hypothesis.configuration import set_hypothesis_home_dir
 from rdflib import OWL, RDF, RDFS, Graph, Namespace
 
 from luma.errors import RecordError
@@ -32,11 +28,6 @@ from luma.kb.records.loader import validate_document
 from luma.kb.scope import partner_graph
 from luma.kb.shacl import default_checker
 from luma.kb.vocab import ENTITY_GRAPH, LUMA
-
-if not os.environ.get("HYPOTHESIS_STORAGE_DIRECTORY"):
-    _HYPOTHESIS_HOME = tempfile.mkdtemp(prefix="luma-test-hypothesis-")
-    atexit.register(shutil.rmtree, _HYPOTHESIS_HOME, ignore_errors=True)
-    set_hypothesis_home_dir(_HYPOTHESIS_HOME)
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = {name: ROOT / "kb" / "examples" / f"partner-{name}.toml" for name in ("kv-compression", "cxl-expander")}

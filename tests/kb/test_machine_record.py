@@ -2,14 +2,10 @@
 
 from __future__ import annotations
 
-import atexit
 import copy
 import importlib.resources
 import json
 import math
-import os
-import shutil
-import tempfile
 from datetime import datetime, timezone
 
 import jsonschema
@@ -17,7 +13,6 @@ import pyshacl
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from hypothesis.configuration import set_hypothesis_home_dir
 from rdflib import OWL, RDF, RDFS, Graph, Namespace
 
 from luma.errors import RecordError, UnknownName
@@ -27,11 +22,6 @@ from luma.kb.records.loader import validate_document
 from luma.kb.records.machine import MachineRecord, catalog, load_machine, machine_schema, stored_machines
 from luma.kb.shacl import default_checker
 from luma.kb.vocab import LUMA
-
-if not os.environ.get("HYPOTHESIS_STORAGE_DIRECTORY"):
-    _HYPOTHESIS_HOME = tempfile.mkdtemp(prefix="luma-test-hypothesis-")
-    atexit.register(shutil.rmtree, _HYPOTHESIS_HOME, ignore_errors=True)
-    set_hypothesis_home_dir(_HYPOTHESIS_HOME)
 
 ONTOLOGY = importlib.resources.files("luma.ontology")
 SH = Namespace("http://www.w3.org/ns/shacl#")

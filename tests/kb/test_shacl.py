@@ -2,12 +2,8 @@
 
 from __future__ import annotations
 
-import atexit
 import importlib.resources
 import json
-import os
-import shutil
-import tempfile
 from datetime import datetime, timezone
 from functools import lru_cache
 from pathlib import Path
@@ -17,7 +13,6 @@ import pyshacl
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from hypothesis.configuration import set_hypothesis_home_dir
 from rdflib import RDF, Graph, Namespace, URIRef
 
 from luma.errors import ConfigError, RecordError
@@ -26,13 +21,6 @@ from luma.kb.projection import LedgerMeta, project
 from luma.kb.records.loader import validate_document
 from luma.kb.shacl import ShapeChecker, default_checker
 from luma.kb.vocab import EVIDENCE_CLASSES, LUMA, PROV, QUDT, RDFS, XSD
-
-# Hypothesis's pytest plugin writes a cache under ./.hypothesis as soon as it collects a test
-# that uses it; keep that in a temporary directory, removed at exit, not in the repository.
-if not os.environ.get("HYPOTHESIS_STORAGE_DIRECTORY"):
-    _HYPOTHESIS_HOME = tempfile.mkdtemp(prefix="luma-test-hypothesis-")
-    atexit.register(shutil.rmtree, _HYPOTHESIS_HOME, ignore_errors=True)
-    set_hypothesis_home_dir(_HYPOTHESIS_HOME)
 
 ONTOLOGY = importlib.resources.files("luma.ontology")
 SH = Namespace("http://www.w3.org/ns/shacl#")
