@@ -64,7 +64,9 @@ def run(spec: dict) -> dict:
     import numpy as np
 
     # NumPy's BLAS allocates its per-thread buffers (~32 MiB) on first use: runtime, not service.
-    np.ones((64, 64), np.float32) @ np.ones((64, 64), np.float32)
+    # 256 x 256: OpenBLAS's SkylakeX kernels (AVX-512 hosts) serve small products (64 x 64) by a
+    # buffer-free path, so a smaller warm-up left the buffer to the service's first product.
+    np.ones((256, 256), np.float32) @ np.ones((256, 256), np.float32)
     tel["cores"] = len(os.sched_getaffinity(0))
     foot = _status()
     tel["runtime_footprint_bytes"] = foot["VmData"]
