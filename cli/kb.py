@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from luma.cli.output import echo_bytes, format_option, print_rows, print_sparql_table
+from luma.cli.output import echo_bytes, format_option, print_rows, print_sparql_table, submitter_option
 
 _EXTENSIONS = {
     ".ttl": "turtle", ".nt": "ntriples", ".nq": "nquads", ".trig": "trig",
@@ -18,9 +18,23 @@ EVIDENCE = click.Choice(["measured", "simulated", "projected", "vendor-claim"])
 
 
 def _open(sync: bool = True):
+    """The project's KB for a command that writes (waits per --wait / LUMA_WAIT)."""
     from luma.kb.knowledge_base import KnowledgeBase
 
     return KnowledgeBase.open(sync=sync)
+
+
+def open_for_reading():
+    """The project's KB for a command that only reads: concurrent with other readers, and with a
+    running writer it reads the state that writer started from (said on stderr)."""
+    from luma.kb.knowledge_base import KnowledgeBase
+
+    base = KnowledgeBase.open(read_only=True)
+    writer = base.snapshot_writer
+    if writer:
+        click.echo(f"note: pid {writer.get('pid')} ({writer.get('command', '?')}) is writing the knowledge base "
+                   f"since {writer.get('since', '?')}; this shows it as it was then", err=True)
+    return base
 
 
 @click.group()
@@ -36,14 +50,38 @@ def init() -> None:
         click.echo(f"LUMA project at {s.home}\n  ledger: {_safe(s.db_url)}\n  kb:     {s.kb_url}")
 
 
+#: Inputs up to this size are validated before the KB is opened (larger ones stream through it).
+PREVALIDATE_BYTES = 16 * 2**20
+
+
+def _total_bytes(files) -> int:
+    total = 0
+    for f in files:
+        try:
+            total += Path(f).stat().st_size
+        except OSError:
+            pass  # the reader names the file and why
+    return total
+
+
 @kb.command()
 @click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False, path_type=Path))
-@click.option("--submitter", default=None, help="Who submits (default: user@host).")
+@submitter_option()
 @format_option()
 def ingest(files: tuple[Path, ...], submitter: str | None, fmt: str) -> None:
     """Validate record FILES (JSON, JSONL, YAML) and add them, all or nothing."""
-    with _open() as base:
-        report = base.ingest(files, submitter)
+    from luma.kb.records.loader import iter_records
+    from luma.settings import Settings
+
+    if _total_bytes(files) <= PREVALIDATE_BYTES:
+        # Small input is validated whole before the KB is even opened: a refused file never
+        # waits for, locks or touches it.
+        records = list(iter_records(list(files), Settings.from_env().home))
+        with _open() as base:
+            report = base.ingest_records(records, submitter)
+    else:
+        with _open() as base:
+            report = base.ingest(files, submitter)
     rows = [
         {"source": r.source, "kind": r.kind, "evidence_class": r.evidence_class, "hash": r.content_hash[:16], "status": status}
         for status, recs in (("added", report.added), ("duplicate", report.duplicates))
@@ -73,7 +111,7 @@ def ingest(files: tuple[Path, ...], submitter: str | None, fmt: str) -> None:
 @click.option("--rdf-format", type=click.Choice(["turtle", "ntriples", "nquads", "trig", "jsonld"]), default=None,
               help="RDF syntax (default: from the file extension).")
 @click.option("--evidence-class", type=EVIDENCE, required=True, help="What kind of evidence these facts are.")
-@click.option("--submitter", default=None, help="Who submits (default: user@host).")
+@submitter_option()
 def load(file: Path, rdf_format: str | None, evidence_class: str, submitter: str | None) -> None:
     """Add a plain RDF FILE (Turtle, N-Triples, N-Quads, TriG, JSON-LD) as one record."""
     fmt = rdf_format or _EXTENSIONS.get(file.suffix.lower())
@@ -92,22 +130,32 @@ def load(file: Path, rdf_format: str | None, evidence_class: str, submitter: str
 @click.option("--file", "query_file", type=click.Path(dir_okay=False, path_type=Path), help="Read the query from a file.")
 @click.option("--name", "query_name", help="Run a named query (see --list).")
 @click.option("--list", "list_names", is_flag=True, help="List the named queries and exit.")
-@click.option("--timeout", type=click.FloatRange(min=0.001), default=60.0, show_default=True, help="Seconds before the query is abandoned.")
+@click.option("--timeout", type=click.FloatRange(min=0.001), default=60.0, show_default=True,
+              help="Seconds before the query is stopped.")
+@click.option("--memory", default=None, metavar="SIZE",
+              help="Memory the query may use, e.g. 2GiB (default: $LUMA_QUERY_MEMORY, else 4GiB).")
 @click.option("--scope", default="owner", show_default=True, metavar="owner|partner:NAME",
-              help="What the query sees: everything (owner), or the public facts and one partner's records.")
+              help="What the query sees: everything (owner), or the public facts and one partner's records. "
+                   "A view, not access control: see docs/security.md.")
 @format_option()
-def query(sparql, query_file, query_name, list_names, timeout, scope, fmt) -> None:
+def query(sparql, query_file, query_name, list_names, timeout, memory, scope, fmt) -> None:
     """Run a read-only SPARQL query (argument, --file or --name) over all named graphs, or over
-    what --scope partner:NAME may see (never another partner's records).
+    what --scope partner:NAME may see (never another partner's records). FROM / FROM NAMED are
+    honoured (within the scope).
 
     json output is the standard SPARQL 1.1 Query Results JSON format; csv is SPARQL CSV.
-    Updates, SERVICE and LOAD are refused.
+    Updates, SERVICE, LOAD and \\u escapes are refused. On the embedded store the query runs in a
+    child process without network access, stopped at --timeout, --memory or the answer size
+    limit ($LUMA_QUERY_MAX_ANSWER_BYTES, default 2GiB).
     """
-    from luma.errors import LumaError
-    from luma.kb.scope import Scope, scoped_query
+    import tempfile
 
+    from luma.errors import LumaError
+    from luma.kb.isolated_query import QueryLimits
     from luma.kb.named_queries import get_named_query, named_queries
-    from luma.kb.query_safety import check_read_only, with_prefixes
+    from luma.kb.query_safety import check_user_query
+    from luma.kb.scope import Scope, scoped_query
+    from luma.settings import MIN_QUERY_MEMORY, Settings, parse_size
 
     if list_names:
         rows = [{"name": q.name, "description": q.description} for q in named_queries().values()]
@@ -118,32 +166,67 @@ def query(sparql, query_file, query_name, list_names, timeout, scope, fmt) -> No
         raise click.UsageError("give exactly one of: a SPARQL argument, --file F, --name NAME")
     source = "query"
     if query_file:
-        try:
-            sparql = query_file.read_text()
-        except (OSError, UnicodeDecodeError) as exc:
-            raise click.ClickException(f"{query_file}: cannot read query ({exc})") from None
+        from luma.kb.input_files import QUERY_FILE, read_text
+
+        sparql = read_text(query_file, QUERY_FILE)  # untrusted: no FIFO, no device, 1 MiB
         source = str(query_file)
     elif query_name:
         sparql = get_named_query(query_name).sparql
         source = f"--name {query_name}"
-    kind = check_read_only(sparql, source)  # on the user's text: error positions are theirs
-    sparql = with_prefixes(sparql)  # `luma:` etc. work without PREFIX lines, as the README shows
     try:
         where = Scope.parse(scope)
+        settings = Settings.from_env()
+        limit = parse_size(memory, "--memory", settings.query_memory, MIN_QUERY_MEMORY)
     except LumaError as exc:
-        raise click.BadParameter(exc.message, param_hint="--scope") from None
-    with _open() as base:
-        answer = scoped_query(base, sparql, where, results="csv" if fmt == "csv" and kind != "graph" else "json",
-                              timeout=timeout, trusted=True)  # checked above, on the user's text
+        raise click.BadParameter(exc.message, param_hint=exc.source) from None
+    # LUMA's usual prefixes (`luma:` …) are declared in front; the check sees the text that runs.
+    checked = check_user_query(sparql, source)
+    limits = QueryLimits(timeout, limit, settings.query_answer_bytes)
+    results = "csv" if fmt == "csv" and checked.kind != "graph" else "json"
+    settings.home.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix=".luma-query-", dir=settings.home) as spool, open_for_reading() as base:
+        answer = scoped_query(base, checked, where, results=results, limits=limits, spool=Path(spool))
+        _print_answer(answer, fmt)
+
+
+#: Largest answer shown as a table (bigger ones: --format json or csv, streamed).
+TABLE_MAX_BYTES = 64 * 2**20
+
+
+def _print_answer(answer, fmt: str) -> None:
     if answer.kind == "graph":
-        echo_bytes(answer.body)
+        _stream(answer)
     elif fmt == "table":
+        if answer.size() > TABLE_MAX_BYTES:
+            raise click.ClickException(f"the answer is {answer.size() / 2**20:.0f} MiB: too large for a table; "
+                                       "use --format json or csv")
         print_sparql_table(answer.json())
     elif fmt == "json":
-        answer.json()  # refuse to pass on a truncated answer
-        echo_bytes(answer.body if answer.body.endswith(b"\n") else answer.body + b"\n")
+        if not answer.complete:
+            answer.json()  # refuse to pass on an answer that broke off
+        _stream(answer)
     else:
-        echo_bytes(answer.body)
+        _stream(answer)
+
+
+def _stream(answer) -> None:
+    """The answer to stdout as it is (streamed from its spool file), ending with a newline."""
+    import sys
+
+    sys.stdout.flush()
+    out = sys.stdout.buffer
+    answer.write_to(out)
+    if answer.size() and not _ends_with_newline(answer):
+        out.write(b"\n")
+    out.flush()
+
+
+def _ends_with_newline(answer) -> bool:
+    if answer.file is None:
+        return answer.body.endswith(b"\n")
+    with open(answer.file, "rb") as fh:
+        fh.seek(-1, 2)
+        return fh.read(1) == b"\n"
 
 
 @kb.command()
@@ -162,7 +245,7 @@ def explain(iri: str, depth: int, max_supports: int, fmt: str) -> None:
     from luma.rules.explain import explain as explain_tree
     from luma.rules.explain import records
 
-    with _open() as base:
+    with open_for_reading() as base:
         tree = explain_tree(base, iri, max_depth=depth, max_supports=max_supports)
     hashes = records(tree)
     if fmt == "json":
@@ -227,7 +310,7 @@ def _tree_lines(node: dict, prefix: str = "", last: bool = True, root: bool = Tr
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None, help="Write to a file instead of stdout.")
 def export(fmt: str, out: Path | None) -> None:
     """Export every named graph (N-Quads lines are sorted, so two exports diff cleanly)."""
-    with _open() as base:
+    with open_for_reading() as base:
         data = base.store.dump(fmt, sort=True)
     if out:
         out.write_bytes(data)
@@ -240,7 +323,7 @@ def export(fmt: str, out: Path | None) -> None:
 @format_option()
 def stats(fmt: str) -> None:
     """Counts: quads, record graphs, ledger records by kind and evidence class."""
-    with _open() as base:
+    with open_for_reading() as base:
         st = base.stats()
     if fmt == "json":
         click.echo(json.dumps(st, indent=2))

@@ -109,3 +109,21 @@ def _cell(value) -> str:
 def echo_bytes(data: bytes) -> None:
     sys.stdout.buffer.write(data)
     sys.stdout.buffer.flush()
+
+
+def submitter_option(help_text: str = "Who submits (default: user@host)."):
+    """`--submitter`, checked against the ledger's column before anything is read or written."""
+
+    def check(ctx, param, value):
+        if value is None:
+            return value
+        from luma.errors import LedgerError
+        from luma.kb.ledger import check_text
+
+        try:
+            check_text("submitter", value)
+        except LedgerError as exc:
+            raise click.BadParameter(exc.message) from None
+        return value
+
+    return click.option("--submitter", default=None, callback=check, help=help_text)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from luma.cli.output import format_option, print_rows
+from luma.cli.output import format_option, print_rows, submitter_option
 
 _SLUG = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
 
@@ -56,7 +56,7 @@ def partner() -> None:
 @partner.command("add")
 @click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--partner", "name", callback=_slug, help="The partner: fills records that name none, refuses others.")
-@click.option("--submitter", default=None, help="Who submits (default: user@host).")
+@submitter_option()
 @format_option()
 def add_cmd(files: tuple[Path, ...], name: str | None, submitter: str | None, fmt: str) -> None:
     """Validate intervention parameter FILES (TOML, YAML, JSON; at most 1 MiB each) and add
@@ -147,7 +147,7 @@ _SI = {"byte": "B", "byte / second": "B/s", "second": "s", "watt": "W", "dimensi
 @click.argument("name", metavar="PARTNER", callback=_slug)
 @click.option("--record", default=None, help="Only this record (content-hash prefix or record name).")
 @click.option("--reason", default=None, help="Why (kept in the retraction record).")
-@click.option("--submitter", default=None, help="Who removes (default: user@host).")
+@submitter_option("Who removes (default: user@host).")
 def remove_cmd(name: str, record: str | None, reason: str | None, submitter: str | None) -> None:
     """Withdraw a partner's records (all, or --record). The append-only ledger keeps them and
     records a retraction; the KB drops their graphs, and `luma kb rebuild` leaves them out."""

@@ -41,7 +41,7 @@ def boundary_cmd(chain: str | None, sprint: str | None, latest: bool, out: Path)
     if sum(bool(x) for x in (chain, sprint, latest)) > 1:
         raise click.UsageError("give one of CHAIN, --sprint ID or --latest")
     start = time.perf_counter()
-    with KnowledgeBase.open() as kb:
+    with KnowledgeBase.open(read_only=True) as kb:
         rep = boundary.build(kb, chain=chain, sprint=sprint)
     _written(write(rep, out), start)
 
@@ -60,7 +60,7 @@ def design_in_cmd(scope: str, max_rows: int, out: Path) -> None:
     from luma.reports.render import write
 
     start = time.perf_counter()
-    with KnowledgeBase.open() as kb:
+    with KnowledgeBase.open(read_only=True) as kb:
         rep = design_in.build(kb, scope=scope, max_rows=max_rows)
     _written(write(rep, out), start)
 

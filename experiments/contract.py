@@ -19,13 +19,10 @@ from luma.experiments import stats
 from luma.kb import units
 from luma.kb.records.pex_chain import Clause, Level, Name, StrictModel
 
-#: Metrics a clause may name, by the canonical unit their values convert to.
-METRIC_UNITS = {
-    "quality": ("dimensionless",),
-    "throughput": ("request / second", "hertz"),  # requests/s, or plain 1/s
-    "token_throughput": ("token / second", "hertz"),
-}
-#: Percentile metrics: `pNN_<kind>`, all times.
+#: Metrics a sprint can judge (its worker measures them); their units are the record layer's
+#: (`luma.kb.metrics`), which the clause itself checks.
+JUDGED = ("quality", "throughput", "token_throughput")
+#: Percentile metrics a sprint judges: `pNN_<kind>` (the worker keeps every sample of these).
 PERCENTILE_KINDS = ("latency", "ttft", "tpot")
 GENERATIVE_ONLY = ("ttft", "tpot", "token_throughput")
 
@@ -76,15 +73,14 @@ class Contract(StrictModel):
     sprint: SprintSpec | None = None
 
     @model_validator(mode="after")
-    def _metrics_known(self) -> "Contract":
+    def _metrics_judged(self) -> "Contract":
         for i, clause in enumerate(self.clauses):
-            want = metric_unit(clause.metric, field=f"clauses[{i}].metric")
+            if not judged(clause.metric):
+                known = ", ".join(JUDGED + tuple(f"pNN_{k}" for k in PERCENTILE_KINDS))
+                raise ValueError(f"clauses[{i}].metric: a sprint cannot judge metric {clause.metric!r} "
+                                 f"(it judges {known})")
             if clause.metric.split("_", 1)[-1] in GENERATIVE_ONLY and self.service != "decoder":
                 raise ValueError(f"clauses[{i}].metric: {clause.metric} needs a generative service")
-            got = units.normalise(1, clause.unit)[1]
-            if got not in want:
-                raise ValueError(f"clauses[{i}].unit: {clause.unit!r} does not fit {clause.metric} "
-                                 f"(expects {' or '.join(want)})")
         return self
 
     def percentile_clauses(self) -> list[tuple[Clause, float]]:
@@ -104,16 +100,10 @@ class Contract(StrictModel):
         return {"name": self.name, "clauses": [c.model_dump(exclude_none=True) for c in self.clauses]}
 
 
-def metric_unit(metric: str, field: str = "metric") -> tuple[str, ...]:
-    """The canonical units a clause metric accepts; an unknown metric is a ValueError."""
-    if metric in METRIC_UNITS:
-        return METRIC_UNITS[metric]
-    q = stats.quantile_of(metric)
+def judged(metric: str) -> bool:
+    """True for a metric a sprint can judge: one of JUDGED, or a `pNN_<kind>` percentile."""
     kind = metric.split("_", 1)[1] if "_" in metric else ""
-    if q is not None and kind in PERCENTILE_KINDS:
-        return ("second",)
-    known = ", ".join(sorted(METRIC_UNITS) + [f"pNN_{k}" for k in PERCENTILE_KINDS])
-    raise ValueError(f"{field}: unknown metric {metric!r} (known: {known})")
+    return metric in JUDGED or (stats.quantile_of(metric) is not None and kind in PERCENTILE_KINDS)
 
 
 def shipped() -> dict[str, Path]:
@@ -124,19 +114,19 @@ def shipped() -> dict[str, Path]:
 
 def load(ref: str | Path) -> Contract:
     """A contract from a TOML file path, or a shipped contract's name."""
+    from luma.kb.input_files import CONFIG_FILE, read_text
+    from luma.kb.records.documents import parse_toml
+
     path = Path(ref)
     if not path.is_file():
         named = shipped().get(str(ref))
-        if named is None:
+        if named is None and not path.exists():
             raise ConfigError(f"no contract file or shipped contract named {str(ref)!r} "
                               f"(shipped: {', '.join(sorted(shipped()))})", source=str(ref))
-        path = named
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"not valid TOML: {exc}", source=str(path)) from None
-    except OSError as exc:
-        raise ConfigError(f"cannot read: {exc.strerror}", source=str(path)) from None
+        path = named or path  # something that is not a regular file: read_text says what it is
+    # An untrusted file: at most LUMA_MAX_CONFIG_FILE_BYTES, never a FIFO or a device.
+    text = read_text(path, CONFIG_FILE)
+    data = parse_toml(text, str(path), error=ConfigError, invalid="not valid TOML")
     try:
         return Contract.model_validate(data)
     except ValidationError as exc:

@@ -22,10 +22,10 @@ from datetime import datetime, timezone
 from itertools import islice
 from pathlib import Path
 
-from luma.errors import RecordError, StoreError
-from luma.kb import pending, shacl
+from luma.errors import StoreBusy, StoreError
+from luma.kb import access, pending, reconcile, shacl
 from luma.kb.dimensions import ontology_files, record_dimensions
-from luma.kb.ledger import Ledger, LedgerEntry, NewRecord
+from luma.kb.ledger import Ledger, LedgerEntry, NewRecord, check_text
 from luma.kb.nquads import Batch
 from luma.kb.projection import LedgerMeta, project
 from luma.kb.records.loader import RECORD_TYPES, LoadedRecord, iter_records
@@ -39,6 +39,8 @@ from luma.settings import Settings
 
 _KB = "https://w3id.org/luma/id/kb"
 _REPLAY_TYPES = {**RECORD_TYPES, "rdf-document": RdfDocument}
+#: Seconds a reader waits for a running writer's read snapshot to appear (or the writer to end).
+READER_WAIT_S = 30.0
 #: Records validated and projected per chunk (the first chunk is smaller: the load starts sooner).
 CHUNK_RECORDS = 25_000
 FIRST_CHUNK_RECORDS = 2_000
@@ -129,35 +131,140 @@ class KnowledgeBase:
         self.ledger = ledger or Ledger(settings.db_url)
         self.store = store or open_store(settings.kb_url)
         self.dimensions = record_dimensions(settings.home)
+        #: The project lock this instance holds (embedded on-disk store), and for a reader that
+        #: came while a writer worked, the writer's read snapshot it reads (kb/access.py).
+        self._lock: access.ProjectLock | None = None
+        self._lease: access.SnapshotLease | None = None
 
     @property
     def checker(self) -> shacl.ShapeChecker:
         """The compiled shapes (loaded on first write: read-only commands never need them)."""
         return shacl.default_checker()
 
+    @property
+    def snapshot_writer(self) -> dict | None:
+        """For a reader reading a writer's snapshot: who writes (pid, command, since); else None."""
+        return self._lease.writer if self._lease is not None else None
+
     @classmethod
-    def open(cls, settings: Settings | None = None, *, sync: bool = True) -> "KnowledgeBase":
-        """Open (creating on first use) and catch the store up with the ledger."""
+    def open(cls, settings: Settings | None = None, *, sync: bool = True, read_only: bool = False,
+             wait: float | None = None) -> "KnowledgeBase":
+        """Open (creating on first use) and catch the store up with the ledger.
+
+        On the embedded on-disk store a writer waits up to `wait` seconds (default: settings.wait,
+        else 0) for the project lock; a reader (`read_only`) never writes, reads concurrently with
+        other readers, and reads a running writer's snapshot (kb/access.py)."""
         settings = settings or Settings.from_env()
         if settings.kb_url.startswith("oxigraph:") or settings.db_url.startswith("sqlite:"):
             settings.home.mkdir(parents=True, exist_ok=True)
-        kb = cls(settings)
-        kb.ledger.init()
+        path = Path(settings.kb_url.split(":", 1)[1]) if settings.kb_url.startswith("oxigraph:") else None
+        if path is None:
+            kb = cls(settings)
+            kb._catch_up(sync)
+            return kb
+        if read_only:
+            return cls._open_reader(settings, path, settings.wait if wait is None else wait)
+        return cls._open_writer(settings, path, (settings.wait or 0.0) if wait is None else wait, sync)
+
+    def _catch_up(self, sync: bool) -> None:
+        self.ledger.init()
         # An ingest killed before its ledger commit leaves speculative record graphs behind.
-        pending.recover(settings.home, kb.store, ledger=kb.ledger)
+        pending.recover(self.settings.home, self.store, ledger=self.ledger)
         if sync:
-            kb.sync()
+            self.sync()
+
+    @classmethod
+    def _open_writer(cls, settings: Settings, path: Path, wait: float, sync: bool) -> "KnowledgeBase":
+        from luma.kb.stores.embedded import EmbeddedStore
+
+        lock = access.ProjectLock(settings.home)
+        lock.acquire(exclusive=True, wait=wait)
+        kb = None
+        try:
+            kb = cls(settings, store=EmbeddedStore(path))
+            kb._lock = lock
+            kb._catch_up(sync)
+            # Readers that come while this writer works read the committed state from here.
+            access.publish_snapshot(kb.store.raw, settings.home)
+        except BaseException:
+            kb.close() if kb is not None else lock.release()
+            raise
         return kb
 
+    @classmethod
+    def _open_reader(cls, settings: Settings, path: Path, wait: float | None) -> "KnowledgeBase":
+        from luma.kb.stores.embedded import EmbeddedStore
+
+        wait = READER_WAIT_S if wait is None else wait
+        deadline = time.monotonic() + wait
+        repaired = False
+        while True:
+            lock = access.ProjectLock(settings.home)
+            if lock.try_acquire(exclusive=False):
+                kb = None
+                try:
+                    kb = cls(settings, store=EmbeddedStore(path, read_only=True))
+                    kb._lock = lock
+                    if repaired or not kb._needs_repair():
+                        return kb
+                except StoreError:
+                    if repaired:
+                        kb.close() if kb is not None else lock.release()
+                        raise
+                except BaseException:
+                    kb.close() if kb is not None else lock.release()
+                    raise
+                # Leftovers of a crash, records the KB lacks, a new ontology, no KB yet: a
+                # writer's job, done here if nobody writes (else that writer does it and we
+                # read its snapshot).
+                kb.close() if kb is not None else lock.release()
+                try:
+                    cls._open_writer(settings, path, 0.0, True).close()
+                    repaired = True
+                    continue
+                except StoreBusy:
+                    pass
+            lease = access.lease_snapshot(settings.home)
+            if lease is not None and lease.writer.get("pid") == access.holder_info(settings.home).get("pid"):
+                kb = cls(settings, store=EmbeddedStore(lease.path, read_only=True))
+                kb._lease = lease
+                return kb
+            if lease is not None:
+                lease.release()
+            if time.monotonic() >= deadline:
+                raise StoreBusy(access.busy_message(settings.home, wait), source=str(path))
+            time.sleep(0.05)
+
     def close(self) -> None:
-        self.store.close()
-        self.ledger.dispose()
+        try:
+            self.store.close()
+            self.ledger.dispose()
+        finally:
+            if self._lease is not None:
+                self._lease.release()
+                self._lease = None
+            if self._lock is not None:
+                if self._lock.exclusive:
+                    access.sweep(self.settings.home)  # this writer's snapshot, unless a reader holds it
+                self._lock.release()
+                self._lock = None
 
     def __enter__(self) -> "KnowledgeBase":
         return self
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+    def _needs_repair(self) -> bool:
+        """Whether a writer must open the store first: an abandoned ingest's marker, ledger
+        records beyond the watermark, or an ontology the store does not hold yet."""
+        if pending.markers(self.settings.home):
+            return True
+        self.ledger.init()
+        if self.watermark() < self.ledger.last_id():
+            return True
+        rows = self.store.select(f"SELECT ?h WHERE {{ <{_KB}> <{LUMA}ontologyHash> ?h }}", union=False)
+        return not rows or rows[0]["h"] != self._ontology_digest()[0]
 
     # -- bookkeeping kept in the store's default graph (never exported) ----------------------
 
@@ -170,9 +277,12 @@ class KnowledgeBase:
             f"DELETE WHERE {{ <{_KB}> <{LUMA}{prop}> ?x }} ; INSERT DATA {{ <{_KB}> <{LUMA}{prop}> {literal} }}"
         )
 
-    def _ensure_ontology(self) -> None:
+    def _ontology_digest(self) -> tuple[str, list]:
         files = ontology_files(self.settings.home)
-        digest = hashlib.sha256(b"".join(name.encode() + b"\0" + data for name, data in files)).hexdigest()
+        return hashlib.sha256(b"".join(name.encode() + b"\0" + data for name, data in files)).hexdigest(), files
+
+    def _ensure_ontology(self) -> None:
+        digest, files = self._ontology_digest()
         rows = self.store.select(f"SELECT ?h WHERE {{ <{_KB}> <{LUMA}ontologyHash> ?h }}", union=False)
         if rows and rows[0]["h"] == digest:
             return
@@ -200,10 +310,9 @@ class KnowledgeBase:
 
     def load_rdf(self, path: Path, fmt: str, evidence_class: str, submitter: str | None = None) -> IngestReport:
         """Add a plain RDF document as one record (its own named graph)."""
-        try:
-            data = Path(path).read_bytes()
-        except OSError as exc:
-            raise RecordError(f"cannot read file ({exc.strerror})", source=str(path)) from None
+        from luma.kb.input_files import RECORD_FILE, read_bytes
+
+        data = read_bytes(path, RECORD_FILE)  # untrusted: a regular file within the record limit
         rec_hash, doc = read_document(data, fmt, evidence_class, str(path))
         rec = LoadedRecord("rdf-document", doc, doc.model_dump_json(), rec_hash, str(path))
         return self._commit([rec], submitter or default_submitter())
@@ -214,6 +323,7 @@ class KnowledgeBase:
 
         A failure anywhere before the ledger commit drops whatever was loaded (kb/pending.py).
         """
+        check_text("submitter", submitter)  # before anything loads, on every ledger backend
         report = IngestReport()
         spent = report.seconds = {"validate": 0.0, "project+shapes": 0.0, "ledger": 0.0, "kb": 0.0}
         now = datetime.now(timezone.utc).replace(microsecond=0)
@@ -221,6 +331,7 @@ class KnowledgeBase:
         batch, checker = Batch(), self.checker
         seen: set[str] = set()
         loader: _BackgroundLoader | None = None
+        marker = pending.PendingIngest(home)
         try:
             for chunk in _timed_chunks(records, spent):
                 t0 = time.perf_counter()
@@ -234,6 +345,7 @@ class KnowledgeBase:
                 data: list[bytes] = []
                 subjects: set[str] = set()
                 for rec in fresh:
+                    check_text("source", rec.source, source=rec.source[:200])
                     w = project(rec.model, LedgerMeta(rec.content_hash, submitter, now), self.dimensions, batch)
                     checker.check(w.triples, rec.source, w.known)
                     data.append(w.data())
@@ -243,7 +355,7 @@ class KnowledgeBase:
                     if loader is None:
                         home.mkdir(parents=True, exist_ok=True)
                         loader = _BackgroundLoader(self.store)
-                    pending.note(home, [r.content_hash for r in fresh], sorted(subjects))  # before it loads
+                    marker.note([r.content_hash for r in fresh], sorted(subjects))  # before it loads
                     loader.submit(b"".join(data))
                 spent["project+shapes"] += time.perf_counter() - t0
             t1 = time.perf_counter()
@@ -261,12 +373,12 @@ class KnowledgeBase:
             if loader is not None:
                 loader.close(raise_errors=False)
                 try:
-                    pending.recover(home, self.store, ledger=self.ledger)
+                    marker.rollback(self.store, self.ledger)
                 except Exception:
-                    pass  # the marker stays and the next open retries; the first error is the news
+                    marker.release()  # the marker stays for the next open; the first error is the news
             raise
         if loader is not None:
-            pending.clear_marker(home)
+            marker.finish()
             # From here on the batch is committed: a failure below is healed by the next sync.
             loader.close()
         # sync() only has to advance the watermark, unless another writer's records came between.
@@ -287,16 +399,20 @@ class KnowledgeBase:
         last = mark
         quads = 0
         batch = Batch()
+        vouched: list[tuple[str, str]] = []  # (hash, kind) of every record the watermark passes
 
         def pending() -> Iterator[tuple[int, bytes]]:
             if projected:
                 # Right after an ingest the batch is already projected: read ids, not payloads,
                 # unless another writer's records also lie beyond the watermark.
                 light = self.ledger.hashes_after(mark)
-                if all(h in projected for _, h in light):
-                    yield from ((i, projected[h]) for i, h in light)
+                if all(h in projected for _, h, _ in light):
+                    for i, h, kind in light:
+                        vouched.append((h, kind))
+                        yield i, projected[h]
                     return
             for entry in self.ledger.after(mark):
+                vouched.append((entry.content_hash, entry.kind))
                 data = (projected or {}).get(entry.content_hash)
                 yield entry.id, data if data is not None else self._reproject(entry, batch)
 
@@ -315,9 +431,25 @@ class KnowledgeBase:
 
         self.store.bulk_load_nquads(chunks())
         drop_retracted(self.store)  # a partner's removed records stay out, after a rebuild too
+        quads += self._reload_missing(vouched)
         if last != mark:
             self._set_meta("projectedThrough", str(last))
         return quads
+
+    def _reload_missing(self, vouched: list[tuple[str, str]]) -> int:
+        """Load again, from the ledger, the records about to pass the watermark whose graph the
+        store lacks (kb/reconcile.py); return the quads loaded."""
+        missing = reconcile.missing_records(self.store, vouched)
+        if not missing:
+            return 0
+        batch = Batch()
+        data = b"".join(self._reproject(e, batch) for e in self.ledger.entries(missing))
+        self.store.bulk_load_nquads([data])
+        still = reconcile.missing_records(self.store, [(h, k) for h, k in vouched if h in set(missing)])
+        if still:
+            raise StoreError(f"{len(still)} record graph(s) did not load (first: {still[0][:16]}); "
+                             "run `luma kb rebuild`")
+        return data.count(b"\n")
 
     def _reproject(self, entry: LedgerEntry, batch: Batch) -> bytes:
         model_cls = _REPLAY_TYPES.get(entry.kind)

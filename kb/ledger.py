@@ -14,12 +14,17 @@ from datetime import datetime, timezone
 
 from sqlalchemy import event, func, insert, select, text
 from sqlalchemy.engine import Engine
-from sqlalchemy.exc import IntegrityError, OperationalError, SQLAlchemyError
+from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from sqlmodel import Field, SQLModel, create_engine
 
 from luma.errors import ConfigError, LedgerError
 
 _CHUNK = 500  # bound on IN (...) lists: SQLite allows 999 parameters per statement
+
+
+#: Longest text of each bounded column, in characters: checked before any write, the same on
+#: every database (SQLite would store longer text; PostgreSQL refused it, echoing the payload).
+MAX_LENGTHS = {"kind": 64, "content_hash": 64, "evidence_class": 32, "submitter": 256, "source": 1024}
 
 
 class LedgerRecord(SQLModel, table=True):
@@ -28,11 +33,11 @@ class LedgerRecord(SQLModel, table=True):
     __tablename__ = "ledger_record"
 
     id: int | None = Field(default=None, primary_key=True)
-    kind: str = Field(index=True, max_length=64)
-    content_hash: str = Field(unique=True, max_length=64)
-    evidence_class: str = Field(index=True, max_length=32)
-    submitter: str = Field(max_length=256)
-    source: str = Field(max_length=1024)
+    kind: str = Field(index=True, max_length=MAX_LENGTHS["kind"])
+    content_hash: str = Field(unique=True, max_length=MAX_LENGTHS["content_hash"])
+    evidence_class: str = Field(index=True, max_length=MAX_LENGTHS["evidence_class"])
+    submitter: str = Field(max_length=MAX_LENGTHS["submitter"])
+    source: str = Field(max_length=MAX_LENGTHS["source"])
     ingested_at: datetime
     schema_version: int
     payload: str
@@ -64,6 +69,22 @@ class NewRecord:
     source: str
     schema_version: int
     payload: str
+
+    def check(self) -> None:
+        """LedgerError naming the field when a text is longer than its column (or holds NUL)."""
+        check_text("submitter", self.submitter)
+        for name in ("kind", "content_hash", "evidence_class", "source"):
+            check_text(name, getattr(self, name), source=self.source[:200] if name != "source" else None)
+
+
+def check_text(field: str, value: str, source: str | None = None) -> None:
+    """LedgerError when `value` does not fit the ledger's `field` column."""
+    limit = MAX_LENGTHS[field]
+    if len(value) > limit:
+        raise LedgerError(f"is {len(value)} characters long, over the ledger's limit of {limit}", source=source,
+                          field=field)
+    if "\x00" in value:
+        raise LedgerError("holds a NUL character", source=source, field=field)
 
 
 _TRIGGERS = {
@@ -97,14 +118,20 @@ class Ledger:
         self._table = LedgerRecord.__table__
 
     def init(self) -> None:
-        """Create the table and its append-only triggers (idempotent)."""
-        try:
-            SQLModel.metadata.create_all(self.engine, tables=[self._table])
-            with self.engine.begin() as conn:
-                for stmt in _TRIGGERS.get(self.engine.dialect.name, []):
-                    conn.execute(text(stmt))
-        except OperationalError as exc:
-            raise LedgerError(f"cannot open ledger: {exc.orig}", source=_safe_url(self.url)) from None
+        """Create the table and its append-only triggers (idempotent; safe when several
+        processes open a new project at once)."""
+        for attempt in range(3):
+            try:
+                SQLModel.metadata.create_all(self.engine, tables=[self._table])
+                with self.engine.begin() as conn:
+                    for stmt in _TRIGGERS.get(self.engine.dialect.name, []):
+                        conn.execute(text(stmt))
+                return
+            except SQLAlchemyError as exc:
+                # create_all looks before it creates: another process may create in between.
+                if "already exists" in db_message(exc) and attempt < 2:
+                    continue
+                raise LedgerError(f"cannot open ledger: {db_message(exc)}", source=_safe_url(self.url)) from None
 
     def existing_hashes(self, hashes: Iterable[str]) -> set[str]:
         """The subset of `hashes` already in the ledger."""
@@ -121,6 +148,8 @@ class Ledger:
         """Append all records in one transaction (all or nothing); return them with ids."""
         if not records:
             return []
+        for r in records:
+            r.check()
         # In UTC, as `after` reads it back: the projection of an entry must not depend on
         # whether it came from here or from a replay.
         now = as_utc(at) if at is not None else datetime.now(timezone.utc).replace(microsecond=0)
@@ -141,7 +170,7 @@ class Ledger:
         except IntegrityError:
             raise LedgerError("a record of this batch was committed concurrently; nothing was written, retry") from None
         except SQLAlchemyError as exc:
-            raise LedgerError(f"ledger write failed, nothing was written: {exc}") from None
+            raise LedgerError(f"ledger write failed, nothing was written: {db_message(exc)}") from None
         return [LedgerEntry(id=ids[r["content_hash"]], **r) for r in rows]
 
     def after(self, last_id: int, batch: int = 5000) -> Iterator[LedgerEntry]:
@@ -157,11 +186,24 @@ class Ledger:
                 yield LedgerEntry(**{**m, "ingested_at": as_utc(m["ingested_at"])})
             last_id = rows[-1].id
 
-    def hashes_after(self, last_id: int) -> list[tuple[int, str]]:
-        """(id, content hash) of every record with id > last_id, in id order (no payloads)."""
+    def hashes_after(self, last_id: int) -> list[tuple[int, str, str]]:
+        """(id, content hash, kind) of every record with id > last_id, in id order (no payloads)."""
         c = self._table.c
         with self.engine.connect() as conn:
-            return [tuple(r) for r in conn.execute(select(c.id, c.content_hash).where(c.id > last_id).order_by(c.id))]
+            return [tuple(r) for r in conn.execute(select(c.id, c.content_hash, c.kind).where(c.id > last_id)
+                                                   .order_by(c.id))]
+
+    def entries(self, hashes: Iterable[str]) -> list[LedgerEntry]:
+        """The records with these content hashes, in id order."""
+        hashes = list(hashes)
+        col = self._table.c.content_hash
+        out: list[LedgerEntry] = []
+        with self.engine.connect() as conn:
+            for i in range(0, len(hashes), _CHUNK):
+                for row in conn.execute(select(self._table).where(col.in_(hashes[i:i + _CHUNK]))):
+                    m = row._mapping
+                    out.append(LedgerEntry(**{**m, "ingested_at": as_utc(m["ingested_at"])}))
+        return sorted(out, key=lambda e: e.id)
 
     def last_id(self) -> int:
         with self.engine.connect() as conn:
@@ -198,6 +240,14 @@ def payloads_of_kind(home, kind: str) -> list[tuple[str, str]]:
     finally:
         ledger.dispose()
     return [(h, payload) for h, payload in rows]
+
+
+def db_message(exc: SQLAlchemyError) -> str:
+    """The database's own reason, first line only: never SQLAlchemy's text, which carries the
+    statement and its parameters (a record's whole payload)."""
+    orig = getattr(exc, "orig", None)
+    text = str(orig) if orig is not None else type(exc).__name__
+    return (text.strip().splitlines() or [type(exc).__name__])[0][:200]
 
 
 def as_utc(value: datetime) -> datetime:

@@ -17,20 +17,13 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from luma.errors import RecordError, UnknownName
+from luma.kb.input_files import PARTNER_FILE
 from luma.kb.records.intervention_params import InterventionParameters, PartnerRetraction
 
-#: Largest partner record file (bytes): a parameter record is a few KiB; anything near this is
-#: not one. LUMA_MAX_PARTNER_FILE_BYTES overrides it.
-DEFAULT_MAX_PARTNER_FILE_BYTES = 1024 * 1024
+#: Largest partner record file (bytes; kb/input_files.py): LUMA_MAX_PARTNER_FILE_BYTES overrides it.
+DEFAULT_MAX_PARTNER_FILE_BYTES = PARTNER_FILE.default
 TOOL = "luma partner"
 _KINDS = ("intervention-parameters", "partner-retraction")
-
-
-def max_partner_file_bytes() -> int:
-    """The partner file size limit (LUMA_MAX_PARTNER_FILE_BYTES, default 1 MiB)."""
-    from luma.kb.records.loader import bytes_limit
-
-    return bytes_limit("LUMA_MAX_PARTNER_FILE_BYTES", DEFAULT_MAX_PARTNER_FILE_BYTES)
 
 
 def read_partner_files(paths: list[Path], partner: str | None = None, home: Path | None = None) -> list:
@@ -40,19 +33,11 @@ def read_partner_files(paths: list[Path], partner: str | None = None, home: Path
     from luma.kb.dimensions import record_dimensions
     from luma.kb.records.loader import read_documents, validate_document
 
-    limit = max_partner_file_bytes()
     dims = record_dimensions(home)
     out = []
     for path in paths:
         path = Path(path)
-        try:
-            size = path.stat().st_size
-        except OSError as exc:
-            raise RecordError(f"cannot read file ({exc.strerror})", source=str(path)) from None
-        if size > limit:
-            raise RecordError(f"file is {size} bytes, over the partner record limit of {limit} bytes "
-                              "(LUMA_MAX_PARTNER_FILE_BYTES)", source=str(path))
-        for label, doc in read_documents(path):
+        for label, doc in read_documents(path, PARTNER_FILE):
             source = f"{path}: {label}" if label else str(path)
             if hasattr(doc, "parse"):  # a JSON Lines record comes unparsed
                 doc = doc.parse()

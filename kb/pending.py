@@ -2,12 +2,18 @@
 
 An ingest loads its record graphs into the store *while* it still projects later records and
 writes the ledger (the bulk loader releases the GIL, so the two cores both work). Until the
-ledger commits, those graphs are speculative: the batch's record hashes are written to a marker
-file first (synced to disk), and
+ledger commits, those graphs are speculative. Each ingest keeps its own marker file
+(`pending-ingest-<pid>-<nonce>.jsonl` in the project directory): the batch's record hashes are
+written to it (synced to disk) before they load, and
 
-* if the ingest fails in-process, it drops the graphs it loaded (`rollback`);
-* if it is killed, the next open finds the marker and drops every graph of the batch the ledger
+* if the ingest fails in-process, it drops the graphs it loaded (`PendingIngest.rollback`);
+* if it is killed, a later open finds the marker and drops every graph of the batch the ledger
   does not hold (`recover`).
+
+A marker is locked (flock) by its ingest from before it is visible until it is removed, and the
+kernel releases the lock only when that process is gone. `recover` touches only markers it can
+lock: a live ingest's marker is never taken for a crash leftover, whichever process opens the
+KB meanwhile (on an endpoint KB any number may).
 
 Shared entity descriptions load in the same stream. The marker lists the subjects each chunk
 described first in its batch; a rollback deletes those that nothing refers to once the batch's
@@ -17,9 +23,12 @@ record that brought it, so it stays.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
+import secrets
 from collections.abc import Iterable
+from contextlib import contextmanager
 from pathlib import Path
 
 from luma.errors import StoreError
@@ -27,32 +36,80 @@ from luma.kb.scope import partner_graphs_of
 from luma.kb.stores.base import QuadStore
 from luma.kb.vocab import ENTITY_GRAPH, record_graph
 
-MARKER = "pending-ingest.json"
+#: The marker of earlier versions (one per project, unlocked): recovered like a dead ingest's.
+LEGACY_MARKER = "pending-ingest.json"
+_PREFIX = "pending-ingest-"
 #: DROP GRAPH operations per SPARQL update (~0.5-0.7 ms per graph on disk here).
 _DROPS_PER_UPDATE = 500
 
 
-def marker_path(home: Path) -> Path:
-    return Path(home) / MARKER
+class PendingIngest:
+    """The marker of one unfinished ingest, locked for as long as the ingest runs."""
+
+    def __init__(self, home: Path):
+        self.home = Path(home)
+        self.path: Path | None = None
+        self._fd: int | None = None
+        self.hashes: list[str] = []
+        self.subjects: list[str] = []
+
+    def note(self, hashes: list[str], subjects: list[str]) -> None:
+        """Durably add a chunk before any of it is loaded: its record hashes and the subjects of
+        the entity descriptions it writes first. One JSON line per chunk: a line torn by a crash
+        belongs to a chunk that never loaded."""
+        if self._fd is None:
+            self._create()
+        os.write(self._fd, (json.dumps({"record_hashes": hashes, "entity_subjects": subjects}) + "\n").encode())
+        os.fsync(self._fd)
+        self.hashes += hashes
+        self.subjects += subjects
+
+    def _create(self) -> None:
+        # Locked under a temporary name, then renamed: no process ever sees it unlocked.
+        name = f"{_PREFIX}{os.getpid()}-{secrets.token_hex(6)}.jsonl"
+        tmp = self.home / f".{name}.tmp"
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o644)
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        self.path = self.home / name
+        os.replace(tmp, self.path)
+        _sync_dir(self.home)
+        self._fd = fd
+
+    def rollback(self, store: QuadStore, ledger) -> None:
+        """Drop what this batch loaded and the ledger does not hold, then the marker."""
+        committed = ledger.existing_hashes(self.hashes) if self.hashes else set()
+        drop = [h for h in self.hashes if h not in committed]
+        if drop:
+            drop_graphs(store, drop)
+            drop_unreferenced(store, self.subjects)
+        self.finish()
+
+    def finish(self) -> None:
+        """Remove the marker (the batch is committed, or rolled back) and release it."""
+        if self.path is not None:
+            self.path.unlink(missing_ok=True)
+            _sync_dir(self.home)
+        self.release()
+
+    def release(self) -> None:
+        """Close the marker without removing it, as a killed process would."""
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
 
 
-def note(home: Path, hashes: list[str], subjects: list[str]) -> None:
-    """Durably add a chunk to the batch's marker before any of it is loaded: its record hashes
-    and the subjects of the entity descriptions it writes first. One JSON line per chunk: a
-    line torn by a crash belongs to a chunk that never loaded."""
-    path = marker_path(home)
-    with open(path, "a") as fh:
-        fh.write(json.dumps({"record_hashes": hashes, "entity_subjects": subjects}) + "\n")
-        fh.flush()
-        os.fsync(fh.fileno())
-    _sync_dir(path.parent)
+def markers(home: Path) -> list[Path]:
+    """Every pending-ingest marker in the project directory, live or abandoned."""
+    home = Path(home)
+    found = sorted(home.glob(f"{_PREFIX}*.jsonl")) if home.is_dir() else []
+    legacy = home / LEGACY_MARKER
+    return found + ([legacy] if legacy.is_file() else [])
 
 
-def read_marker(home: Path) -> tuple[list[str], list[str]] | None:
-    """(record hashes, entity subjects) of an unfinished batch, or None when there is none."""
-    path = marker_path(home)
+def read_marker(path: Path) -> tuple[list[str], list[str]] | None:
+    """(record hashes, entity subjects) of a marker, or None when it is gone."""
     try:
-        lines = path.read_text().splitlines()
+        lines = Path(path).read_text().splitlines()
     except FileNotFoundError:
         return None
     hashes: list[str] = []
@@ -69,14 +126,6 @@ def read_marker(home: Path) -> tuple[list[str], list[str]] | None:
                 f"unreadable pending-ingest marker, line {i + 1} ({exc}); run `luma kb rebuild`", source=str(path)
             ) from None
     return hashes, subjects
-
-
-def clear_marker(home: Path) -> None:
-    try:
-        marker_path(home).unlink()
-    except FileNotFoundError:
-        return
-    _sync_dir(Path(home))
 
 
 def drop_graphs(store: QuadStore, hashes: Iterable[str]) -> None:
@@ -122,23 +171,52 @@ def drop_unreferenced(store: QuadStore, subjects: list[str]) -> int:
 
 
 def recover(home: Path, store: QuadStore, ledger) -> int:
-    """Undo the speculative part of an unfinished batch; return the number of record graphs dropped.
+    """Undo the speculative part of every abandoned batch; return the record graphs dropped.
 
-    The ledger says which of the batch's records it holds (all or none, as it commits in one
-    transaction): those stay, the next sync completes them; the others' graphs go, and with
-    them the entity descriptions nothing refers to any more.
+    Abandoned = its marker can be locked (the ingest that held it is gone). The ledger says
+    which of the batch's records it holds (all or none, as it commits in one transaction):
+    those stay, the next sync completes them; the others' graphs go, and with them the entity
+    descriptions nothing refers to any more.
     """
-    marker = read_marker(home)
-    if marker is None:
-        return 0
-    hashes, subjects = marker
-    committed = ledger.existing_hashes(hashes)
-    drop = [h for h in hashes if h not in committed]
-    if drop:
-        drop_graphs(store, drop)
-        drop_unreferenced(store, subjects)
-    clear_marker(home)
-    return len(drop)
+    dropped = 0
+    for path in markers(home):
+        with _abandoned(path) as marker:
+            if marker is None:
+                continue
+            hashes, subjects = marker
+            committed = ledger.existing_hashes(hashes)
+            drop = [h for h in hashes if h not in committed]
+            if drop:
+                drop_graphs(store, drop)
+                drop_unreferenced(store, subjects)
+            path.unlink(missing_ok=True)
+            _sync_dir(Path(home))
+            dropped += len(drop)
+    return dropped
+
+
+@contextmanager
+def _abandoned(path: Path):
+    """The marker's content while holding its lock, or None when a live ingest holds it (or it
+    went meanwhile)."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except FileNotFoundError:
+        yield None
+        return
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            yield None  # its ingest is running
+            return
+        try:
+            same = os.fstat(fd).st_ino == os.stat(path).st_ino
+        except FileNotFoundError:
+            same = False
+        yield read_marker(path) if same else None
+    finally:
+        os.close(fd)
 
 
 def _sync_dir(path: Path) -> None:

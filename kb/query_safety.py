@@ -1,12 +1,29 @@
-"""The read-only query path: parse every user query and refuse what it must never run.
+"""The read-only query path: check the exact text the engine will run, refuse what it must never do.
 
-Oxigraph executes `SERVICE` and `LOAD` through its own HTTP client, with no switch to turn it
-off (DESIGN §9), so the query is *parsed* (rdflib's SPARQL grammar) and its syntax tree
-inspected before it reaches the engine; a regular expression would be fooled by comments,
-strings and prefixes.
+Oxigraph executes `SERVICE` through its own HTTP client with no switch to turn it off (DESIGN
+§9), and no SPARQL parser agrees with it on every quirk: rdflib expands `\\uXXXX` escapes over
+the whole text before parsing (as the SPARQL spec says), Oxigraph only inside strings and IRIs,
+so `BIND("\\u0022" AS ?a) SERVICE <…> {…} BIND("\\u0022" AS ?b)` was a string to rdflib and a
+federated call to Oxigraph. Hence three checks on one text, each enough to refuse:
+
+1. **No codepoint escapes** anywhere (`\\u`, `\\U`): with none, every parser reads the same
+   characters. Write the character itself.
+2. **A lexical scan of our own**, independent of any parser: strings, IRIs and comments are
+   blanked out by the SPARQL 1.1 terminal rules; every other word that spells SERVICE — in any
+   case, inside any bare word — is refused. Names that merely contain the word are told apart
+   only where the grammar leaves no doubt (variables, prefixed names, blank nodes, language
+   tags); elsewhere the scan errs on the side of refusing.
+3. **rdflib's parse tree**: no `ServiceGraphPattern`, a query (never an update), one of the
+   four query forms; it also yields the dataset clause (`FROM`, `FROM NAMED`).
+
+The text that passed is what runs: callers get a `CheckedQuery` and execute `checked.text`.
+Rule files go through the same checks (`refuse_remote`).
 """
 
 from __future__ import annotations
+
+import re
+from dataclasses import dataclass
 
 from pyparsing import ParseException, ParseResults
 from rdflib.plugins.sparql.parser import parseQuery, parseUpdate
@@ -14,28 +31,79 @@ from rdflib.plugins.sparql.parserutils import CompValue
 
 from luma.errors import QueryError, QueryRefused
 
-#: Syntax-tree nodes that would make the engine reach outside the knowledge base.
-_REMOTE_NODES = {"ServiceGraphPattern": "SERVICE (remote federation) is not allowed"}
 _KINDS = {"SelectQuery": "select", "AskQuery": "ask", "ConstructQuery": "graph", "DescribeQuery": "graph"}
+_SERVICE_REFUSED = "SERVICE (remote federation) is not allowed"
+
+# -- SPARQL 1.1 terminals (https://www.w3.org/TR/sparql11-query/#grammar), as the spec writes them.
+_PN_CHARS_BASE = (
+    "A-Za-z\u00C0-\u00D6\u00D8-\u00F6\u00F8-\u02FF\u0370-\u037D\u037F-\u1FFF\u200C-\u200D"
+    "\u2070-\u218F\u2C00-\u2FEF\u3001-\uD7FF\uF900-\uFDCF\uFDF0-\uFFFD\U00010000-\U000EFFFF"
+)
+_PN_CHARS_U = _PN_CHARS_BASE + "_"
+_PN_CHARS = _PN_CHARS_U + "\\-0-9\u00B7\u0300-\u036F\u203F-\u2040"
+_VARNAME = f"[{_PN_CHARS_U}0-9][{_PN_CHARS_U}0-9\u00B7\u0300-\u036F\u203F-\u2040]*"
+_PN_PREFIX = f"[{_PN_CHARS_BASE}](?:[{_PN_CHARS}.]*[{_PN_CHARS}])?"
+# PN_LOCAL without its PLX escapes (`%hh`, `\\.`): a name with one ends early here, so what
+# follows it is scanned as code -- stricter than the engine, never looser.
+_PN_LOCAL = f"[{_PN_CHARS_U}:0-9](?:[{_PN_CHARS}.:]*[{_PN_CHARS}:])?"
+_NAME_TOKEN = re.compile(
+    f"[?$]{_VARNAME}"  # variables
+    f"|_:[{_PN_CHARS_U}0-9](?:[{_PN_CHARS}.]*[{_PN_CHARS}])?"  # blank node labels
+    "|@[a-zA-Z]+(?:-[a-zA-Z0-9]+)*"  # language tags
+    f"|(?:{_PN_PREFIX})?:(?:{_PN_LOCAL})?"  # prefixed names
+)
+_BARE_WORD = re.compile(f"[{_PN_CHARS}]+")
+_IRIREF = re.compile(r'<[^<>"{}|^`\\\x00-\x20]*>')
+_ESCAPE = re.compile(r"\\[uU]")
+
+
+@dataclass(frozen=True)
+class CheckedQuery:
+    """A query that passed every check; `text` is exactly what may run.
+
+    `from_graphs` / `from_named` hold the query's dataset clause (FROM / FROM NAMED IRIs), both
+    None when it has none: the engine must then honour the clause instead of its own default
+    dataset (kb/scope.py)."""
+
+    text: str
+    kind: str
+    from_graphs: tuple[str, ...] | None = None
+    from_named: tuple[str, ...] | None = None
+
+    @property
+    def has_dataset(self) -> bool:
+        return self.from_graphs is not None or self.from_named is not None
 
 
 def with_prefixes(sparql: str) -> str:
     """The query with LUMA's usual prefixes (luma:, id:, dim:, prov:, rdf:, rdfs:, xsd:, qudt:,
     unit:, …) declared in front, except those the query declares itself."""
-    import re
+    return _prefix_head(sparql) + sparql
 
+
+def _prefix_head(sparql: str) -> str:
     from luma.kb.vocab import PREFIXES
 
     declared = {m.lower() for m in re.findall(r"(?i)\bPREFIX\s+([A-Za-z][\w.-]*)?:", sparql)}
     # One line, so that the line numbers of syntax errors stay the user's.
-    head = "".join(f"PREFIX {p}: <{iri}> " for p, iri in PREFIXES.items() if p.lower() not in declared)
-    return head + sparql
+    return "".join(f"PREFIX {p}: <{iri}> " for p, iri in PREFIXES.items() if p.lower() not in declared)
 
 
-def check_read_only(sparql: str, source: str = "query") -> str:
-    """Return the query kind (select, ask, graph) or raise QueryRefused / QueryError."""
+def check_user_query(sparql: str, source: str = "query") -> CheckedQuery:
+    """A user's query with LUMA's prefixes declared in front, checked as a whole (the text that
+    runs); positions in messages point into the user's own text."""
     if not sparql or not sparql.strip():
         raise QueryError("the query is empty", source=source)
+    head = _prefix_head(sparql)
+    return check_query(head + sparql, source, offset=len(head))
+
+
+def check_query(sparql: str, source: str = "query", *, offset: int = 0) -> CheckedQuery:
+    """Check a read-only query; QueryRefused (update, SERVICE, escapes) or QueryError (syntax).
+    `offset`: characters in front of line 1 that the user did not write (for positions)."""
+    if not sparql or not sparql.strip():
+        raise QueryError("the query is empty", source=source)
+    refuse_remote(sparql, source, offset=offset)
     try:
         tree = parseQuery(sparql)
     except ParseException as exc:
@@ -44,30 +112,158 @@ def check_read_only(sparql: str, source: str = "query") -> str:
                 "updates (INSERT, DELETE, LOAD, CLEAR, DROP, …) are not allowed: `luma kb query` is read-only",
                 source=source,
             ) from None
-        raise QueryError(f"invalid SPARQL at line {exc.lineno}, column {exc.col}: {exc.msg}", source=source) from None
+        col = exc.col - offset if exc.lineno == 1 else exc.col
+        raise QueryError(f"invalid SPARQL at line {exc.lineno}, column {max(col, 1)}: {exc.msg}",
+                         source=source) from None
+    except RecursionError:
+        raise QueryError("the query is nested too deeply", source=source) from None
     names = set(_node_names(tree))
-    for node, message in _REMOTE_NODES.items():
-        if node in names:
-            raise QueryRefused(message, source=source)
-    for node, kind in _KINDS.items():
-        if node in names:
-            return kind
-    raise QueryError("unsupported query form", source=source)
+    if "ServiceGraphPattern" in names:
+        raise QueryRefused(_SERVICE_REFUSED, source=source)
+    kind = next((k for node, k in _KINDS.items() if node in names), None)
+    if kind is None:
+        raise QueryError("unsupported query form", source=source)
+    default, named = _dataset_clause(tree, source)
+    return CheckedQuery(sparql, kind, default, named)
+
+
+def check_read_only(sparql: str, source: str = "query") -> str:
+    """The query kind (select, ask, graph) of a checked query; see `check_query`."""
+    return check_query(sparql, source).kind
+
+
+def refuse_remote(text: str, source: str, field: str | None = None, offset: int = 0) -> None:
+    """Refuse codepoint escapes and the SERVICE keyword in a SPARQL text (query or rule body),
+    by a lexical scan that does not depend on any parser's quirks."""
+    m = _ESCAPE.search(text)
+    if m:
+        line, col = _position(text, m.start(), offset)
+        raise QueryRefused(
+            f"\\u/\\U escapes are not allowed (line {line}, column {col}): SPARQL engines disagree on where "
+            "they apply; write the character itself", source=source, field=field)
+    code = code_only(text, source, field, offset)
+    for word in _bare_words(code):
+        if "service" in word.casefold():
+            raise QueryRefused(_SERVICE_REFUSED if word.casefold() == "service" else
+                               f"{_SERVICE_REFUSED} (the word {word!r} contains it; write such an IRI in full, "
+                               "<…>)", source=source, field=field)
+
+
+def code_only(text: str, source: str = "query", field: str | None = None, offset: int = 0) -> str:
+    """`text` with every string literal, IRI and comment blanked out (same length, so positions
+    stay): what remains is what the grammar reads as keywords, names, numbers and punctuation."""
+    out = []
+    i, n = 0, len(text)
+    while i < n:
+        c = text[i]
+        if c == "\\":
+            # Outside strings only a prefixed name's local part escapes (`ex:a\\#b`): the escaped
+            # character is a name character, never a comment, string or IRI start.
+            out.append(text[i:i + 2])
+            i += 2
+        elif c == "#":
+            end = _line_end(text, i)
+            out.append(" " * (end - i))
+            i = end
+        elif c in "\"'":
+            end = _string_end(text, i, source, field, offset)
+            out.append(" " * (end - i))
+            i = end
+        elif c == "<" and (m := _IRIREF.match(text, i)):
+            out.append(" " * (m.end() - i))
+            i = m.end()
+        else:
+            out.append(c)
+            i += 1
+    return "".join(out)
+
+
+def _line_end(text: str, i: int) -> int:
+    m = re.compile(r"[\n\r]").search(text, i)
+    return m.start() if m else len(text)
+
+
+def _string_end(text: str, i: int, source: str, field: str | None, offset: int) -> int:
+    """End (exclusive) of the string literal opening at i: STRING_LITERAL1/2 and their LONG forms,
+    with ECHAR escapes; an unterminated one is a syntax error."""
+    q = text[i]
+    long_form = text.startswith(q * 3, i)
+    j = i + (3 if long_form else 1)
+    n = len(text)
+    while j < n:
+        c = text[j]
+        if c == "\\":
+            j += 2
+            continue
+        if long_form:
+            if text.startswith(q * 3, j):
+                return j + 3  # the first triple quote ends it (the spec's rule)
+        elif c == q:
+            return j + 1
+        elif c in "\n\r":
+            break
+        j += 1
+    line, col = _position(text, i, offset)
+    raise QueryError(f"unterminated string literal at line {line}, column {col}", source=source, field=field)
+
+
+def _bare_words(code: str):
+    """Words of `code` that are not variables, prefixed names, blank nodes or language tags."""
+    i, n = 0, len(code)
+    while i < n:
+        m = _NAME_TOKEN.match(code, i)
+        if m and m.end() > i:
+            i = m.end()
+            continue
+        w = _BARE_WORD.match(code, i)
+        if w:
+            yield w.group(0)
+            i = w.end()
+        else:
+            i += 1
+
+
+def _position(text: str, index: int, offset: int = 0) -> tuple[int, int]:
+    """1-based line and column of `index`; `offset` characters of line 1 are not the user's."""
+    line = text.count("\n", 0, index) + 1
+    col = index - (text.rfind("\n", 0, index) + 1) + 1
+    return line, col - offset if line == 1 else col
+
+
+def _dataset_clause(tree, source: str) -> tuple[tuple[str, ...] | None, tuple[str, ...] | None]:
+    """FROM and FROM NAMED IRIs of a parsed query, prefixed names resolved (None, None without a
+    dataset clause)."""
+    if not any(node.name == "DatasetClause" for node in _nodes(tree)):
+        return None, None
+    from rdflib.plugins.sparql.algebra import translateQuery
+
+    try:
+        clauses = translateQuery(tree).algebra.get("datasetClause") or []
+    except Exception as exc:  # noqa: BLE001 - rdflib raises plain Exceptions for unknown prefixes
+        raise QueryError(f"cannot resolve the dataset clause (FROM): {str(exc).splitlines()[0][:200]}",
+                         source=source) from None
+    default = tuple(str(c["default"]) for c in clauses if "default" in c)
+    named = tuple(str(c["named"]) for c in clauses if "named" in c)
+    return default, named
 
 
 def _is_update(sparql: str) -> bool:
     try:
         parseUpdate(sparql)
-    except ParseException:
+    except (ParseException, RecursionError):
         return False
     return True
 
 
-def _node_names(node):
+def _nodes(node):
     if isinstance(node, CompValue):
-        yield node.name
+        yield node
         for value in node.values():
-            yield from _node_names(value)
+            yield from _nodes(value)
     elif isinstance(node, (list, tuple, ParseResults)):
         for value in node:
-            yield from _node_names(value)
+            yield from _nodes(value)
+
+
+def _node_names(node):
+    return (n.name for n in _nodes(node))

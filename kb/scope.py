@@ -24,6 +24,8 @@ from pathlib import Path
 from luma.errors import QueryError, StoreError, UnknownName
 from luma.kb.vocab import ID, LUMA
 
+#: A graph that never exists: a dataset that must be empty names it alone.
+NO_GRAPH = ID + "graph/none"
 #: Prefix of every partner graph; the partner's slug and a slash follow.
 PARTNER_GRAPHS = ID + "graph/partner/"
 #: Record types whose graphs are a partner's (the record model has a `partner` field).
@@ -98,10 +100,11 @@ def excluded(store, scope: Scope) -> list[str]:
 
 
 def check_partner(scope: Scope, known: Iterable[str]) -> None:
-    """UnknownName when a partner scope names no partner the project knows."""
-    known = sorted(set(known))
-    if scope.partner is not None and scope.partner not in known:
-        raise UnknownName(f"unknown partner {scope.partner!r} (known: {', '.join(known) or 'none'})", source="--scope")
+    """UnknownName when a partner scope names no partner the project knows. The message never
+    lists the partners that do exist: the caller may be any one of them."""
+    if scope.partner is not None and scope.partner not in set(known):
+        raise UnknownName(f"unknown partner {scope.partner!r} (`luma partner list` names them, for the owner)",
+                          source="--scope")
 
 
 class ScopedView:
@@ -172,19 +175,39 @@ class ScopedView:
             raise
         self.mode = "snapshot"
 
-    def query(self, sparql: str, *, results: str = "json", timeout: float | None = None, trusted: bool = False):
-        """Run one read-only query in the scope (parsed and refused if it updates or uses SERVICE
-        unless `trusted`); returns the store's QueryOutput."""
-        from luma.kb.query_safety import check_read_only
+    def query(self, sparql, *, results: str = "json", timeout: float | None = None, trusted: bool = False,
+              limits=None, spool: Path | None = None):
+        """Run one read-only query in the scope and return the store's QueryOutput.
 
-        if not trusted:
-            check_read_only(sparql)
-        if self.mode == "snapshot":
-            return self._store.query(sparql, results=results, timeout=timeout)
+        `sparql`: a CheckedQuery (kb/query_safety.py), or text that is checked here unless
+        `trusted` (LUMA's own queries). A checked query's dataset clause (FROM, FROM NAMED) is
+        honoured, within the scope. `limits` (kb/isolated_query.QueryLimits) and `spool`: run it
+        bounded in time, memory and answer size where the store can (QuadStore.query_bounded)."""
+        from luma.kb.query_safety import CheckedQuery, check_query
+
+        checked = sparql if isinstance(sparql, CheckedQuery) else None
+        if checked is None and not trusted:
+            checked = check_query(sparql)
+        text = checked.text if checked is not None else sparql
+        store = self._store if self.mode == "snapshot" else self.kb.store
+        args: dict = {"union": True}
         if self.mode == "dataset":
-            return self.kb.store.query(sparql, union=False, results=results, timeout=timeout,
-                                       default_graphs=self._graphs, named_graphs=self._graphs)
-        return self.kb.store.query(sparql, results=results, timeout=timeout)
+            args = {"union": False, "default_graphs": self._graphs, "named_graphs": self._graphs}
+        if checked is not None and checked.has_dataset:
+            args = self._dataset_args(checked)
+        if limits is not None:
+            return store.query_bounded(text, limits, spool, results=results, **args)
+        return store.query(text, results=results, timeout=timeout, **args)
+
+    def _dataset_args(self, checked) -> dict:
+        """Store arguments that honour a query's FROM / FROM NAMED within this scope."""
+        if self.mode != "dataset":
+            return {"union": False}  # the engine reads the clause itself, over what it holds
+        # Here the protocol's dataset replaces the query's: keep what it names that the scope
+        # allows, and never send an empty list (which would mean "the query's own dataset").
+        default = [g for g in checked.from_graphs or () if g in set(self._graphs)] or [NO_GRAPH]
+        named = [g for g in checked.from_named or () if g in set(self._graphs)] or [NO_GRAPH]
+        return {"union": False, "default_graphs": default, "named_graphs": named}
 
     def __exit__(self, *exc) -> None:
         if self._store is not None:
@@ -209,16 +232,18 @@ def _sweep(parent: Path) -> None:
             continue
 
 
-def scoped_query(kb, sparql: str, scope: Scope | str | None = None, *, results: str = "json",
-                 timeout: float | None = None, trusted: bool = False, method: str = "auto"):
-    """Run one read-only query over what `scope` may see (see ScopedView); `kb` is a KnowledgeBase.
-    An unknown partner is an UnknownName error. Returns the store's QueryOutput."""
-    from luma.kb.query_safety import check_read_only
+def scoped_query(kb, sparql, scope: Scope | str | None = None, *, results: str = "json",
+                 timeout: float | None = None, trusted: bool = False, method: str = "auto",
+                 limits=None, spool: Path | None = None):
+    """Run one read-only query over what `scope` may see (see ScopedView and ScopedView.query);
+    `kb` is a KnowledgeBase. An unknown partner is an UnknownName error. Returns the store's
+    QueryOutput."""
+    from luma.kb.query_safety import CheckedQuery, check_query
 
-    if not trusted:
-        check_read_only(sparql)  # before any snapshot is made
+    if not trusted and not isinstance(sparql, CheckedQuery):
+        sparql = check_query(sparql)  # before any snapshot is made
     with ScopedView(kb, scope, method) as view:
-        return view.query(sparql, results=results, timeout=timeout, trusted=True)
+        return view.query(sparql, results=results, timeout=timeout, trusted=True, limits=limits, spool=spool)
 
 
 # -- removal ---------------------------------------------------------------------------------

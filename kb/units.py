@@ -1,5 +1,8 @@
 """Units: parsing with pint, dimension checks, normalisation and unit IRIs.
 
+Unit text is untrusted: it passes the unit grammar (`unit_grammar`) before pint sees it, and
+every failure, pint's own included, is a UnitProblem.
+
 pint (0.25) treats `bit`/`byte` as dimensionless, which would let "GB" pass where a core count
 is expected; LUMA's registry makes information a base dimension again and adds the counted
 things of this domain (cores, accelerators, tokens, KV blocks, requests, FLOPs).
@@ -14,6 +17,7 @@ from functools import lru_cache
 
 import pint
 
+from luma.kb import unit_grammar
 from luma.kb.vocab import LUNIT, UNIT
 
 _EXTRA_UNITS = (
@@ -77,32 +81,55 @@ class UnitProblem(ValueError):
     """A unit does not parse or does not fit; the caller adds the field name."""
 
 
-@lru_cache(maxsize=4096)
+#: How far a unit may lie from its canonical unit: a yotta or yocto prefix to the power 4 stays
+#: inside; beyond it conversions overflow or lose every digit (`YB**4/yB**3` is 1e168 bytes).
+_SCALE = (1e-100, 1e100)
+
+
 def parse_unit(text: str) -> pint.Unit:
-    """Parse a unit expression ("GiB", "GB/s", "ms", "core", "TFLOP/s")."""
-    if not isinstance(text, str) or not text.strip():
-        raise UnitProblem("unit is missing")
+    """Parse a unit expression ("GiB", "GB/s", "ms", "core", "TFLOP/s"); UnitProblem otherwise."""
+    return _parse(_checked(text))
+
+
+def _checked(text) -> str:
+    """The unit text without padding, in the grammar (the key of the caches below)."""
     try:
-        return registry().parse_units(text.strip())
-    except (pint.errors.PintError, AttributeError, TypeError, ValueError, SyntaxError):
+        return unit_grammar.check(text)
+    except unit_grammar.UnitSyntaxError as exc:
+        raise UnitProblem(str(exc)) from None
+
+
+@lru_cache(maxsize=4096)
+def _parse(text: str) -> pint.Unit:
+    try:
+        return registry().parse_units(unit_grammar.pint_text(text))
+    # pint raises an open set of types on text it cannot read (AssertionError, AttributeError,
+    # OffsetUnitCalculusError, ...); for an untrusted unit any of them means "not a unit".
+    except Exception:
         raise UnitProblem(f"unknown unit {text!r}") from None
 
 
 @lru_cache(maxsize=4096)
 def _canonical_for(text: str) -> tuple[str, float]:
-    unit = parse_unit(text)
+    unit = _parse(text)
     dims = unit.dimensionality
     reg = registry()
     for canonical in CANONICAL_UNITS:
         target = reg.parse_units(canonical)
         if target.dimensionality == dims:
-            return canonical, float(reg.Quantity(1.0, unit).to(target).magnitude)
+            try:
+                factor = float(reg.Quantity(1.0, unit).to(target).magnitude)
+            except Exception:  # OverflowError from a large prefix power, or pint refusing
+                raise UnitProblem(f"unit {text!r} cannot be converted to {canonical}") from None
+            if not _SCALE[0] <= factor <= _SCALE[1]:
+                raise UnitProblem(f"unit {text!r} is out of range ({factor:g} {canonical})")
+            return canonical, factor
     raise UnitProblem(f"unit {text!r} has no supported dimension ({dims})")
 
 
 def normalise(value: float, unit_text: str) -> tuple[float, str]:
     """(value in the canonical unit, canonical unit name); the result is always finite."""
-    canonical, factor = _canonical_for(unit_text)
+    canonical, factor = _canonical_for(_checked(unit_text))
     try:
         result = float(value) * factor
     except OverflowError:
@@ -112,10 +139,9 @@ def normalise(value: float, unit_text: str) -> tuple[float, str]:
     return result, canonical
 
 
-@lru_cache(maxsize=4096)
 def dimensionality_of(text: str) -> str:
     """A comparable string form of a unit's dimensionality."""
-    return str(parse_unit(text).dimensionality)
+    return str(_parse(_checked(text)).dimensionality)
 
 
 def unit_iri(canonical: str) -> str:

@@ -19,10 +19,12 @@ class LumaError(Exception):
         super().__init__(self.one_line())
 
     def one_line(self) -> str:
-        """The message as the CLI prints it: `source: field: message`."""
+        """The message as the CLI prints it: `source: field: message`, on one line whatever a
+        library below put into it (a file name or a parser's message may hold line breaks)."""
         parts = [p for p in (self.source, self.field) if p]
         prefix = ": ".join(parts)
-        return f"{prefix}: {self.message}" if prefix else self.message
+        text = f"{prefix}: {self.message}" if prefix else str(self.message)
+        return " ".join(text.split()) if "\n" in text or "\r" in text else text
 
 
 class ConfigError(LumaError):
@@ -51,6 +53,10 @@ class QueryTimeout(QueryError):
 
 class StoreError(LumaError):
     """The knowledge-base store (embedded or remote) failed or answered incompletely."""
+
+
+class StoreBusy(StoreError):
+    """The embedded knowledge base is held by another luma process (kb/access.py)."""
 
 
 class LedgerError(LumaError):

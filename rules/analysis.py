@@ -122,6 +122,7 @@ def analyse(rule: Rule) -> Analysed:
     from rdflib.plugins.sparql import prepareQuery
 
     text = render(rule)
+    refuse_remote_rule(rule, text)  # before rdflib, whose parser expands escapes the engine does not
     try:
         query = prepareQuery(text)
     except Exception as exc:  # noqa: BLE001 - rdflib raises pyparsing and other errors
@@ -148,9 +149,20 @@ def analyse(rule: Rule) -> Analysed:
                             source=rule.path, field="reads")
         _check_per_graph(rule, alg["p"])
         out.reads, out.negative = set(), set()  # asserted facts only: no rule feeds it
-    if "SERVICE" in text.upper().split():
-        raise RuleError("rules never fetch remote data (SERVICE)", source=rule.path, field=f"line {rule.body_line}")
     return out
+
+
+def refuse_remote_rule(rule: Rule, text: str) -> None:
+    """RuleError when the rule's SPARQL (as it will run) could fetch remote data: SERVICE in any
+    spelling, or a codepoint escape (the same lexical check as user queries, kb/query_safety.py)."""
+    from luma.errors import QueryError
+    from luma.kb.query_safety import refuse_remote
+
+    try:
+        refuse_remote(text, rule.path)
+    except QueryError as exc:
+        raise RuleError(f"rules never fetch remote data: {exc.message}", source=rule.path,
+                        field=f"line {rule.body_line}") from None
 
 
 def _check_per_graph(rule: Rule, alg) -> None:

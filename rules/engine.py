@@ -21,7 +21,7 @@ from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 
 from luma.kb.vocab import ID, LUMA, PROV
-from luma.rules.analysis import Analysed, analyse, dependency_graph, keys_meet, strata
+from luma.rules.analysis import Analysed, analyse, dependency_graph, keys_meet, refuse_remote_rule, strata
 from luma.rules.loader import Rule, RuleError, load_all, render, resolve_params
 from luma.rules.state import DERIVED, RunState, StateStore
 
@@ -167,6 +167,8 @@ class Engine:
                 runs[r.id].facts = ctx.prev.rules[r.id]["facts"]
             return [(runs[r.id], None, acts[r.id], None) for r in members]
         queries = {r.id: _with_provenance(r, render(r, ctx.values[r.id]), acts[r.id]) for r in members}
+        for r in members:  # the text that runs, parameter values in place
+            refuse_remote_rule(r, queries[r.id])
         own = {r.id: _activity_quads(r, acts[r.id], ctx.values[r.id]) for r in members}
         before = {r.id: self._before(ctx.state, r.id, ctx.prev) for r in members}
         diff: dict = {}

@@ -82,14 +82,19 @@ def _stop(proc: subprocess.Popen) -> None:
             proc.wait(timeout=10)
 
 
-@pytest.fixture(scope="session")
-def oxigraph_server(tmp_path_factory):
-    """Base URL of an `oxigraph serve` process on a free local port, for the whole session."""
+def _start_server(location: Path, log_path: Path, limit=None) -> tuple[str, subprocess.Popen]:
+    """Start `oxigraph serve` on a free local port; `limit` runs in the child before exec
+    (resource limits). Skips when the CLI is not installed."""
     binary = _oxigraph_binary()
     if binary is None:
         pytest.skip("the `oxigraph` server CLI is not installed (pip install oxigraph)")
-    location = tmp_path_factory.mktemp("oxigraph-server")
-    log_path = location.parent / f"{location.name}.log"
+
+    def pre_exec():
+        if sys.platform.startswith("linux"):
+            _die_with_parent()
+        if limit is not None:
+            limit()
+
     # The port is free when chosen but may be taken before the server binds it: try again.
     for _attempt in range(3):
         base = f"http://127.0.0.1:{_free_port()}"
@@ -99,20 +104,45 @@ def oxigraph_server(tmp_path_factory):
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
-                preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None,
+                preexec_fn=pre_exec,
             )
         deadline = time.monotonic() + 30
         while proc.poll() is None and time.monotonic() < deadline and not _answers(base):
             time.sleep(0.05)
         if proc.poll() is None and _answers(base):
-            break
+            return base, proc
         _stop(proc)
-    else:
-        pytest.fail(f"oxigraph serve did not start: {log_path.read_text(errors='replace')[-2000:]}")
+    pytest.fail(f"oxigraph serve did not start: {log_path.read_text(errors='replace')[-2000:]}")
+
+
+@pytest.fixture(scope="session")
+def oxigraph_server(tmp_path_factory):
+    """Base URL of an `oxigraph serve` process on a free local port, for the whole session."""
+    location = tmp_path_factory.mktemp("oxigraph-server")
+    base, proc = _start_server(location, location.parent / f"{location.name}.log")
     try:
         yield base
     finally:
         _stop(proc)
+
+
+@pytest.fixture
+def start_oxigraph(tmp_path):
+    """A factory for servers of one test's own (e.g. under resource limits): `start(limit=None)`
+    returns (base URL, process); every server it started is stopped at teardown."""
+    started: list[subprocess.Popen] = []
+
+    def start(limit=None) -> tuple[str, subprocess.Popen]:
+        location = tmp_path / f"oxigraph-{len(started)}"
+        base, proc = _start_server(location, tmp_path / f"oxigraph-{len(started)}.log", limit)
+        started.append(proc)
+        return base, proc
+
+    yield start
+    for proc in started:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait(timeout=10)
 
 
 def _clear_server(base: str) -> None:

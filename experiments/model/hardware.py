@@ -62,6 +62,15 @@ def _is_bits(unit_text: str) -> bool:
     return "bit" in str(units.parse_unit(unit_text))
 
 
+def _in_bytes(unit_text: str) -> str:
+    """The bit unit spelt in bytes ("Gbit/s" -> "GB/s"), or a description when pint's long form of
+    it is no unit text the grammar takes (a long product of bits)."""
+    try:
+        return f"{units.parse_unit(str(units.parse_unit(unit_text)).replace('bit', 'byte')):~P}"
+    except units.UnitProblem:
+        return "as many bytes"
+
+
 def quantity(value, kind: str, field: str, *, allow_bits: bool = False, allow_zero: bool = False) -> float:
     """A quantity ("80 GB", {"value": 80, "unit": "GB"}, or a bare number for counts) in the
     canonical unit of `kind`, checked positive (or zero when `allow_zero`) and finite."""
@@ -84,9 +93,8 @@ def quantity(value, kind: str, field: str, *, allow_bits: bool = False, allow_ze
     if got != canonical:
         raise ConfigError(f"unit {unit!r} does not fit: expected {words}", field=field)
     if kind in ("bytes", "bytes/s") and not allow_bits and _is_bits(unit):
-        byte_unit = str(units.parse_unit(unit)).replace("bit", "byte")
         raise ConfigError(f"unit {unit!r} counts bits, but memory figures are in bytes: {number:g} {unit} is "
-                          f"{number / 8:g} {units.parse_unit(byte_unit):~P} — write that, or check the datasheet "
+                          f"{number / 8:g} {_in_bytes(unit)} — write that, or check the datasheet "
                           "(GB/s vs Gbit/s)", field=field)
     if base < 0 or (base == 0 and not allow_zero):
         raise ConfigError(f"{value!r} must be {'zero or more' if allow_zero else 'positive'}", field=field)

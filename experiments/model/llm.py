@@ -25,7 +25,6 @@ per call. Weights-only decode time can never beat weight bytes / memory bandwidt
 
 from __future__ import annotations
 
-import json
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
@@ -142,11 +141,15 @@ def config(ref: str | dict) -> ModelConfig:
     if ref.lower() in PRESETS:
         return PRESETS[ref.lower()]
     path = Path(ref)
-    if path.is_file():
-        try:
-            return ModelConfig.from_hf(path.parent.name or path.stem, json.loads(path.read_text()))
-        except json.JSONDecodeError as exc:
-            raise ConfigError(f"not valid JSON: {exc}", source=str(path)) from None
+    if path.exists():
+        from luma.kb.input_files import CONFIG_FILE, read_text
+        from luma.kb.records.documents import parse_json
+
+        # Untrusted like any file a user names: regular, at most 1 MiB, no duplicate keys, not deep.
+        doc = parse_json(read_text(path, CONFIG_FILE), str(path))
+        if not isinstance(doc, dict):
+            raise ConfigError("a config.json holds one JSON object", source=str(path))
+        return ModelConfig.from_hf(path.parent.name or path.stem, doc)
     raise UnknownName(f"unknown model {ref!r} (presets: {', '.join(PRESETS)}; or a config.json path)", field="model")
 
 

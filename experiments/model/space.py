@@ -24,7 +24,6 @@ Every value is checked before anything is evaluated; errors name the file and th
 
 from __future__ import annotations
 
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -32,6 +31,8 @@ import numpy as np
 
 from luma.errors import ConfigError
 from luma.experiments.model import hardware, llm
+from luma.kb.input_files import CONFIG_FILE, read_text
+from luma.kb.records.documents import parse_toml
 
 #: axis -> (kind, applies to: "llm", "service" or "both")
 AXES = {
@@ -146,13 +147,11 @@ def load(path: str | Path, contract) -> Space:
     p = Path(path)
     if not p.is_file():
         named = shipped().get(str(path))
-        if named is None:
+        if named is None and not p.exists():
             raise ConfigError(f"no space file {str(path)!r} (shipped: {', '.join(sorted(shipped()))})", source=str(path))
-        p = named
-    try:
-        data = tomllib.loads(p.read_text(encoding="utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"not valid TOML: {exc}", source=str(p)) from None
+        p = named or p  # something that is not a regular file: read_text says what it is
+    # An untrusted file: at most LUMA_MAX_CONFIG_FILE_BYTES, never a FIFO or a device.
+    data = parse_toml(read_text(p, CONFIG_FILE), str(p), error=ConfigError, invalid="not valid TOML")
     known = {"name", "description", "model", "axes", "cost", "quality", "machines", "efficiency"}
     extra = sorted(set(data) - known)
     if extra:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Literal
 
-from luma.kb import units
+from luma.kb import metrics, units
 from luma.kb.dimensions import Dimension, record_dimensions
 from pydantic import (
     BaseModel,
@@ -27,6 +27,12 @@ from pydantic import (
 )
 
 SCHEMA_VERSION = 1
+#: Caps on what one chain carries: a sprint's chain cites a few dozen trials of a dozen
+#: observations each (at most 20 repetitions per state), so these leave a wide margin while
+#: keeping one record (YAML aliases included) from expanding into millions of facts.
+MAX_TRIALS = 1_000
+MAX_OBSERVATIONS_PER_TRIAL = 256
+MAX_OBSERVATIONS = 20_000
 
 Name = Annotated[StrictStr, Field(min_length=1, max_length=256, pattern=r"\S")]
 # Integers are bounded to 64 bits (pydantic's finiteness check overflows on larger ones).
@@ -68,7 +74,11 @@ class Clause(StrictModel):
 
     @model_validator(mode="after")
     def _converts(self) -> "Clause":
+        # A clause is judged, so its metric must be one whose unit LUMA knows.
+        if metrics.kind_of(self.metric) is None:
+            raise ValueError(f"metric: unknown metric {self.metric!r} (known: {metrics.known()})")
         _convertible(self.value, self.unit)
+        _fits(self.metric, self.unit)
         return self
 
 
@@ -122,7 +132,9 @@ class Observation(StrictModel):
 
     @model_validator(mode="after")
     def _converts(self) -> "Observation":
+        # Telemetry beyond the clauses may have any name; a registered one must fit its unit.
         _convertible(self.value, self.unit)
+        _fits(self.metric, self.unit)
         return self
 
 
@@ -132,7 +144,7 @@ class Trial(StrictModel):
     state: Literal["pass", "fail", "recovered"]
     repetition: Count
     verdict: Literal["PASS", "FAIL", "INCONCLUSIVE"]
-    observations: Annotated[list[Observation], Field(max_length=256)] = []
+    observations: Annotated[list[Observation], Field(max_length=MAX_OBSERVATIONS_PER_TRIAL)] = []
     failure_cause: Name | None = None
 
 
@@ -178,8 +190,23 @@ class PexChain(StrictModel):
     intervention: Intervention
     recovered: StrictBool
     repetitions: Count
-    trials: Annotated[list[Trial], Field(max_length=10_000)] = []
+    trials: Annotated[list[Trial], Field(max_length=MAX_TRIALS)] = []
     provenance: Provenance | None = None
+
+    @field_validator("trials", mode="before")
+    @classmethod
+    def _bounded(cls, trials):
+        # Counted before any trial is validated: a list of aliases costs nothing to refuse.
+        if isinstance(trials, list):
+            if len(trials) > MAX_TRIALS:
+                raise ValueError(f"a chain cites at most {MAX_TRIALS} trials, this one {len(trials)}")
+            observed = (t.get("observations") if isinstance(t, dict) else getattr(t, "observations", None)
+                        for t in trials)
+            total = sum(len(o) for o in observed if isinstance(o, list))
+            if total > MAX_OBSERVATIONS:
+                raise ValueError(f"a chain's trials carry at most {MAX_OBSERVATIONS} observations in all, "
+                                 f"these {total}")
+        return trials
 
     @model_validator(mode="after")
     def _dimensions_known(self, info: ValidationInfo) -> "PexChain":
@@ -204,6 +231,12 @@ def _convertible(value, unit: str) -> None:
         units.normalise(value, unit)
     except units.UnitProblem as exc:
         raise ValueError(f"unit: {exc}") from None
+
+
+def _fits(metric: str, unit: str) -> None:
+    why = metrics.misfit(metric, unit)
+    if why:
+        raise ValueError(f"unit: {why}")
 
 
 def _level_key(level: Level):

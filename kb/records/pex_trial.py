@@ -8,13 +8,14 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import Field
+from pydantic import Field, StrictInt
 
 from luma.kb.records.pex_chain import (
     Architecture,
     Contract,
     Count,
     EvidenceClass,
+    MAX_OBSERVATIONS_PER_TRIAL,
     MachineState,
     Name,
     Observation,
@@ -32,7 +33,7 @@ class PexTrial(StrictModel):
     record_type: Literal["pex-trial"]
     evidence_class: EvidenceClass
     sprint: Name
-    sequence: Annotated[int, Field(ge=0, le=1_000_000)]
+    sequence: Annotated[StrictInt, Field(ge=0, le=1_000_000)]
     phase: Literal["boundary", "diagnosis", "intervention", "requalify", "next-binding", "optimize"]
     workload: Workload
     architecture: Architecture
@@ -42,5 +43,5 @@ class PexTrial(StrictModel):
     verdict: Literal["PASS", "FAIL", "INCONCLUSIVE"]
     failure_cause: Name | None = None
     attempts: Count = 1
-    observations: Annotated[list[Observation], Field(max_length=256)] = []
+    observations: Annotated[list[Observation], Field(max_length=MAX_OBSERVATIONS_PER_TRIAL)] = []
     provenance: Provenance

@@ -29,10 +29,11 @@ def pex_chain_schema() -> dict:
         "title": "LUMA PEX-chain record",
         "description": (
             "One boundary qualification: minimum PASS -> adjacent FAIL -> binding resource -> "
-            "intervention -> recovered PASS. Units are pint expressions (e.g. 'GiB', 'GB/s', 'ms', "
-            "'core', 'TFLOP/s'); a level's unit must fit its dimension (see ontology/dimensions.ttl), "
-            "and the crossed dimension must have a level in both states. These two checks need the "
-            "ontology and are enforced by `luma kb ingest`, not by this schema alone."
+            "intervention -> recovered PASS. Units are unit names joined by '*' and '/' with powers up "
+            "to 4 (e.g. 'GiB', 'GB/s', 'ms', 'core', 'TFLOP/s', '1/s'); a level's unit must fit its "
+            "dimension (see ontology/dimensions.ttl), a clause names a known metric in a unit of its kind "
+            "(kb/metrics.py), and the crossed dimension must have a level in both states. These checks "
+            "are enforced by `luma kb ingest`, not by this schema alone."
         ),
     }
     defs = schema["$defs"]
@@ -53,7 +54,8 @@ def kernel_result_schema() -> dict:
             "One evaluation or benchmark figure of a kernel (an intervention such as int8 quantization) "
             "with the benchmark standard's fields: environment, workload, method, metrics with units, "
             "repetitions and warm-up, artifact (how to reproduce it), git revision and limitations. "
-            "Metric units are pint expressions checked by `luma kb ingest`."
+            "Metric units are unit expressions ('ms', 'GB/s', '1/s') checked by `luma kb ingest`; a "
+            "metric LUMA knows (kb/metrics.py) must be in a unit of its kind."
         ),
     }
 
@@ -68,7 +70,8 @@ def pex_trial_schema() -> dict:
         "description": (
             "One physical trial of a PEX sprint (`luma sprint run`): the machine state it ran, the "
             "software variant, the verdict against the contract, the failure cause and the telemetry "
-            "as observations with units. Level units must fit their dimension (checked by `luma kb ingest`)."
+            "as observations with units. Level units must fit their dimension, and a known metric "
+            "(kb/metrics.py) a unit of its kind (checked by `luma kb ingest`)."
         ),
     }
     schema["$defs"]["MachineState"]["properties"]["dimensions"]["propertyNames"] = {"enum": sorted(record_dimensions())}

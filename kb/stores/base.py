@@ -11,6 +11,7 @@ import json
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
 import pyoxigraph as ox
 
@@ -42,16 +43,37 @@ def rdf_format(name: str) -> tuple[ox.RdfFormat, bool]:
 
 @dataclass(frozen=True)
 class QueryOutput:
-    """A serialised query answer: `kind` is select, ask or graph."""
+    """A serialised query answer: `kind` is select, ask or graph. The answer is in `body`, or,
+    for a query run in a child process (kb/isolated_query.py), spooled to `file`."""
 
     kind: str
     media_type: str
-    body: bytes
+    body: bytes = b""
+    file: Path | None = None
+    #: Whether the answer is known to be whole (written by an engine that finished); an
+    #: endpoint's may have broken off after an HTTP 200 and must be parsed to be trusted.
+    complete: bool = True
+
+    def data(self) -> bytes:
+        """The whole answer in memory."""
+        return self.file.read_bytes() if self.file is not None else self.body
+
+    def size(self) -> int:
+        return self.file.stat().st_size if self.file is not None else len(self.body)
+
+    def write_to(self, stream) -> None:
+        """Copy the answer to a binary stream, 1 MiB at a time."""
+        if self.file is None:
+            stream.write(self.body)
+            return
+        with open(self.file, "rb") as fh:
+            while chunk := fh.read(1 << 20):
+                stream.write(chunk)
 
     def json(self) -> dict:
         """The SPARQL 1.1 JSON results (select/ask only); a truncated answer raises StoreError."""
         try:
-            return json.loads(self.body)
+            return json.loads(self.data())
         except ValueError:
             raise StoreError("the store's answer is not complete SPARQL JSON (truncated?)") from None
 
@@ -69,6 +91,20 @@ class QuadStore(ABC):
         `named_graphs` restricts the graphs `GRAPH ?g` ranges over (the protocol's named-graph-uri);
         `default_graphs` makes the default graph the union of these graphs only (the protocol's
         default-graph-uri; `union` is then ignored). Scoped queries (kb/scope.py) use both."""
+
+    def query_bounded(self, sparql: str, limits, spool: Path, *, results: str = "json", union: bool = True,
+                      default_graphs: list[str] | None = None, named_graphs: list[str] | None = None) -> QueryOutput:
+        """Run an untrusted read query within `limits` (kb/isolated_query.QueryLimits: seconds,
+        memory, answer bytes), spooling the answer under `spool` where the backend can. This
+        default bounds the time and checks the answer's size afterwards; the embedded on-disk
+        store and the endpoint store do better (a child process; a streamed, capped download)."""
+        from luma.kb.isolated_query import answer_too_large
+
+        out = self.query(sparql, union=union, results=results, timeout=limits.timeout,
+                         default_graphs=default_graphs, named_graphs=named_graphs)
+        if out.size() > limits.answer_bytes:
+            raise answer_too_large(limits)
+        return out
 
     @abstractmethod
     def update(self, sparql: str) -> None:
@@ -99,6 +135,16 @@ class QuadStore(ABC):
         """Rows of a SELECT as {variable: lexical value}."""
         answer = self.query(sparql, union=union).json()
         return [{k: v["value"] for k, v in row.items()} for row in answer["results"]["bindings"]]
+
+    def existing_graphs(self, graphs: list[str]) -> set[str]:
+        """The named graphs among `graphs` that hold at least one quad."""
+        found: set[str] = set()
+        for i in range(0, len(graphs), 500):
+            values = " ".join(f"<{g}>" for g in graphs[i:i + 500])
+            rows = self.select(f"SELECT ?g WHERE {{ VALUES ?g {{ {values} }} FILTER EXISTS {{ GRAPH ?g {{ ?s ?p ?o }} }} }}",
+                               union=False)
+            found.update(r["g"] for r in rows)
+        return found
 
     def count(self, graph_prefix: str | None = None) -> int:
         """Number of quads in named graphs (optionally only graphs whose IRI starts with a prefix)."""

@@ -15,11 +15,15 @@ from luma.kb.stores.base import RESULT_FORMATS, QueryOutput, QuadStore
 class EmbeddedStore(QuadStore):
     """pyoxigraph directly (not through rdflib's engine: see DESIGN §9 for the measured reasons)."""
 
-    def __init__(self, path: Path | None):
+    def __init__(self, path: Path | None, *, read_only: bool = False):
         self.path = path
+        self.read_only = read_only
         self.backend = "oxigraph-disk" if path else "oxigraph-memory"
         try:
-            if path is not None:
+            if path is not None and read_only:
+                # Defined only while nobody writes: the project lock sees to it (kb/access.py).
+                self._store = ox.Store.read_only(str(path))
+            elif path is not None:
                 path.mkdir(parents=True, exist_ok=True)
                 self._store = ox.Store(str(path))
             else:
@@ -51,7 +55,19 @@ class EmbeddedStore(QuadStore):
 
         return _with_timeout(run, timeout)
 
+    def query_bounded(self, sparql, limits, spool, *, results="json", union=True, default_graphs=None,
+                      named_graphs=None):
+        if self.path is None:  # an in-memory store lives in this process only
+            return super().query_bounded(sparql, limits, spool, results=results, union=union,
+                                         default_graphs=default_graphs, named_graphs=named_graphs)
+        from luma.kb.isolated_query import run_isolated
+
+        return run_isolated(self.path, sparql, spool, limits, results=results, union=union,
+                            default_graphs=default_graphs, named_graphs=named_graphs)
+
     def update(self, sparql):
+        if self.read_only:
+            raise StoreError("this knowledge base was opened read-only", source=str(self.path))
         try:
             self._store.update(sparql)
         except SyntaxError as exc:
@@ -67,6 +83,11 @@ class EmbeddedStore(QuadStore):
     def load_nquads(self, data: bytes) -> None:
         self._store.load(data, ox.RdfFormat.N_QUADS)
 
+    def existing_graphs(self, graphs: list[str]) -> set[str]:
+        # The store's own graph index: ~2.5 us a graph, 15x faster than the query (graphs are
+        # only ever dropped whole, so a listed graph holds quads).
+        return {g for g in graphs if self._store.contains_named_graph(ox.NamedNode(g))}
+
     def iter_quads(self) -> Iterator[ox.Quad]:
         for q in self._store.quads_for_pattern(None, None, None, None):
             if not isinstance(q.graph_name, ox.DefaultGraph):
@@ -76,7 +97,7 @@ class EmbeddedStore(QuadStore):
         self._store.clear()
 
     def close(self) -> None:
-        if self.path is not None:
+        if self.path is not None and not self.read_only:
             self._store.flush()
         del self._store
 

@@ -35,9 +35,19 @@ class EndpointStore(QuadStore):
 
     def _request(self, url, data=None, headers=None, method="POST", timeout=None) -> tuple[str, bytes]:
         req = urllib.request.Request(url, data=data, headers=headers or {}, method=method)
-        try:
-            with urllib.request.urlopen(req, timeout=timeout or self.timeout) as resp:
+        with self._open(req, timeout or self.timeout) as resp:
+            try:
                 return resp.headers.get("Content-Type", ""), resp.read()
+            except TimeoutError:
+                raise QueryTimeout(f"no answer within {timeout or self.timeout:g} s", source=url) from None
+            except OSError as exc:
+                raise StoreError(f"the answer broke off: {exc}", source=url) from None
+
+    def _open(self, req, timeout: float):
+        """urlopen with the protocol's errors turned into LumaErrors."""
+        url = req.full_url
+        try:
+            return urllib.request.urlopen(req, timeout=timeout)
         except urllib.error.HTTPError as exc:
             detail = exc.read().decode(errors="replace").strip().splitlines()
             msg = detail[0] if detail else exc.reason
@@ -45,14 +55,50 @@ class EndpointStore(QuadStore):
                 raise QueryError(f"the endpoint refused the request: {msg}", source=url) from None
             raise StoreError(f"HTTP {exc.code}: {msg}", source=url) from None
         except TimeoutError:
-            raise QueryTimeout(f"no answer within {timeout or self.timeout:g} s", source=url) from None
+            raise QueryTimeout(f"no answer within {timeout:g} s", source=url) from None
         except (urllib.error.URLError, OSError) as exc:
             reason = getattr(exc, "reason", exc)
             if isinstance(reason, TimeoutError):
-                raise QueryTimeout(f"no answer within {timeout or self.timeout:g} s", source=url) from None
+                raise QueryTimeout(f"no answer within {timeout:g} s", source=url) from None
             raise StoreError(f"cannot reach the SPARQL endpoint: {reason}", source=url) from None
 
     def query(self, sparql, *, union=True, results="json", timeout=None, named_graphs=None, default_graphs=None):
+        url, data, headers = self._query_request(sparql, union, results, named_graphs, default_graphs)
+        ctype, body = self._request(url, data, headers, timeout=timeout)
+        return _output(results, ctype, body)
+
+    def query_bounded(self, sparql, limits, spool, *, results="json", union=True, default_graphs=None,
+                      named_graphs=None):
+        """Stream the answer to a spool file, stopping (and closing the connection) at the answer
+        limit or the time-out. The server's own limits bound what it spends (docs/security.md):
+        a client cannot stop a query the server already runs."""
+        import time
+
+        from luma.kb.isolated_query import answer_too_large
+
+        url, data, headers = self._query_request(sparql, union, results, named_graphs, default_graphs)
+        spool.mkdir(parents=True, exist_ok=True)
+        path = spool / f"answer-{id(sparql):x}"
+        deadline = time.monotonic() + (limits.timeout or self.timeout)
+        req = urllib.request.Request(url, data=data, headers=headers, method="POST")
+        try:
+            with self._open(req, limits.timeout or self.timeout) as resp, open(path, "wb") as out:
+                ctype = resp.headers.get("Content-Type", "")
+                size = 0
+                while chunk := _read(resp, url, limits.timeout or self.timeout):
+                    size += len(chunk)
+                    if size > limits.answer_bytes:
+                        raise answer_too_large(limits)
+                    if time.monotonic() > deadline:
+                        raise QueryTimeout(f"no complete answer within {limits.timeout:g} s", source=url)
+                    out.write(chunk)
+        except BaseException:
+            path.unlink(missing_ok=True)
+            raise
+        head = path.read_bytes()[:300] if _media(ctype) != _GRAPH_MEDIA else b""
+        return _output(results, ctype, head, file=path)
+
+    def _query_request(self, sparql, union, results, named_graphs, default_graphs):
         fmt = RESULT_FORMATS[results]
         # An explicit default graph replaces the server's union default graph.
         url = self.query_url + ("?union-default-graph" if union and default_graphs is None else "")
@@ -65,11 +111,7 @@ class EndpointStore(QuadStore):
             data, ctype = urllib.parse.urlencode(form).encode(), "application/x-www-form-urlencoded"
         else:
             data, ctype = sparql.encode(), "application/sparql-query"
-        ctype, body = self._request(url, data, {"Content-Type": ctype, "Accept": accept}, timeout=timeout)
-        media = ctype.split(";")[0].strip()
-        if media == _GRAPH_MEDIA:
-            return QueryOutput("graph", media, body)
-        return QueryOutput("ask" if _is_boolean(results, body) else "select", media, body)
+        return url, data, {"Content-Type": ctype, "Accept": accept}
 
     def update(self, sparql):
         self._request(self.update_url, sparql.encode(), {"Content-Type": "application/sparql-update"})
@@ -92,6 +134,27 @@ class EndpointStore(QuadStore):
 
     def clear(self) -> None:
         self.update("CLEAR ALL")
+
+
+def _read(resp, url: str, timeout: float) -> bytes:
+    try:
+        return resp.read(1 << 16)
+    except TimeoutError:
+        raise QueryTimeout(f"no answer within {timeout:g} s", source=url) from None
+    except OSError as exc:
+        raise StoreError(f"the answer broke off: {exc}", source=url) from None
+
+
+def _media(ctype: str) -> str:
+    return ctype.split(";")[0].strip()
+
+
+def _output(results: str, ctype: str, body: bytes, file=None) -> QueryOutput:
+    """A QueryOutput from a response's media type and its body (or the first bytes of the file
+    it was spooled to)."""
+    media = _media(ctype)
+    kind = "graph" if media == _GRAPH_MEDIA else "ask" if _is_boolean(results, body) else "select"
+    return QueryOutput(kind, media, b"" if file else body, file=file, complete=False)
 
 
 def _is_boolean(results: str, body: bytes) -> bool:

@@ -67,6 +67,10 @@ BAD_CONTRACTS = {
                        "unknown metric 'p95_speed'"),
     "unit misfit": ('name="x"\nservice="matvec"\n[[clauses]]\nmetric="p95_latency"\nop="<="\nvalue=1\nunit="GiB"\n',
                     "does not fit p95_latency"),
+    "metric no sprint judges": ('name="x"\nservice="matvec"\n[[clauses]]\nmetric="accuracy"\nop=">="\nvalue=0.9\n'
+                                'unit="dimensionless"\n', "a sprint cannot judge metric 'accuracy'"),
+    "hostile unit": ('name="x"\nservice="matvec"\n[[clauses]]\nmetric="p95_latency"\nop="<="\nvalue=1\n'
+                     'unit="ms/0"\n', "not a unit expression"),
     "poisson without rate": ('name="x"\nservice="matvec"\n[load]\nmode="poisson"\n[[clauses]]\nmetric="quality"\n'
                              'op=">="\nvalue=0.9\nunit="dimensionless"\n', "rate"),
     "generative metric": ('name="x"\nservice="matvec"\n[[clauses]]\nmetric="p95_ttft"\nop="<="\nvalue=1\n'

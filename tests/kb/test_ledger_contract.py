@@ -97,10 +97,18 @@ def test_after_streams_in_id_order_across_batches(ledger):
 def test_hashes_after_matches_after_without_payloads(ledger):
     ledger.append([record(n) for n in range(5)])
     ledger.append([record(n) for n in range(5, 8)])
-    full = [(e.id, e.content_hash) for e in ledger.after(0)]
+    full = [(e.id, e.content_hash, e.kind) for e in ledger.after(0)]
     assert ledger.hashes_after(0) == full
     assert ledger.hashes_after(full[2][0]) == full[3:]
     assert ledger.hashes_after(full[-1][0]) == []
+
+
+def test_entries_by_hash_in_id_order(ledger):
+    ledger.append([record(n) for n in range(6)])
+    want = [record(n).content_hash for n in (4, 1, 5)]
+    got = ledger.entries(want + ["f" * 64])
+    assert [e.content_hash for e in got] == [record(n).content_hash for n in (1, 4, 5)]
+    assert [e.id for e in got] == sorted(e.id for e in got)
 
 
 def test_a_batch_with_a_known_hash_writes_nothing(ledger):

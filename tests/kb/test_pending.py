@@ -63,7 +63,7 @@ def test_a_shape_failure_in_a_late_chunk_takes_back_the_loaded_chunks(project, t
             base.ingest([_batch(tmp_path)], submitter="tester")
     assert loaded_some, "the failure must come after chunks were loaded, or this test proves nothing"
     assert _state(project) == before
-    assert not pending.marker_path(project.home).exists()
+    assert pending.markers(project.home) == []
 
 
 def test_a_failed_ledger_commit_takes_back_everything_loaded(project, tmp_path, small_chunks, monkeypatch):
@@ -92,16 +92,37 @@ def test_a_process_killed_before_the_commit_is_taken_back_on_the_next_open(proje
         raise Killed
 
     monkeypatch.setattr(Ledger, "append", die)
-    monkeypatch.setattr(pending, "recover", lambda *a, **k: 0)  # a killed process cleans nothing
+    # A killed process cleans nothing, and the kernel drops its marker's lock.
+    monkeypatch.setattr(pending.PendingIngest, "rollback", lambda self, store, ledger: self.release())
     with KnowledgeBase.open(project) as base:
         with pytest.raises(Killed):
             base.ingest([_batch(tmp_path)], submitter="tester")
         entities_with_batch = base.store.count()
     monkeypatch.undo()
-    assert pending.marker_path(project.home).exists()
+    assert len(pending.markers(project.home)) == 1
     assert entities_with_batch > base_quads(before)
     assert _state(project) == before  # the open inside _state recovered
-    assert not pending.marker_path(project.home).exists()
+    assert pending.markers(project.home) == []
+
+
+def test_a_live_ingest_marker_is_never_recovered(project, tmp_path, small_chunks, monkeypatch):
+    """While an ingest runs, any other open (an endpoint KB admits many) must leave its loaded,
+    not yet committed graphs alone: its marker is locked. Once it commits, nothing is missing."""
+    seen = {}
+    real = Ledger.append
+
+    def commit_after_another_open(self, rows, at=None):
+        # Another process opens the KB between the loads and the commit (as `luma kb stats` did).
+        seen["dropped"] = pending.recover(project.home, base.store, ledger=self)
+        return real(self, rows, at=at)
+
+    monkeypatch.setattr(Ledger, "append", commit_after_another_open)
+    with KnowledgeBase.open(project) as base:
+        base.ingest([_batch(tmp_path)], submitter="tester")
+    monkeypatch.undo()
+    assert seen == {"dropped": 0}
+    with KnowledgeBase.open(project) as base:
+        assert base.stats()["record_graphs"] == base.ledger.last_id() == 30
 
 
 def test_a_marker_for_a_committed_batch_keeps_it(project, tmp_path, small_chunks):
@@ -113,23 +134,27 @@ def test_a_marker_for_a_committed_batch_keeps_it(project, tmp_path, small_chunks
     with KnowledgeBase.open(project) as base:
         committed = sorted(e.content_hash for e in base.ledger.after(10))
     assert len(committed) == 6
-    pending.note(project.home, committed, [ENTITY_GRAPH + "/never-described"])
+    marker = pending.PendingIngest(project.home)
+    marker.note(committed, [ENTITY_GRAPH + "/never-described"])
+    marker.release()  # as a killed process leaves it
     assert _state(project) == after
-    assert not pending.marker_path(project.home).exists()
+    assert pending.markers(project.home) == []
 
 
 def test_a_torn_last_marker_line_is_a_chunk_that_never_loaded(tmp_path):
-    pending.note(tmp_path, ["a" * 64], ["https://example.org/e"])
-    with open(pending.marker_path(tmp_path), "a") as fh:
+    marker = pending.PendingIngest(tmp_path)
+    marker.note(["a" * 64], ["https://example.org/e"])
+    marker.release()
+    with open(marker.path, "a") as fh:
         fh.write('{"record_hashes": ["b')
-    assert pending.read_marker(tmp_path) == (["a" * 64], ["https://example.org/e"])
+    assert pending.read_marker(marker.path) == (["a" * 64], ["https://example.org/e"])
 
 
 def test_a_corrupt_marker_line_in_the_middle_is_an_error(tmp_path):
-    path = pending.marker_path(tmp_path)
+    path = tmp_path / pending.LEGACY_MARKER
     path.write_text('not json\n{"record_hashes": [], "entity_subjects": []}\n')
     with pytest.raises(Exception, match="pending-ingest marker, line 1"):
-        pending.read_marker(tmp_path)
+        pending.read_marker(path)
 
 
 def test_entities_the_store_already_had_survive_a_rollback(store_url, tmp_path):

@@ -134,8 +134,10 @@ def test_named_queries_and_graph_patterns_work_in_a_partner_scope(kb):
 
 
 def test_scope_errors(kb):
-    with pytest.raises(UnknownName, match="unknown partner 'nobody' .*kvzip-labs, memfabric"):
+    with pytest.raises(UnknownName, match="unknown partner 'nobody'") as err:
         scoped_query(kb, "ASK {}", "partner:nobody")
+    # A scoped caller may be any partner: the error never names the others.
+    assert "kvzip" not in str(err.value) and "memfabric" not in str(err.value)
     for bad in ("partner:", "partner:Bad Name", "everyone", "partner"):
         with pytest.raises(QueryError, match="unknown scope"):
             Scope.parse(bad)
@@ -185,7 +187,9 @@ def test_a_rolled_back_ingest_drops_partner_graphs_too(luma_home):
 
         data = project(rec.model, LedgerMeta(rec.content_hash, "x", datetime.now(timezone.utc))).data()
         base.store.bulk_load_nquads([data])  # loaded speculatively, never committed to the ledger
-        pending.note(luma_home, [rec.content_hash], [])
+        marker = pending.PendingIngest(luma_home)
+        marker.note([rec.content_hash], [])
+        marker.release()  # its process is gone
         assert pending.recover(luma_home, base.store, ledger=base.ledger) == 1
         assert not [g for g in terms(base, "SELECT DISTINCT ?g WHERE { GRAPH ?g { } }", None)
                     if g.startswith(PARTNER_GRAPHS)]

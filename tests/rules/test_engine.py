@@ -46,10 +46,42 @@ def test_malformed_rule_files_are_refused_with_file_and_line(text, message, wher
     ("SELECT * WHERE { ?s ?p ?o }", "must be a CONSTRUCT"),
     ("CONSTRUCT { ?s ?p ?o } WHERE { ?s ?p ", "does not parse"),
     ("CONSTRUCT { _:b luma:x ?o } WHERE { ?s luma:y ?o }", "blank node"),
+    # Rules never fetch: SERVICE glued to a brace once passed `"SERVICE" in text.upper().split()`.
+    ("CONSTRUCT { ?s luma:x ?o } WHERE {SERVICE <http://127.0.0.1:9/q> { ?s luma:y ?o }}", "remote data"),
+    ("CONSTRUCT { ?s luma:x ?o } WHERE { service silent <http://x/q> { ?s luma:y ?o } }", "remote data"),
+    ('CONSTRUCT { ?s luma:x ?o } WHERE { BIND("\\u0022" AS ?a) SERVICE <http://x/q> { ?s luma:y ?o } '
+     'BIND("\\u0022" AS ?b) }', "remote data"),
 ])
 def test_bad_sparql_is_refused(body, message):
     with pytest.raises(RuleError, match=message):
         analyse(rule("x", body))
+
+
+def test_a_rule_file_with_service_is_refused_by_check_and_run(luma_home, tmp_path):
+    """A project rule (`$LUMA_HOME/rules/*.rq`) that would call out: `luma rules check` and
+    `luma rules run` refuse it in one line, and nothing is sent."""
+    import socket
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(4)
+    listener.settimeout(0.5)
+    port = listener.getsockname()[1]
+    (luma_home / "rules").mkdir()
+    (luma_home / "rules" / "90-fetch.rq").write_text(
+        "# id: fetch\n# version: 1\n# description: calls out\nPREFIX luma: <https://w3id.org/luma/ns#>\n"
+        f"CONSTRUCT {{ ?s luma:x ?o }} WHERE {{SERVICE <http://127.0.0.1:{port}/q>{{ ?s luma:y ?o }}}}\n")
+    runner = CliRunner()
+    for args in (["rules", "check"], ["rules", "run"]):
+        out = runner.invoke(cli, args)
+        assert out.exit_code == 1 and "remote data" in out.output and "Traceback" not in out.output, out.output
+    try:
+        listener.accept()
+        raise AssertionError("a rule reached the network")
+    except TimeoutError:
+        pass
+    finally:
+        listener.close()
 
 
 def test_a_cycle_through_negation_is_refused():
