@@ -48,7 +48,8 @@ def boundary_cmd(chain: str | None, sprint: str | None, latest: bool, out: Path)
 
 @report.command("design-in")
 @click.option("--scope", default="owner", show_default=True,
-              help="Whose view: owner (everything) or partner:NAME (public graphs and that partner's own).")
+              help="Whose view: owner (everything) or partner:NAME (public graphs and that partner's own). "
+                   "A view, not access control: see docs/security.md.")
 @click.option("--max-rows", type=click.IntRange(1, 10_000), default=25, show_default=True,
               help="Rows per long table, and requirements whose derivation is drawn.")
 @_OUT
@@ -68,7 +69,8 @@ def design_in_cmd(scope: str, max_rows: int, out: Path) -> None:
 @report.command("partner")
 @evaluation_options
 @click.option("--scope", default="owner", show_default=True,
-              help="Whose view: owner, or partner:NAME (then RECORD must be that partner's).")
+              help="Whose view: owner, or partner:NAME (then RECORD must be that partner's). "
+                   "A view, not access control: see docs/security.md.")
 @_OUT
 def partner_cmd(record_ref, contract_ref, state_text, llm_ref, space_ref, repetitions, scope: str, out: Path) -> None:
     """Partner Evaluation Report of RECORD (a record file, or an ingested record's hash prefix or

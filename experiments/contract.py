@@ -8,7 +8,6 @@ problem is a `ConfigError` naming the file and the field, raised before any tria
 from __future__ import annotations
 
 import importlib.resources
-import tomllib
 from pathlib import Path
 from typing import Annotated, Literal
 
@@ -130,9 +129,7 @@ def load(ref: str | Path) -> Contract:
     try:
         return Contract.model_validate(data)
     except ValidationError as exc:
-        err = exc.errors()[0]
-        loc = ".".join(str(p) for p in err["loc"]) or None
-        msg = err["msg"].removeprefix("Value error, ")
-        if loc and msg.startswith(loc.split(".")[-1] + ":"):
-            msg = msg.split(":", 1)[1].strip()
-        raise ConfigError(msg, source=str(path), field=loc) from None
+        from luma.kb.records.loader import first_error
+
+        field, message = first_error(exc)
+        raise ConfigError(message, source=str(path), field=field) from None

@@ -93,6 +93,15 @@ def parse_unit(text: str) -> pint.Unit:
 
 def _checked(text) -> str:
     """The unit text without padding, in the grammar (the key of the caches below)."""
+    if not isinstance(text, str):
+        raise UnitProblem(f"unit must be text, got {type(text).__name__}")
+    return _checked_text(text)
+
+
+@lru_cache(maxsize=4096)
+def _checked_text(text: str) -> str:
+    # Cached: a 100k-record batch names the same few units a million times (refusals are not
+    # cached, and the grammar bounds what one costs).
     try:
         return unit_grammar.check(text)
     except unit_grammar.UnitSyntaxError as exc:
@@ -141,7 +150,12 @@ def normalise(value: float, unit_text: str) -> tuple[float, str]:
 
 def dimensionality_of(text: str) -> str:
     """A comparable string form of a unit's dimensionality."""
-    return str(_parse(_checked(text)).dimensionality)
+    return _dimensionality(_checked(text))
+
+
+@lru_cache(maxsize=4096)
+def _dimensionality(text: str) -> str:
+    return str(_parse(text).dimensionality)  # pint's formatting costs ~30 us: once per unit
 
 
 def unit_iri(canonical: str) -> str:

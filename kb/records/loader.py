@@ -111,7 +111,7 @@ def validate_document(doc: Any, source: str, home: Path | None = None, dims: dic
     try:
         model = model_cls.model_validate(doc, context=context)
     except ValidationError as exc:
-        field, message = _first_error(exc)
+        field, message = first_error(exc)
         raise RecordError(message, source=source, field=field) from None
     return _loaded(kind, model, source)
 
@@ -155,7 +155,10 @@ def _validate_line(line: _Line, source: str, home: Path | None, dims: dict) -> L
 _PEX_MARK = '"pex-chain"'
 
 
-def _first_error(exc: ValidationError) -> tuple[str | None, str]:
+def first_error(exc: ValidationError) -> tuple[str | None, str]:
+    """(field path, message) of a validation error's first problem, as LUMA words it: the field
+    at fault in `a.b[2].c` form (a model-level check's own field folded in), without pydantic's
+    union tags and prefixes."""
     errors = exc.errors(include_url=False)
     loc = _format_loc(errors[0]["loc"])
     # A union (number | text) reports one error per branch; the type mismatches say least.

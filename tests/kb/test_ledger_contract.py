@@ -220,3 +220,37 @@ def test_an_unreachable_ledger_is_a_ledger_error(tmp_path):
     missing = tmp_path / "no" / "such" / "dir" / "ledger.sqlite"
     with pytest.raises(LedgerError):
         Ledger(f"sqlite:///{missing}").init()
+
+
+@pytest.mark.parametrize("field, length", [("submitter", 257), ("source", 1025), ("kind", 65),
+                                           ("evidence_class", 33)])
+def test_text_over_a_column_is_refused_naming_the_field_on_every_backend(ledger, field, length):
+    """PostgreSQL answered "value too long" followed by the whole SQL statement and the record's
+    payload; SQLite stored it. Now both refuse before writing, naming the field, echoing nothing."""
+    secret = "PAYLOAD-" + "s" * 50
+    rec = NewRecord(**{**record(1).__dict__, field: "x" * length, "payload": f'{{"secret": "{secret}"}}'})
+    with pytest.raises(LedgerError) as err:
+        ledger.append([rec])
+    assert err.value.field == field and f"limit of {length - 1}" in err.value.message
+    assert secret not in err.value.one_line() and "INSERT" not in err.value.one_line()
+    assert ledger.last_id() == 0
+
+
+def test_a_database_error_never_echoes_sql_or_payload(ledger, monkeypatch):
+    """Whatever the database refuses, the message is its reason's first line."""
+    from sqlalchemy.exc import DataError
+
+    secret = "PAYLOAD-secret-figures"
+
+    class Orig(Exception):
+        def __str__(self):
+            return "value too long for type character varying(256)\nDETAIL: something"
+
+    def fail(*args, **kwargs):
+        raise DataError(f"INSERT INTO ledger_record VALUES ('{secret}')", {"payload": secret}, Orig())
+
+    monkeypatch.setattr(ledger.engine, "begin", fail)
+    with pytest.raises(LedgerError) as err:
+        ledger.append([record(1)])
+    line = err.value.one_line()
+    assert "value too long" in line and secret not in line and "INSERT" not in line and "DETAIL" not in line

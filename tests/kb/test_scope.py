@@ -90,6 +90,31 @@ def test_nothing_of_another_partner_reaches_a_scoped_query(kb, me, other):
     assert rows(kb, f"SELECT (COUNT(*) AS ?n) WHERE {{ GRAPH <{theirs}> {{ ?s ?p ?o }} }}", f"partner:{me}") == [{"n": "0"}]
 
 
+@pytest.mark.parametrize("me, other", [("kvzip-labs", "memfabric"), ("memfabric", "kvzip-labs")])
+def test_a_dataset_clause_cannot_reach_another_partner(kb, me, other):
+    """FROM / FROM NAMED are honoured (they were ignored), and within the scope only: naming
+    another partner's graph reads nothing, whichever way the scope is enforced."""
+    from luma.kb.query_safety import check_query
+
+    graphs = terms(kb, "SELECT DISTINCT ?g WHERE { GRAPH ?g { } }", None)
+    theirs = next(g for g in graphs if g.startswith(f"{PARTNER_GRAPHS}{other}/"))
+    mine = next(g for g in graphs if g.startswith(f"{PARTNER_GRAPHS}{me}/"))
+    method = getattr(kb, "scope_method", "auto")
+
+    def count(sparql, scope):
+        answer = scoped_query(kb, check_query(sparql), scope, method=method).json()
+        return int(answer["results"]["bindings"][0]["n"]["value"])
+
+    assert count(f"SELECT (COUNT(*) AS ?n) FROM <{theirs}> WHERE {{ ?s ?p ?o }}", "owner") > 0
+    assert count(f"SELECT (COUNT(*) AS ?n) FROM <{theirs}> WHERE {{ ?s ?p ?o }}", f"partner:{me}") == 0
+    assert count(f"SELECT (COUNT(*) AS ?n) FROM NAMED <{theirs}> WHERE {{ GRAPH ?g {{ ?s ?p ?o }} }}",
+                 f"partner:{me}") == 0
+    own = count(f"SELECT (COUNT(*) AS ?n) FROM <{mine}> WHERE {{ ?s ?p ?o }}", f"partner:{me}")
+    assert own > 0 and own == count(f"SELECT (COUNT(*) AS ?n) FROM <{mine}> WHERE {{ ?s ?p ?o }}", "owner")
+    both = count(f"SELECT (COUNT(*) AS ?n) FROM <{mine}> FROM <{theirs}> WHERE {{ ?s ?p ?o }}", f"partner:{me}")
+    assert both == own
+
+
 def test_derived_facts_do_not_carry_another_partners_data(kb):
     report = Engine(kb).run({})
     assert report.new > 0  # the public chains derive something
