@@ -23,6 +23,8 @@ class Kind:
     description: str  # "a time"
     canonical: tuple[str, ...]
     example: str  # a unit to suggest
+    #: Whether a value below zero is impossible (a time, an amount, a rate); scores may be negative.
+    nonnegative: bool = True
 
     def fits(self, unit: str) -> bool:
         """True when `unit` (already known to convert) is a unit of this kind."""
@@ -30,7 +32,7 @@ class Kind:
 
 
 TIME = Kind("a time", ("second",), "ms")
-SCORE = Kind("a dimensionless score", ("dimensionless",), "dimensionless")
+SCORE = Kind("a dimensionless score", ("dimensionless",), "dimensionless", nonnegative=False)
 REQUEST_RATE = Kind("a rate of requests", ("request / second", "hertz"), "request/s or 1/s")
 TOKEN_RATE = Kind("a rate of tokens", ("token / second", "hertz"), "token/s or 1/s")
 MEMORY = Kind("an amount of memory", ("byte",), "MiB")
@@ -85,6 +87,18 @@ def kind_of(metric: str) -> Kind | None:
 def known() -> str:
     """The registered names, for an error message."""
     return ", ".join(sorted(METRICS) + [f"pNN_{p}" for p in PERCENTILE_OF] + [f"{p}_pNN" for p in PERCENTILE_OF])
+
+
+def impossible(metric: str, value: float) -> str | None:
+    """Why `value` cannot be a value of `metric` (a negative time, memory or rate); None when it
+    can or the metric is unknown."""
+    base = metric
+    for suffix in BOUNDS:
+        base = base.removesuffix(suffix)
+    kind = kind_of(base)
+    if kind is None or not kind.nonnegative or value >= 0:
+        return None
+    return f"{metric} is {kind.description}: it cannot be negative, got {value:g}"
 
 
 def misfit(metric: str, unit: str) -> str | None:

@@ -8,7 +8,7 @@ what it asks of software (coherence, transparency), its limitations and the lice
 evaluation boundary. Evidence class `vendor-claim` unless the record carries the provenance of
 a measurement.
 
-Every quantity is `{"value": number, "unit": "pint expression"}` checked against the dimension
+Every quantity is `{"value": number, "unit": text}` (unit names joined by `*` and `/`, small powers: kb/unit_grammar.py) checked against the dimension
 of its field (errors name the field path): ratios are dimensionless (`"1"`, `"percent"`,
 `"byte/byte"`), throughput in bytes per second, latency in seconds, power in watts, area in
 square metres (`"mm^2"`), buffering in bytes. NaN and infinities are refused everywhere.

@@ -5,7 +5,7 @@ storage, power and price. `luma machine characterize` measures this host and rec
 **measured**; `experiments/machines/*.json` ship public spec sheets as **vendor-claim** records
 that name their source. Figures are per device; `count` is how many devices a node has.
 
-Every quantity is `{"value": number, "unit": "pint expression"}` and must have the dimension
+Every quantity is `{"value": number, "unit": text}` (unit names joined by `*` and `/`, small powers: kb/unit_grammar.py) and must have the dimension
 of its field: a bandwidth given in `Gbit/s` converts to bytes per second, one given in `GB` is
 refused, as are negative, zero, NaN and infinite values. The analytical model reads figures
 through `compute_flops`, `memory_capacity`, `memory_bandwidth`, `power_w`, `count`,
@@ -43,7 +43,8 @@ Cores = Annotated[StrictInt, Field(ge=1, le=1 << 20)]
 
 
 class Quantity(StrictModel):
-    """A value with its unit (a pint expression such as 'TB/s', 'Gbit/s', 'GiB', 'TFLOP/s', 'W')."""
+    """A value with its unit (unit names joined by '*' and '/' with powers up to 4, such as 'TB/s',
+    'Gbit/s', 'GiB', 'TFLOP/s', 'W')."""
 
     value: Number
     unit: Name

@@ -78,7 +78,7 @@ class Clause(StrictModel):
         if metrics.kind_of(self.metric) is None:
             raise ValueError(f"metric: unknown metric {self.metric!r} (known: {metrics.known()})")
         _convertible(self.value, self.unit)
-        _fits(self.metric, self.unit)
+        _fits(self.metric, self.value, self.unit)
         return self
 
 
@@ -134,7 +134,7 @@ class Observation(StrictModel):
     def _converts(self) -> "Observation":
         # Telemetry beyond the clauses may have any name; a registered one must fit its unit.
         _convertible(self.value, self.unit)
-        _fits(self.metric, self.unit)
+        _fits(self.metric, self.value, self.unit)
         return self
 
 
@@ -233,10 +233,13 @@ def _convertible(value, unit: str) -> None:
         raise ValueError(f"unit: {exc}") from None
 
 
-def _fits(metric: str, unit: str) -> None:
+def _fits(metric: str, value: float, unit: str) -> None:
     why = metrics.misfit(metric, unit)
     if why:
         raise ValueError(f"unit: {why}")
+    why = metrics.impossible(metric, value)
+    if why:
+        raise ValueError(f"value: {why}")
 
 
 def _level_key(level: Level):

@@ -141,6 +141,18 @@ def test_an_observation_of_a_known_metric_in_the_wrong_unit_is_refused():
     assert exc.field == "trials[0].observations[0].unit" and "p95_latency.ci_low" in exc.message
 
 
+def test_a_negative_time_amount_or_rate_is_refused_a_negative_score_change_is_not():
+    """Found by the fuzz suite: `p99_latency = -1 ms` was accepted as a measurement."""
+    exc = _refused(_with(CHAIN, ("trials", 2, "observations", 0), {"metric": "p99_latency", "value": -1, "unit": "ms"}))
+    assert exc.field == "trials[2].observations[0].value" and "cannot be negative" in exc.message
+    exc = _refused(_with(CHAIN, ("contract", "clauses", 0), {"metric": "throughput", "op": ">=", "value": -5,
+                                                            "unit": "request/s"}))
+    assert exc.field == "contract.clauses[0].value"
+    ok = _with(CHAIN, ("trials", 2, "observations", 0), {"metric": "accuracy_change", "value": -0.01,
+                                                         "unit": "dimensionless"})
+    validate_document(ok, "r.json")  # a score may drop
+
+
 def test_an_unknown_clause_metric_is_refused_with_the_known_ones():
     exc = _refused(_with(CHAIN, ("contract", "clauses", 0, "metric"), "anything"))
     assert exc.field == "contract.clauses[0].metric"
