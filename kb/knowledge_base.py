@@ -22,7 +22,7 @@ from datetime import datetime, timezone
 from itertools import islice
 from pathlib import Path
 
-from luma.errors import StoreBusy, StoreError
+from luma.errors import StoreError
 from luma.kb import access, pending, reconcile, shacl
 from luma.kb.dimensions import ontology_files, record_dimensions
 from luma.kb.ledger import Ledger, LedgerEntry, NewRecord, check_text
@@ -39,8 +39,6 @@ from luma.settings import Settings
 
 _KB = "https://w3id.org/luma/id/kb"
 _REPLAY_TYPES = {**RECORD_TYPES, "rdf-document": RdfDocument}
-#: Seconds a reader waits for a running writer's read snapshot to appear (or the writer to end).
-READER_WAIT_S = 30.0
 #: Records validated and projected per chunk (the first chunk is smaller: the load starts sooner).
 CHUNK_RECORDS = 25_000
 FIRST_CHUNK_RECORDS = 2_000
@@ -162,9 +160,11 @@ class KnowledgeBase:
             kb = cls(settings)
             kb._catch_up(sync)
             return kb
+        from luma.kb import sessions
+
         if read_only:
-            return cls._open_reader(settings, path, settings.wait if wait is None else wait)
-        return cls._open_writer(settings, path, (settings.wait or 0.0) if wait is None else wait, sync)
+            return sessions.open_reader(cls, settings, path, settings.wait if wait is None else wait)
+        return sessions.open_writer(cls, settings, path, (settings.wait or 0.0) if wait is None else wait, sync)
 
     def _catch_up(self, sync: bool) -> None:
         self.ledger.init()
@@ -172,68 +172,6 @@ class KnowledgeBase:
         pending.recover(self.settings.home, self.store, ledger=self.ledger)
         if sync:
             self.sync()
-
-    @classmethod
-    def _open_writer(cls, settings: Settings, path: Path, wait: float, sync: bool) -> "KnowledgeBase":
-        from luma.kb.stores.embedded import EmbeddedStore
-
-        lock = access.ProjectLock(settings.home)
-        lock.acquire(exclusive=True, wait=wait)
-        kb = None
-        try:
-            kb = cls(settings, store=EmbeddedStore(path))
-            kb._lock = lock
-            kb._catch_up(sync)
-            # Readers that come while this writer works read the committed state from here.
-            access.publish_snapshot(kb.store.raw, settings.home)
-        except BaseException:
-            kb.close() if kb is not None else lock.release()
-            raise
-        return kb
-
-    @classmethod
-    def _open_reader(cls, settings: Settings, path: Path, wait: float | None) -> "KnowledgeBase":
-        from luma.kb.stores.embedded import EmbeddedStore
-
-        wait = READER_WAIT_S if wait is None else wait
-        deadline = time.monotonic() + wait
-        repaired = False
-        while True:
-            lock = access.ProjectLock(settings.home)
-            if lock.try_acquire(exclusive=False):
-                kb = None
-                try:
-                    kb = cls(settings, store=EmbeddedStore(path, read_only=True))
-                    kb._lock = lock
-                    if repaired or not kb._needs_repair():
-                        return kb
-                except StoreError:
-                    if repaired:
-                        kb.close() if kb is not None else lock.release()
-                        raise
-                except BaseException:
-                    kb.close() if kb is not None else lock.release()
-                    raise
-                # Leftovers of a crash, records the KB lacks, a new ontology, no KB yet: a
-                # writer's job, done here if nobody writes (else that writer does it and we
-                # read its snapshot).
-                kb.close() if kb is not None else lock.release()
-                try:
-                    cls._open_writer(settings, path, 0.0, True).close()
-                    repaired = True
-                    continue
-                except StoreBusy:
-                    pass
-            lease = access.lease_snapshot(settings.home)
-            if lease is not None and lease.writer.get("pid") == access.holder_info(settings.home).get("pid"):
-                kb = cls(settings, store=EmbeddedStore(lease.path, read_only=True))
-                kb._lease = lease
-                return kb
-            if lease is not None:
-                lease.release()
-            if time.monotonic() >= deadline:
-                raise StoreBusy(access.busy_message(settings.home, wait), source=str(path))
-            time.sleep(0.05)
 
     def close(self) -> None:
         try:

@@ -205,8 +205,9 @@ class ScopedView:
             return {"union": False}  # the engine reads the clause itself, over what it holds
         # Here the protocol's dataset replaces the query's: keep what it names that the scope
         # allows, and never send an empty list (which would mean "the query's own dataset").
-        default = [g for g in checked.from_graphs or () if g in set(self._graphs)] or [NO_GRAPH]
-        named = [g for g in checked.from_named or () if g in set(self._graphs)] or [NO_GRAPH]
+        allowed = set(self._graphs)
+        default = [g for g in checked.from_graphs or () if g in allowed] or [NO_GRAPH]
+        named = [g for g in checked.from_named or () if g in allowed] or [NO_GRAPH]
         return {"union": False, "default_graphs": default, "named_graphs": named}
 
     def __exit__(self, *exc) -> None:
