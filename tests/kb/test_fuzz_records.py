@@ -238,13 +238,13 @@ def _kb_files(home: Path) -> list[tuple[str, int, int]]:
     """Every file of the KB (and its read snapshots) with size and modification time: a refused
     record must not even open it for writing."""
     out = []
-    for root in (home / "kb", home / "kb-snapshots"):
-        if root.is_dir():
-            for f in sorted(root.rglob("*")):
-                if f.is_file():
-                    st = f.stat()
-                    out.append((str(f.relative_to(home)), st.st_size, st.st_mtime_ns))
-    return out
+    for root, _dirs, files in os.walk(home / "kb"):
+        for name in files:
+            st = os.stat(os.path.join(root, name))
+            out.append((os.path.join(root, name), st.st_size, st.st_mtime_ns))
+    snapshots = home / "kb-snapshots"
+    out += [(name, 0, 0) for name in (sorted(os.listdir(snapshots)) if snapshots.is_dir() else [])]
+    return sorted(out)
 
 
 def _kb_state(home: Path) -> tuple[int, int, int]:
