@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import time
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 import click
@@ -14,7 +16,6 @@ _EXTENSIONS = {
     ".ttl": "turtle", ".nt": "ntriples", ".nq": "nquads", ".trig": "trig",
     ".jsonld": "jsonld", ".json": "jsonld",
 }
-EVIDENCE = click.Choice(["measured", "simulated", "projected", "vendor-claim"])
 
 
 def _open(sync: bool = True):
@@ -110,7 +111,9 @@ def ingest(files: tuple[Path, ...], submitter: str | None, fmt: str) -> None:
 @click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--rdf-format", type=click.Choice(["turtle", "ntriples", "nquads", "trig", "jsonld"]), default=None,
               help="RDF syntax (default: from the file extension).")
-@click.option("--evidence-class", type=EVIDENCE, required=True, help="What kind of evidence these facts are.")
+@click.option("--evidence-class", type=click.Choice(["simulated", "projected", "vendor-claim"]), required=True,
+              help="What kind of evidence these facts are (measured evidence comes from attested runners' "
+                   "records, never from plain RDF).")
 @submitter_option()
 def load(file: Path, rdf_format: str | None, evidence_class: str, submitter: str | None) -> None:
     """Add a plain RDF FILE (Turtle, N-Triples, N-Quads, TriG, JSON-LD) as one record."""
@@ -125,6 +128,38 @@ def load(file: Path, rdf_format: str | None, evidence_class: str, submitter: str
         click.echo(f"{file}: already loaded (same content), nothing added")
 
 
+@contextmanager
+def _maybe_exploratory(base, exploratory: bool):
+    """`base` itself, or a view of the last exploratory rule run's copy of the KB (rules/exploratory.py)
+    read under the same project lock."""
+    if not exploratory:
+        yield base
+        return
+    from luma.kb.stores.embedded import EmbeddedStore
+    from luma.rules import exploratory as explore
+
+    path = explore.store_path(base.settings.home)
+    run = explore.last_run(base.settings.home)
+    if run is None or not path.is_dir():
+        raise click.ClickException("no exploratory run yet: `luma rules run --exploratory --param …` makes one")
+    click.echo(f"note: exploratory results (run {run['at']}, parameters {run['parameters'] or 'defaults'}), "
+               "not the KB's", err=True)
+    store = EmbeddedStore(path, read_only=True)
+    try:
+        yield _ExploratoryView(store, base.ledger, base.settings)
+    finally:
+        store.close()
+
+
+@dataclass
+class _ExploratoryView:
+    """The exploratory copy's store with the project's ledger and settings (what a query reads)."""
+
+    store: object
+    ledger: object
+    settings: object
+
+
 @kb.command()
 @click.argument("sparql", required=False)
 @click.option("--file", "query_file", type=click.Path(dir_okay=False, path_type=Path), help="Read the query from a file.")
@@ -137,8 +172,10 @@ def load(file: Path, rdf_format: str | None, evidence_class: str, submitter: str
 @click.option("--scope", default="owner", show_default=True, metavar="owner|partner:NAME",
               help="What the query sees: everything (owner), or the public facts and one partner's records. "
                    "A view, not access control: see docs/security.md.")
+@click.option("--exploratory", is_flag=True,
+              help="Query the last `luma rules run --exploratory` (its copy of the KB) instead of the KB.")
 @format_option()
-def query(sparql, query_file, query_name, list_names, timeout, memory, scope, fmt) -> None:
+def query(sparql, query_file, query_name, list_names, timeout, memory, scope, exploratory, fmt) -> None:
     """Run a read-only SPARQL query (argument, --file or --name) over all named graphs, or over
     what --scope partner:NAME may see (never another partner's records). FROM / FROM NAMED are
     honoured (within the scope).
@@ -184,8 +221,9 @@ def query(sparql, query_file, query_name, list_names, timeout, memory, scope, fm
     limits = QueryLimits(timeout, limit, settings.query_answer_bytes)
     results = "csv" if fmt == "csv" and checked.kind != "graph" else "json"
     settings.home.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix=".luma-query-", dir=settings.home) as spool, open_for_reading() as base:
-        answer = scoped_query(base, checked, where, results=results, limits=limits, spool=Path(spool))
+    with (tempfile.TemporaryDirectory(prefix=".luma-query-", dir=settings.home) as spool, open_for_reading() as base,
+          _maybe_exploratory(base, exploratory) as view):
+        answer = scoped_query(view, checked, where, results=results, limits=limits, spool=Path(spool))
         _print_answer(answer, fmt)
 
 
@@ -235,8 +273,10 @@ def _ends_with_newline(answer) -> bool:
               help="Levels of prov:wasDerivedFrom to follow.")
 @click.option("--max-supports", type=click.IntRange(min=1), default=50, show_default=True,
               help="Supports listed per node (all supporting records are still named).")
+@click.option("--exploratory", is_flag=True,
+              help="Explain from the last `luma rules run --exploratory` (its copy of the KB), not the KB.")
 @format_option(choices=("table", "json"))
-def explain(iri: str, depth: int, max_supports: int, fmt: str) -> None:
+def explain(iri: str, depth: int, max_supports: int, exploratory: bool, fmt: str) -> None:
     """The derivation tree of IRI (full or prefixed, e.g. id:chain/…) down to the ingested records.
 
     Derived nodes show the rule, version and parameters of the run that derived them; leaves show
@@ -245,8 +285,8 @@ def explain(iri: str, depth: int, max_supports: int, fmt: str) -> None:
     from luma.rules.explain import explain as explain_tree
     from luma.rules.explain import records
 
-    with open_for_reading() as base:
-        tree = explain_tree(base, iri, max_depth=depth, max_supports=max_supports)
+    with open_for_reading() as base, _maybe_exploratory(base, exploratory) as view:
+        tree = explain_tree(view, iri, max_depth=depth, max_supports=max_supports)
     hashes = records(tree)
     if fmt == "json":
         click.echo(json.dumps({**tree, "records": hashes}, indent=2))
@@ -269,7 +309,8 @@ def _node_text(node: dict) -> str:
     run = node.get("derived_by")
     if run:
         params = f" ({', '.join(run['parameters'])})" if run["parameters"] else ""
-        parts.append(f"<- rule {run['rule']} v{run['version']}{params}")
+        exploratory = " [EXPLORATORY: below the rules' floors]" if run.get("exploratory") else ""
+        parts.append(f"<- rule {run['rule']} v{run['version']}{params}{exploratory}")
     elif node.get("evidence_class"):
         parts.append(f"evidence: {node['evidence_class']}")
     return " ".join(parts)

@@ -29,7 +29,9 @@ def list_cmd(fmt: str) -> None:
     """The rules, in the order they run, with their parameters."""
     _, ordered = _load()
     rows = [{"stratum": n, "id": a.rule.id, "version": a.rule.version, "file": a.rule.path,
-             "parameters": ", ".join(f"{p.name}={p.default}" for p in a.rule.params.values()),
+             "parameters": ", ".join(f"{p.name}={p.default}" + (f" (>= {a.rule.floors[p.name][0]:g})"
+                                                              if p.name in a.rule.floors else "")
+                                     for p in a.rule.params.values()),
              "description": a.rule.description if fmt == "json" else a.rule.description.split(". ")[0]}
             for n, stratum in enumerate(ordered, 1) for a in stratum]
     print_rows(rows, ["stratum", "id", "version", "parameters", "description"], fmt, title="rules")
@@ -53,20 +55,36 @@ def _overrides(values: tuple[str, ...]) -> dict[str, str]:
 
 
 @rules.command("run")
-@click.option("--param", "params", multiple=True, help="Override a parameter: name=value or rule-id.name=value.")
+@click.option("--param", "params", multiple=True, help="Override a parameter: name=value or rule-id.name=value. "
+              "A value below the rule's floor (see `luma rules list`) is refused unless --exploratory.")
 @click.option("--full", is_flag=True, help="Recompute every rule from the store (ignore what the last run kept).")
+@click.option("--exploratory", is_flag=True,
+              help="Run on a copy of the KB ($LUMA_HOME/kb-exploratory) where parameters may go below their "
+                   "floors; nothing of it reaches the KB's queries or reports (`luma kb query --exploratory`, "
+                   "`luma kb explain --exploratory` read it).")
 @click.option("--workers", type=click.IntRange(1, 64), default=None,
               help="Threads for strata that do not depend on each other  [default: usable cores, at most 4]")
 @format_option(choices=("table", "json"))
-def run_cmd(params: tuple[str, ...], full: bool, workers: int | None, fmt: str) -> None:
+def run_cmd(params: tuple[str, ...], full: bool, exploratory: bool, workers: int | None, fmt: str) -> None:
     """Derive: every stratum to its fixpoint; prints facts, new and removed per rule, how each was
     evaluated (full, delta = over new records only, skip = nothing it reads changed), with timing."""
     from luma.kb.knowledge_base import KnowledgeBase
+    from luma.rules import exploratory as explore
     from luma.rules.engine import Engine
+    from luma.rules.loader import BelowFloor
 
     overrides = _overrides(params)
-    with KnowledgeBase.open() as kb:
-        report = Engine(kb).run(overrides, full=full, workers=workers)
+    try:
+        with KnowledgeBase.open() as kb:
+            if exploratory:
+                report = explore.run(kb, overrides, workers=workers)
+            else:
+                report = Engine(kb).run(overrides, full=full, workers=workers)
+    except BelowFloor as exc:
+        raise click.BadParameter(exc.message, param_hint="--param") from None
+    if exploratory:
+        click.echo(f"exploratory run in {explore.store_path(kb.settings.home).parent}: its facts are not in the "
+                   "KB's queries or reports", err=True)
     rows = [{"stratum": r.stratum, "rule": r.rule, "facts": r.facts, "new": r.new, "removed": r.removed,
              "how": r.mode, "rounds": r.rounds, "seconds": round(r.seconds, 3)} for r in report.runs]
     if fmt == "json":

@@ -19,6 +19,7 @@ import re
 import time
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from luma.kb.vocab import ID, LUMA, PROV
 from luma.rules.analysis import Analysed, analyse, dependency_graph, keys_meet, refuse_remote_rule, strata
@@ -93,8 +94,10 @@ def _to_quads(ntriples: bytes, graph: str) -> set[bytes]:
 class Engine:
     """The rule set (shipped rules plus `$LUMA_HOME/rules/*.rq`) bound to one knowledge base."""
 
-    def __init__(self, kb, rules: list[Rule] | None = None):
+    def __init__(self, kb, rules: list[Rule] | None = None, cache: Path | None = None):
         self.kb = kb
+        #: Where a run keeps what it derived (to skip unchanged work next time).
+        self.cache = cache or kb.settings.home / "cache" / "rules"
         rules = rules if rules is not None else load_all(kb.settings.home / "rules")
         self.analysed: list[Analysed] = [analyse(r) for r in rules]
         self.strata = strata(self.analysed)  # refuses cycles through negation before anything runs
@@ -104,7 +107,8 @@ class Engine:
                                   union=False)
         return _to_quads(out.body, graph_of(rule_id))
 
-    def run(self, overrides: dict[str, str] | None = None, full: bool = False, workers: int | None = None) -> RunReport:
+    def run(self, overrides: dict[str, str] | None = None, full: bool = False, workers: int | None = None,
+            exploratory: bool = False) -> RunReport:
         """Bring every derived graph up to date; `overrides`: {"name" or "rule-id.name": value}.
 
         Work is skipped where nothing it depends on changed since the last run (see
@@ -112,11 +116,13 @@ class Engine:
         asserted inputs kept their graphs and whose upstream rules derived nothing new or removed.
         A `reads: records` rule that only gained record graphs runs over the new graphs alone.
         `full` recomputes everything from the store. Strata that do not depend on each other run
-        at the same time on `workers` threads (the store answers queries without holding the GIL)."""
+        at the same time on `workers` threads (the store answers queries without holding the GIL).
+        Parameters below their rule's floor are refused (`BelowFloor`) unless `exploratory`, which
+        only rules/exploratory.py sets, on a copy of the KB."""
         rules = [a.rule for a in self.analysed]
-        values = resolve_params(rules, overrides or {})
+        values = resolve_params(rules, overrides or {}, exploratory=exploratory)
         report, t0 = RunReport(), time.perf_counter()
-        state = StateStore(self.kb.store, self.kb.settings.home / "cache" / "rules")
+        state = StateStore(self.kb.store, self.cache)
         prev = RunState() if full else state.load()
         graphs = state.asserted_graphs()
         ctx = _Context(values, prev, sorted(graphs - prev.graphs), prev.graphs - graphs, state)

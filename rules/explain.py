@@ -90,6 +90,7 @@ class _Fetcher:
                 f"  UNION {{ ?n <{PROV}wasGeneratedBy> ?v . ?v <{LUMA}ruleVersion> ?x BIND(\"version\" AS ?k) }}\n"
                 f"  UNION {{ ?n <{PROV}wasGeneratedBy> ?v . ?v <{LUMA}rule> ?r ; <{LUMA}parameter> ?x "
                 f"BIND(\"param\" AS ?k) }}\n"
+                f"  UNION {{ ?n <{PROV}wasGeneratedBy> ?v . ?v <{LUMA}exploratory> ?x BIND(\"exploratory\" AS ?k) }}\n"
                 f"  UNION {{ ?n {_DERIVED_FROM} ?v . GRAPH ?v {{ ?v {_RECORD_KIND} ?rk }} BIND(\"record\" AS ?k) }}\n"
                 f"}}")
             for row in rows:
@@ -104,7 +105,9 @@ class _Fetcher:
                 else:
                     act = acts.setdefault(row["n"], {}).setdefault(
                         value, {"rule": None, "version": None, "parameters": [], "activity": value})
-                    if kind == "rule":
+                    if kind == "exploratory":  # a run below the rules' floors (rules/exploratory.py)
+                        act["exploratory"] = row["x"] == "true"
+                    elif kind == "rule":
                         act["rule"] = row["x"]
                     elif kind == "version":
                         act["version"] = int(row["x"])

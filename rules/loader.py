@@ -28,11 +28,17 @@ _HEADER = re.compile(r"^#\s*([a-z_]+)\s*:\s*(.*?)\s*$")
 _PARAM = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)\s*=\s*(\S+)\s*:\s*(integer|decimal|string|boolean)\s*:\s*(.+)$")
 _USE = re.compile(r"\$\{([^}]*)\}")
 _ID = re.compile(r"^[a-z][a-z0-9-]{0,63}$")
-_KEYS = {"id", "version", "description", "derives", "param", "after", "reads"}
+_KEYS = {"id", "version", "description", "derives", "param", "floor", "after", "reads"}
+_FLOOR = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)\s*>=\s*(\S+)\s*:\s*(.+)$")
 
 
 class RuleError(LumaError):
     """A rule file, a rule parameter or the rule set's dependency graph is invalid."""
+
+
+class BelowFloor(RuleError):
+    """A parameter value below its rule's floor, outside an exploratory run (canonical rule 5: one
+    chain, one workload or one architecture never makes a hardware requirement)."""
 
 
 @dataclass(frozen=True)
@@ -56,6 +62,8 @@ class Rule:
     derives: str | None = None
     params: dict[str, Param] = field(default_factory=dict)
     after: tuple[str, ...] = ()
+    #: {parameter: (lowest value an official run accepts, why)} from `# floor: name >= value : why`.
+    floors: dict[str, tuple[float, str]] = field(default_factory=dict)
     #: "records": every pattern is scoped to source-record graphs (GRAPH ?g joined with
     #: `?g luma:recordKind`), so the rule reads asserted facts only and depends on no other rule.
     reads: str = "all"
@@ -94,6 +102,7 @@ def parse(text: str, path: str) -> Rule:
     """A rule from its file text; the header is checked here, the SPARQL by `analysis`."""
     head: dict[str, str] = {}
     params: dict[str, Param] = {}
+    floors: dict[str, tuple[float, str]] = {}
     after: list[str] = []
     lines = text.splitlines()
     body_start = len(lines) + 1
@@ -123,6 +132,15 @@ def parse(text: str, path: str) -> Rule:
                 params[name] = Param(name, _convert(kind, default, where), kind, doc)
             except RuleError as exc:
                 raise RuleError(exc.message, source=path, field=where) from None
+        elif key == "floor":
+            fm = _FLOOR.match(value)
+            if not fm:
+                raise RuleError("a floor reads `name >= value : why`", source=path, field=where)
+            name, low, why = fm.groups()
+            try:
+                floors[name] = (float(low), why)
+            except ValueError:
+                raise RuleError(f"floor {low!r} is not a number", source=path, field=where) from None
         elif key == "after":
             after += value.split()
         elif key in head:
@@ -154,8 +172,15 @@ def parse(text: str, path: str) -> Rule:
     reads = head.get("reads", "all")
     if reads not in ("all", "records"):
         raise RuleError(f"reads {reads!r} must be `all` or `records`", source=path, field="reads")
+    for name, (low, _why) in floors.items():
+        if name not in params or params[name].kind not in ("integer", "decimal"):
+            raise RuleError(f"floor for {name!r}, which is not a numeric parameter of this rule", source=path,
+                            field="floor")
+        if params[name].default < low:
+            raise RuleError(f"the default {name} = {params[name].default} is below its own floor {low:g}",
+                            source=path, field="floor")
     return Rule(head["id"], version, head["description"], body, path, body_start, derives, params, tuple(after),
-                reads)
+                floors=floors, reads=reads)
 
 
 def render(rule: Rule, values: dict[str, object] | None = None) -> str:
@@ -165,9 +190,11 @@ def render(rule: Rule, values: dict[str, object] | None = None) -> str:
                                       rule.params[m.group(1)].kind), rule.body)
 
 
-def resolve_params(rules: list[Rule], overrides: dict[str, str]) -> dict[str, dict[str, object]]:
+def resolve_params(rules: list[Rule], overrides: dict[str, str], *,
+                   exploratory: bool = False) -> dict[str, dict[str, object]]:
     """{rule id: {param: value}} with `name=value` overrides applied to every rule declaring `name`
-    (or `rule-id.name` for one rule). An override no rule declares is an error."""
+    (or `rule-id.name` for one rule). An override no rule declares is an error; one below its
+    rule's floor is `BelowFloor` unless the run is `exploratory`."""
     out = {r.id: {p.name: p.default for p in r.params.values()} for r in rules}
     for key, text in overrides.items():
         rule_id, _, name = key.rpartition(".")
@@ -175,7 +202,12 @@ def resolve_params(rules: list[Rule], overrides: dict[str, str]) -> dict[str, di
         if not hits:
             raise RuleError(f"no rule has a parameter {key!r}", field="param")
         for r in hits:
-            out[r.id][name] = _convert(r.params[name].kind, text, f"param {key}")
+            out[r.id][name] = value = _convert(r.params[name].kind, text, f"param {key}")
+            if name in r.floors and value < r.floors[name][0] and not exploratory:
+                low, why = r.floors[name]
+                raise BelowFloor(f"{r.id}: {name} = {text} is below its floor {low:g} ({why}); "
+                                 "run with --exploratory to look below it, outside the official results",
+                                 field="param")
     return out
 
 

@@ -39,11 +39,26 @@ def document_hash(data: bytes, fmt: str, evidence_class: str) -> str:
     return h.hexdigest()
 
 
+#: Evidence classes plain RDF may claim: `measured` comes from attested runners only (their
+#: signed records), never from a file anyone can write.
+LOADABLE_CLASSES = ("simulated", "projected", "vendor-claim")
+
+
 def read_document(data: bytes, fmt: str, evidence_class: str, source: str) -> tuple[str, RdfDocument]:
-    """Parse (all or nothing) and skolemise; return (record hash, record)."""
+    """Parse (all or nothing) and skolemise; return (record hash, record). RecordError for a
+    `measured` claim or a document that holds no triple."""
+    from luma.errors import RecordError
+
+    if evidence_class not in LOADABLE_CLASSES:
+        raise RecordError(f"plain RDF cannot be {evidence_class!r} evidence (measured evidence comes from attested "
+                          f"runners' records; use {', '.join(LOADABLE_CLASSES)})", source=source,
+                          field="--evidence-class")
     rec_hash = document_hash(data, fmt, evidence_class)
     base = record_graph(rec_hash) + "/"
     lines = sorted(set(skolemised_triples(parse_rdf(data, fmt, source, base_iri=base), base + "bnode/")))
+    if not lines:
+        hint = " (JSON-LD needs an @context that maps its keys to IRIs)" if fmt == "jsonld" else ""
+        raise RecordError(f"the document holds no RDF triple{hint}; nothing was loaded", source=source)
     doc = RdfDocument(
         evidence_class=evidence_class,
         format=fmt,

@@ -302,10 +302,10 @@ def test_broken_turtle_is_refused_whole(seeded, tmp_path):
     # The first triple is fine; rdflib would keep it, the KB must not.
     bad.write_bytes(TURTLE_WITH_BNODE + b"ex:rack2 ex:holds ex:thing\nex:rack3 ex:label .\n")
     with open_kb() as kb, pytest.raises(RdfSyntaxError) as caught:
-        kb.load_rdf(bad, "turtle", "measured")
+        kb.load_rdf(bad, "turtle", "simulated")
     message = str(caught.value)
     assert "\n" not in message and message.startswith(f"{bad}: invalid turtle") and "line" in message
-    assert_one_line_error(luma("kb", "load", bad, "--evidence-class", "measured"), str(bad), "invalid turtle")
+    assert_one_line_error(luma("kb", "load", bad, "--evidence-class", "simulated"), str(bad), "invalid turtle")
     assert snapshot() == seeded
 
 
@@ -313,7 +313,23 @@ def test_remote_jsonld_context_is_not_fetched(seeded, tmp_path):
     doc = tmp_path / "remote.jsonld"
     doc.write_text(json.dumps({"@context": "http://127.0.0.1:9/context.jsonld", "@id": "http://example.org/a", "name": "x"}))
     with open_kb() as kb, pytest.raises(RdfSyntaxError, match=r"remote\.jsonld"):
-        kb.load_rdf(doc, "jsonld", "measured")
+        kb.load_rdf(doc, "jsonld", "simulated")
+    assert snapshot() == seeded
+
+
+def test_plain_rdf_is_never_measured_and_never_empty(seeded, tmp_path):
+    """`{"hello": 1}` loaded as measured "loaded 8 quads" and left a permanent measured record."""
+    hello = tmp_path / "h.json"
+    hello.write_text('{"hello": 1}')
+    result = luma("kb", "load", hello, "--evidence-class", "measured")
+    assert result.exit_code == 2 and "'measured' is not one of" in result.stderr
+    with open_kb() as kb, pytest.raises(RecordError, match="cannot be 'measured' evidence"):
+        kb.load_rdf(hello, "jsonld", "measured")
+    assert_one_line_error(luma("kb", "load", hello, "--evidence-class", "vendor-claim"), str(hello),
+                          "holds no RDF triple (JSON-LD needs an @context")
+    empty = tmp_path / "empty.ttl"
+    empty.write_text("@prefix ex: <http://example.org/> .\n# nothing but a prefix\n")
+    assert_one_line_error(luma("kb", "load", empty, "--evidence-class", "simulated"), str(empty), "holds no RDF triple")
     assert snapshot() == seeded
 
 
@@ -349,7 +365,7 @@ def test_usage_errors_exit_2(seeded, tmp_path):
     assert luma("kb", "load", VALID_JSON).exit_code == 2  # no --evidence-class
     odd = tmp_path / "facts.rdfx"
     odd.write_bytes(TURTLE_WITH_BNODE)
-    result = luma("kb", "load", odd, "--evidence-class", "measured")
+    result = luma("kb", "load", odd, "--evidence-class", "simulated")
     assert result.exit_code == 2 and "--rdf-format" in result.stderr
     assert luma("kb", "export", "--format", "rdfxml").exit_code == 2
     assert luma("kb", "frobnicate").exit_code == 2
