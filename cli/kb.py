@@ -71,13 +71,16 @@ def _total_bytes(files) -> int:
 @format_option()
 def ingest(files: tuple[Path, ...], submitter: str | None, fmt: str) -> None:
     """Validate record FILES (JSON, JSONL, YAML) and add them, all or nothing."""
+    from luma.kb.evidence_gate import check_before_open
     from luma.kb.records.loader import iter_records
     from luma.settings import Settings
 
     if _total_bytes(files) <= PREVALIDATE_BYTES:
         # Small input is validated whole before the KB is even opened: a refused file never
         # waits for, locks or touches it.
-        records = list(iter_records(list(files), Settings.from_env().home))
+        settings = Settings.from_env()
+        records = list(iter_records(list(files), settings.home))
+        check_before_open(settings, records)  # the measured-evidence gate too, against the ledger
         with _open() as base:
             report = base.ingest_records(records, submitter)
     else:

@@ -51,15 +51,22 @@ def _name(ctx, param, text: str | None) -> str | None:
 @format_option(choices=("table", "json"))
 def characterize_cmd(quick, cores, name, ingest, out, fmt) -> None:
     """Measure this host (memory bandwidth, fp32/bf16/int8 matmul throughput per core count,
-    usable memory) and record it as a measured machine record."""
+    usable memory) and record it as a measured machine record, signed with the project's runner
+    key (made on first use; with --no-ingest only a key the project has signs it)."""
     from rich.console import Console
 
     from luma.experiments.characterize import characterize
     from luma.kb.records.loader import validate_document
+    from luma.kb.runners import project_signer
+    from luma.settings import Settings
 
     err = Console(stderr=True)
     with err.status("measuring") as status:
         doc = characterize(quick=quick, cores=cores, name=name, progress=status.update)
+    # A key is made only for a record that goes into the project; --no-ingest signs with one it has.
+    signer = project_signer(Settings.from_env(), create=ingest)
+    if signer is not None:
+        doc = signer.sign(doc, "luma machine characterize")
     rec = validate_document(doc, "luma machine characterize").model
     text = json.dumps(doc, indent=1) + "\n"
     if out:

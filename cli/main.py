@@ -52,6 +52,7 @@ def _register() -> None:
     from luma.cli.partner import partner
     from luma.cli.report import report
     from luma.cli.rules import rules
+    from luma.cli.runner import runner
     from luma.cli.sprint import sprint
 
     cli.add_command(kb)
@@ -61,6 +62,7 @@ def _register() -> None:
     cli.add_command(machine)
     cli.add_command(model)
     cli.add_command(partner)
+    cli.add_command(runner)
     cli.add_command(report)
     cli.add_command(demo)
 

@@ -2,7 +2,8 @@
 PEX-chain record for the boundary (ingested once, at the end, all or nothing).
 
 Files live under `$LUMA_HOME/sprints/<sprint id>/` (the artifact the records cite): one JSON
-file per trial, `chain.json`, and `sprint.json` (the full result, telemetry included).
+file per trial, `chain.json`, and `sprint.json` (the full result, telemetry included). Every
+record is signed with the project's runner key (kb/runners.py), made on first use.
 """
 
 from __future__ import annotations
@@ -64,7 +65,9 @@ def trial_record(plan: Plan, sprint_id: str, trial: Trial, started: datetime) ->
 
 def chain_record(result: Result, started: datetime) -> dict | None:
     """The PEX chain of a sprint that found a boundary and tried an intervention; None otherwise.
-    A chain whose recovery failed is still written (recovered: false) — it is evidence too."""
+    A chain whose recovery failed is still written (recovered: false) — it is evidence too. The
+    chain satisfies what ingest checks of a measured chain (`luma.kb.consistency`): so a sprint
+    whose adjacent FAIL level never FAILed (only INCONCLUSIVE) writes no chain."""
     from luma.experiments.services import get
 
     p, b = result.plan, result.boundary
@@ -88,6 +91,8 @@ def chain_record(result: Result, started: datetime) -> dict | None:
             add(t, "fail")
     for t in result.recovery:
         add(t, "recovered")
+    if not any(row["state"] == "fail" and row["verdict"] == "FAIL" for row in trials):
+        return None  # no measured adjacent FAIL: not a boundary (the sprint reports the problem)
     reps = min(counters.get("pass", 0), counters.get("recovered", 0)) if result.recovered else counters.get("pass", 1)
     return {
         "record_type": "pex-chain", "evidence_class": "measured", "workload": get(p.contract.service).workload(),
@@ -107,6 +112,18 @@ class Recorder:
         self.home, self.plan, self.sprint_id, self.ingest_records = Path(home), plan, sprint_id, ingest
         self.started = datetime.now(timezone.utc)
         self.ingested: list[str] = []
+        self._signer: list = []  # [Signer or None] once looked up
+
+    def _signed(self, doc: dict) -> dict:
+        """The record with the project runner key's attestation. The key is made on first use
+        when the sprint records into the project; without --record only a key it has signs."""
+        if not self._signer:
+            from luma.kb.runners import project_signer
+            from luma.settings import Settings
+
+            self._signer.append(project_signer(Settings.from_env(self.home), create=self.ingest_records))
+        signer = self._signer[0]
+        return doc if signer is None else signer.sign(doc, f"{self.sprint_id}: {doc['record_type']}")
 
     def _ingest(self, path: Path) -> None:
         if not self.ingest_records:
@@ -121,13 +138,15 @@ class Recorder:
     def trial(self, trial: Trial) -> None:
         self.folder.mkdir(parents=True, exist_ok=True)
         path = self.folder / f"trial-{trial.index:03d}.json"
-        path.write_text(json.dumps(trial_record(self.plan, self.sprint_id, trial, self.started), indent=1))
+        record = self._signed(trial_record(self.plan, self.sprint_id, trial, self.started))
+        path.write_text(json.dumps(record, indent=1))
         self._ingest(path)
 
     def finish(self, result: Result, summary: dict) -> dict | None:
         self.folder.mkdir(parents=True, exist_ok=True)
         chain = chain_record(result, self.started)
         if chain is not None:
+            chain = self._signed(chain)
             path = self.folder / "chain.json"
             path.write_text(json.dumps(chain, indent=1))
             self._ingest(path)

@@ -19,6 +19,7 @@ from pathlib import Path
 from luma.experiments import stats
 from luma.experiments.contract import Contract
 from luma.experiments.states import State
+from luma.kb import judge as verdict_rules
 
 #: Seconds a worker may spend beyond its load test's own time-out (imports, loading, quality).
 GRACE_S = 60
@@ -54,40 +55,44 @@ class Trial:
                 out += [{"metric": c["metric"], "value": c["value"], "unit": "s"},
                         {"metric": c["metric"] + ".ci_low", "value": c["ci_low"], "unit": "s"},
                         {"metric": c["metric"] + ".ci_high", "value": c["ci_high"], "unit": "s"}]
+            if "samples" in c:
+                # The sample count the request-count rule judged (TTFT / TPOT samples need not
+                # number the completed requests): ingest re-judges the clause from it.
+                out.append({"metric": c["metric"] + ".samples", "value": c["samples"], "unit": "request"})
         return out
 
 
 def judge(contract: Contract, tel: dict, seed: int = 0) -> tuple[str, str | None, list[dict]]:
-    """(verdict, failure cause, per-clause results) of one trial's telemetry."""
+    """(verdict, failure cause, per-clause results) of one trial's telemetry, by the rules of
+    `luma.kb.judge` (ingest re-judges the trial's record with the same rules)."""
     if tel.get("failure_cause"):
         return "FAIL", tel["failure_cause"], []
     rows, verdicts, causes = [], [], []
     for clause in contract.clauses:
         threshold = contract.threshold(clause)
-        q = stats.quantile_of(clause.metric)
+        q = verdict_rules.quantile_of(clause.metric)
         if q is not None:
             samples = tel.get(clause.metric.split("_", 1)[1], [])
             if not samples:
-                rows.append({"metric": clause.metric, "verdict": "FAIL", "samples": 0})
-                verdicts.append("FAIL")
-                causes.append("slo-miss")
+                verdict = verdict_rules.sampled_verdict(None, None, 0, q, clause.op, threshold)  # FAIL
+                row = {"metric": clause.metric, "verdict": verdict, "samples": 0}
+                rows.append(row)
+                verdicts.append(row["verdict"])
+                causes.append(verdict_rules.clause_cause(clause.metric))
                 continue
             row = {"metric": clause.metric, **stats.percentile_verdict(samples, q, clause.op, threshold, seed)}
-            cause = "slo-miss"
         else:
             value = float(tel.get(clause.metric, 0.0))
-            ok = stats.interval_verdict(value, value, clause.op, threshold)
-            row = {"metric": clause.metric, "value": value, "verdict": ok}
-            cause = "quality-miss" if clause.metric == "quality" else "slo-miss"
+            row = {"metric": clause.metric, "value": value,
+                   "verdict": verdict_rules.interval_verdict(value, value, clause.op, threshold)}
         row["threshold"] = threshold
         row["op"] = clause.op
         rows.append(row)
         verdicts.append(row["verdict"])
         if row["verdict"] == "FAIL":
-            causes.append(cause)
-    if "FAIL" in verdicts:
-        return "FAIL", sorted(set(causes))[0] if len(set(causes)) == 1 else "+".join(sorted(set(causes))), rows
-    return ("INCONCLUSIVE" if "INCONCLUSIVE" in verdicts else "PASS"), None, rows
+            causes.append(verdict_rules.clause_cause(clause.metric))
+    verdict = verdict_rules.combine(verdicts)
+    return verdict, verdict_rules.failure_cause(causes) if verdict == "FAIL" else None, rows
 
 
 def spawn(spec: dict, timeout_s: float) -> dict:

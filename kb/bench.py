@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
@@ -45,9 +46,30 @@ def child_luma(n: int, workdir: Path, repeat: int) -> dict:
     from luma.kb.vocab import ONTOLOGY_GRAPH
     from luma.settings import Settings
 
+    from luma.kb import runners
+    from luma.kb.evidence_gate import MeasuredGate
+
     home = workdir / "project"
-    src = write_jsonl(workdir / "records.jsonl", n)
     settings = Settings(home=home, db_url=f"sqlite:///{home / 'ledger.sqlite'}", kb_url=f"oxigraph:{home / 'kb'}")
+    # The synthetic measured chains are signed by a key this project trusts, and carry their trials:
+    # ingest verifies and re-judges them as it would a runner's (kb/evidence_gate.py).
+    with KnowledgeBase.open(settings) as base:
+        key = runners.keygen(base, "synthetic-bench")
+    src = write_jsonl(workdir / "records.jsonl", n, signer=runners.signer(home, key.name))
+    # Baseline in the same run: the same file into a fresh project with the gate switched off.
+    plain = workdir / "ungated"
+    plain_settings = Settings(home=plain, db_url=f"sqlite:///{plain / 'ledger.sqlite'}",
+                              kb_url=f"oxigraph:{plain / 'kb'}")
+    check = MeasuredGate.check
+    MeasuredGate.check = lambda self, rec: None
+    try:
+        t0 = time.perf_counter()
+        with KnowledgeBase.open(plain_settings) as base:
+            base.ingest([src], submitter="bench")
+        ungated_s = time.perf_counter() - t0
+    finally:
+        MeasuredGate.check = check
+    shutil.rmtree(plain, ignore_errors=True)
     rss0 = _rss_mb()
     t0 = time.perf_counter()
     with KnowledgeBase.open(settings) as base:
@@ -85,6 +107,9 @@ def child_luma(n: int, workdir: Path, repeat: int) -> dict:
         "quads": quads,
         "source_mb": src.stat().st_size / 2**20,
         "ingest_s": ingest_s,
+        "ungated_ingest_s": ungated_s,
+        "gate_overhead": ingest_s / ungated_s - 1,
+        "measured": sum(r.evidence_class == "measured" for r in report.added),
         "phases_s": report.seconds,
         "records_per_s": n / ingest_s,
         "quads_per_s": quads / ingest_s,

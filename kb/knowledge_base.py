@@ -25,6 +25,7 @@ from pathlib import Path
 from luma.errors import StoreError
 from luma.kb import access, pending, reconcile, shacl
 from luma.kb.dimensions import ontology_files, record_dimensions
+from luma.kb.evidence_gate import MeasuredGate
 from luma.kb.ledger import Ledger, LedgerEntry, NewRecord, check_text
 from luma.kb.nquads import Batch
 from luma.kb.projection import LedgerMeta, project
@@ -270,6 +271,7 @@ class KnowledgeBase:
         seen: set[str] = set()
         loader: _BackgroundLoader | None = None
         marker = pending.PendingIngest(home)
+        gate = MeasuredGate(self.ledger, {"dimensions": self.dimensions, "home": home})
         try:
             for chunk in _timed_chunks(records, spent):
                 t0 = time.perf_counter()
@@ -284,6 +286,7 @@ class KnowledgeBase:
                 subjects: set[str] = set()
                 for rec in fresh:
                     check_text("source", rec.source, source=rec.source[:200])
+                    gate.check(rec)  # `measured` is earned: a trusted signature, trials that agree
                     w = project(rec.model, LedgerMeta(rec.content_hash, submitter, now), self.dimensions, batch)
                     checker.check(w.triples, rec.source, w.known)
                     data.append(w.data())
@@ -300,7 +303,7 @@ class KnowledgeBase:
             self.ledger.append(
                 [
                     NewRecord(
-                        r.kind, r.content_hash, r.evidence_class, submitter, r.source, SCHEMA_VERSION, r.canonical
+                        r.kind, r.content_hash, r.evidence_class, submitter, r.source, SCHEMA_VERSION, r.payload
                     )
                     for r in report.added
                 ],

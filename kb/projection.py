@@ -26,6 +26,7 @@ from luma.kb.records.machine import MachineRecord
 from luma.kb.records.pex_trial import PexTrial
 from luma.kb.records.pex_chain import Level, PexChain
 from luma.kb.records.rdf_document import project_document
+from luma.kb.records.runner import RunnerRevocation, RunnerTrust
 from luma.kb.scope import PARTNER_RECORD_TYPES, partner_graph
 from luma.kb.vocab import (
     ENTITY_GRAPH,
@@ -83,8 +84,22 @@ def project(
     w.add(graph, PROV + "wasAttributedTo", nq.iri(agent))
     if w.entity(agent, PROV + "Agent"):
         w.describe(agent, LABEL, nq.string(meta.submitter))
+    signed = getattr(model, "attestation", None)
+    if signed is not None:
+        # The key that signed it (ingest checks the signature); rules join this with luma:Runner.
+        w.add(graph, LUMA + "attestedBy", nq.iri(runner_iri(signed.key)))
+    elif model.evidence_class == "measured":
+        # Only a ledger written before runner keys holds such a record (ingest refuses them now):
+        # it stays, says so, and never qualifies (the rules ask for luma:attestedBy).
+        w.add(graph, LUMA + "unattested", nq.boolean(True))
     projector(w, model, meta, dims if dims is not None else record_dimensions())
     return w
+
+
+def runner_iri(fingerprint: str) -> str:
+    """A runner key's node: named by its fingerprint, so trust, revocation and every record it
+    signed meet there."""
+    return ID + "runner/" + fingerprint
 
 
 @lru_cache(maxsize=1024)
@@ -429,7 +444,37 @@ def _partner_retraction(w: nq.QuadWriter, rec: PartnerRetraction, meta: LedgerMe
     _activity(w, r, p.tool, p.git_revision, p.host, p.started, p.environment)
 
 
+def _runner_trust(w: nq.QuadWriter, rec: RunnerTrust, meta: LedgerMeta, dims) -> None:
+    """The runner node: its name, key, partner, and since when the project trusts it (the ledger time)."""
+    r = runner_iri(rec.fingerprint)
+    w.add(r, TYPE, nq.iri(LUMA + "Runner"))
+    w.add(r, PROV + "wasDerivedFrom", nq.iri(w.graph))
+    w.add(r, LUMA + "runnerName", nq.string(rec.name))
+    w.add(r, LUMA + "keyFingerprint", nq.string(rec.fingerprint))
+    w.add(r, LUMA + "publicKey", nq.string(rec.public_key))
+    w.add(r, LUMA + "trustedSince", nq.datetime_(meta.ingested_at))
+    if rec.partner:
+        w.add(r, LUMA + "partner", nq.string(rec.partner))
+    p = rec.provenance
+    _activity(w, r, p.tool, p.git_revision, p.host, p.started, p.environment)
+
+
+def _runner_revocation(w: nq.QuadWriter, rec: RunnerRevocation, meta: LedgerMeta, dims) -> None:
+    """The revocation (the record node itself) and, on the runner node, when it was revoked."""
+    r, runner = w.graph, runner_iri(rec.fingerprint)
+    w.add(r, TYPE, nq.iri(LUMA + "RunnerRevocation"))
+    w.add(r, LUMA + "revokes", nq.iri(runner))
+    w.add(r, LUMA + "runnerName", nq.string(rec.name))
+    w.add(r, LUMA + "keyFingerprint", nq.string(rec.fingerprint))
+    if rec.reason:
+        w.add(r, LUMA + "revocationReason", nq.string(rec.reason))
+    w.add(runner, LUMA + "revokedAt", nq.datetime_(meta.ingested_at))
+    p = rec.provenance
+    _activity(w, r, p.tool, p.git_revision, p.host, p.started, p.environment)
+
+
 PROJECTORS: dict[str, Callable] = {"pex-chain": _pex_chain, "kernel-result": _kernel_result,
                                    "pex-trial": _pex_trial, "rdf-document": project_document,
                                    "machine": _machine, "intervention-parameters": _intervention_parameters,
-                                   "partner-retraction": _partner_retraction}
+                                   "partner-retraction": _partner_retraction, "runner-trust": _runner_trust,
+                                   "runner-revocation": _runner_revocation}

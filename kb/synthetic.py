@@ -1,9 +1,15 @@
 """Synthetic PEX-chain records for benchmarks and scale tests (deterministic for a seed).
 
 The mix follows what a fleet of runners would submit: tens of workloads, a handful of
-architectures, three to five dimensions per state, mostly measured evidence, and a share of
-chains that fail qualification (too few repetitions, no recovery, or a second dimension
-changed between PASS and FAIL).
+architectures, three to five dimensions per state, and a share of chains that fail
+qualification (too few repetitions, no recovery, or a second dimension changed between PASS and
+FAIL). Every record says it is synthetic in its provenance (`luma synthetic: generated, not a
+measurement`).
+
+`measured` must be earned (issue 14), so a chain is only generated as measured with a runner key
+to sign it (`signer`, a kb.runners.Signer the project trusts) and with trials that agree with
+it: each carries its trials, judged as the sprint judges them (kb/judge.py), and is signed.
+Without a signer the would-be measured chains are labelled `simulated`.
 """
 
 from __future__ import annotations
@@ -36,16 +42,20 @@ _LEVELS = {
     "power": ("W", [150, 300, 450, 700, 1000]),
 }
 _EVIDENCE = ["measured"] * 7 + ["simulated", "projected", "vendor-claim"]
+#: What every synthetic record says of itself.
+TOOL = "luma synthetic: generated for benchmarks and tests, not a measurement"
+#: Requests a synthetic trial served: enough for a p99 interval (kb/judge.min_requests(0.99) is 368).
+_REQUESTS = 1000
 
 
-def records(n: int, seed: int = 7) -> Iterator[dict]:
-    """Yield `n` distinct, valid PEX-chain records."""
+def records(n: int, seed: int = 7, signer=None) -> Iterator[dict]:
+    """Yield `n` distinct, valid PEX-chain records (measured ones signed by `signer`, else none
+    measured: see the module docstring)."""
     rnd = random.Random(seed)
     workloads = [(f"workload-{i:03d}", f"model-{i % 17:02d}", _TASKS[i % len(_TASKS)]) for i in range(60)]
     contracts = [
         {"name": f"contract-{i:02d}", "clauses": [
             {"metric": "p99_latency", "op": "<=", "value": rnd.choice([50, 100, 200, 500]), "unit": "ms"},
-            {"metric": "throughput", "op": ">=", "value": rnd.choice([10, 50, 100]), "unit": "request/s"},
             {"metric": "quality", "op": ">=", "value": rnd.choice([0.98, 0.99, 0.995]), "unit": "dimensionless"},
         ]}
         for i in range(12)
@@ -66,27 +76,58 @@ def records(n: int, seed: int = 7) -> Iterator[dict]:
             fail_dims[other] = {"value": _LEVELS[other][1][0], "unit": _LEVELS[other][0]}
         binding = crossed if rnd.random() < 0.9 else rnd.choice(chosen)
         iv = rnd.choice(_INTERVENTIONS)
-        yield {
+        contract = rnd.choice(contracts)
+        evidence = rnd.choice(_EVIDENCE)
+        recovered = rnd.random() < 0.85
+        repetitions = rnd.randint(2, 4)
+        rec = {
             "record_type": "pex-chain",
-            "evidence_class": rnd.choice(_EVIDENCE),
+            "evidence_class": evidence if evidence != "measured" or signer is not None else "simulated",
             "workload": {"name": wl[0], "model": wl[1], "task": wl[2]},
             "architecture": {"name": arch[0], "kind": arch[1], "vendor": arch[2]},
-            "contract": rnd.choice(contracts),
+            "contract": contract,
             "pass_state": {"dimensions": pass_dims},
             "fail_state": {"dimensions": fail_dims},
             "crossed_dimension": crossed,
             "binding_resource": binding,
             "intervention": {"name": iv[0], "kind": iv[1]},
-            "recovered": rnd.random() < 0.85,
-            "repetitions": rnd.randint(1, 6),
+            "recovered": recovered,
+            "repetitions": repetitions,
             # The run id makes every record distinct, as real runs are.
-            "provenance": {"tool": "luma-synthetic", "git_revision": f"run-{seed}-{i}", "host": f"runner-{i % 16:02d}"},
+            "provenance": {"tool": TOOL, "git_revision": f"run-{seed}-{i}", "host": f"runner-{i % 16:02d}"},
         }
+        if rec["evidence_class"] == "measured":
+            rec["trials"] = trials(rnd, contract, repetitions, recovered)
+            rec = signer.sign(rec, f"synthetic record {i}")
+        yield rec
 
 
-def write_jsonl(path: Path, n: int, seed: int = 7) -> Path:
+def trials(rnd: random.Random, contract: dict, repetitions: int, recovered: bool) -> list[dict]:
+    """Trials that agree with the chain: `repetitions` PASSes at the PASS state, one FAIL (out of
+    memory) at the adjacent FAIL state, and `repetitions` recovered PASSes (or one FAIL)."""
+    def passing(state: str, k: int) -> dict:
+        obs = [{"metric": "completed_requests", "value": _REQUESTS, "unit": "request"}]
+        for c in contract["clauses"]:
+            if c["metric"] == "p99_latency":  # a p99 well inside the threshold, interval included
+                v = c["value"] * rnd.uniform(0.3, 0.7)
+                obs += [{"metric": "p99_latency", "value": round(v, 3), "unit": c["unit"]},
+                        {"metric": "p99_latency.ci_low", "value": round(v * 0.9, 3), "unit": c["unit"]},
+                        {"metric": "p99_latency.ci_high", "value": round(v * 1.1, 3), "unit": c["unit"]}]
+            else:
+                obs.append({"metric": c["metric"], "value": min(1.0, c["value"] + 0.004), "unit": c["unit"]})
+        return {"state": state, "repetition": k, "verdict": "PASS", "observations": obs}
+
+    def failing(state: str) -> dict:
+        return {"state": state, "repetition": 1, "verdict": "FAIL", "failure_cause": "oom"}
+
+    trials = [passing("pass", k) for k in range(1, repetitions + 1)] + [failing("fail")]
+    trials += [passing("recovered", k) for k in range(1, repetitions + 1)] if recovered else [failing("recovered")]
+    return trials
+
+
+def write_jsonl(path: Path, n: int, seed: int = 7, signer=None) -> Path:
     """Write `n` records as JSON Lines (the bulk interchange form)."""
     with open(path, "w") as fh:
-        for rec in records(n, seed):
+        for rec in records(n, seed, signer):
             fh.write(json.dumps(rec, separators=(",", ":")) + "\n")
     return path

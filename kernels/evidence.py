@@ -2,7 +2,8 @@
 
 Every `luma kernels evaluate|bench` run writes its records (JSON Lines) under
 `$LUMA_HOME/results/` — the artifact — and ingests them like any other submission, so they carry
-the ledger's provenance and can be rebuilt from it.
+the ledger's provenance and can be rebuilt from it. Each record is signed with the project's
+runner key (kb/runners.py), made on first use.
 """
 
 from __future__ import annotations
@@ -120,12 +121,15 @@ def pareto_records(model: str, study, artifact: str, env: dict | None = None) ->
 
 
 def save_and_ingest(records: list[dict], kind: str, home: Path | None = None):
-    """Write the records as JSON Lines under $LUMA_HOME/results/ and ingest them; return
-    (path, IngestReport)."""
+    """Sign the records with the project's runner key, write them as JSON Lines under
+    $LUMA_HOME/results/ and ingest them; return (path, IngestReport)."""
     from luma.kb.knowledge_base import KnowledgeBase
+    from luma.kb.runners import project_signer
     from luma.settings import Settings
 
     settings = Settings.from_env(home)
+    signer = project_signer(settings)  # before the KB opens: a first key is trusted through it
+    records = [signer.sign(r, f"luma kernels {kind}: record {i}") for i, r in enumerate(records, 1)]
     folder = settings.home / "results"
     folder.mkdir(parents=True, exist_ok=True)
     stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")

@@ -1,5 +1,5 @@
 """Where a LUMA project lives and what its commands may use: `LUMA_HOME`, `LUMA_DB_URL`,
-`LUMA_KB_URL`, `LUMA_WAIT`, `LUMA_QUERY_MEMORY`, `LUMA_QUERY_MAX_ANSWER_BYTES`."""
+`LUMA_KB_URL`, `LUMA_WAIT`, `LUMA_QUERY_MEMORY`, `LUMA_QUERY_MAX_ANSWER_BYTES`, `LUMA_RUNNER_KEY`."""
 
 from __future__ import annotations
 
@@ -34,6 +34,8 @@ class Settings:
     wait: float | None = None
     query_memory: int = DEFAULT_QUERY_MEMORY
     query_answer_bytes: int = DEFAULT_QUERY_ANSWER_BYTES
+    #: The runner key (a name under $LUMA_HOME/keys/) runners sign with; None: the project's default.
+    runner_key: str | None = None
 
     @classmethod
     def from_env(cls, home: str | os.PathLike | None = None) -> "Settings":
@@ -49,6 +51,7 @@ class Settings:
                                     DEFAULT_QUERY_MEMORY, MIN_QUERY_MEMORY),
             query_answer_bytes=parse_size(os.environ.get("LUMA_QUERY_MAX_ANSWER_BYTES"),
                                           "LUMA_QUERY_MAX_ANSWER_BYTES", DEFAULT_QUERY_ANSWER_BYTES, 1),
+            runner_key=os.environ.get("LUMA_RUNNER_KEY") or None,
         )
 
 

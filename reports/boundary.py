@@ -144,6 +144,16 @@ def _shift(a: Analysis) -> str:
     return f"{a.min_pass.text()} → {a.requal_pass.text()} ({sign}{moved}, ×{ratio:.2f})"
 
 
+def runner_text(record: dict, evidence: str) -> str:
+    """Who measured a record: its runner key's name and fingerprint (issue 14), or why none."""
+    if record.get("runner"):
+        revoked = f" — REVOKED {record['revoked']}: no longer qualifies" if record.get("revoked") else ""
+        return f"{record['runner']} (key `{record['fingerprint']}`){revoked}"
+    if evidence == "measured":
+        return "no attestation (ingested before runner keys): never qualifies"
+    return f"— ({evidence} evidence: not signed by a runner)"
+
+
 def decision(f: ChainFacts, a: Analysis) -> str:
     """The deployment decision, derived from the chain's facts only."""
     x, e = f.crossed, f.entity
@@ -164,7 +174,8 @@ def decision(f: ChainFacts, a: Analysis) -> str:
     text += f"; the other dimensions as tested ({ctx})." if ctx else "."
     if a.requal_fail is not None and a.next_binding:
         text += f" Below that, {a.next_binding} binds again ({a.requal_fail.text()} fails with {a.treated})."
-    return text + f" Evidence: {f.evidence}, {_reps(f.repetitions)}."
+    who = f" by runner {f.record['runner']} (key `{f.record['fingerprint']}`)" if f.record.get("runner") else ""
+    return text + f" Evidence: {f.evidence}{who}, {_reps(f.repetitions)}."
 
 
 def _plots(f: ChainFacts, a: Analysis) -> list[Plot]:
@@ -290,6 +301,7 @@ def _report(f: ChainFacts, a: Analysis) -> Report:
         Section("decision", "Deployment decision", [decision(f, a)]),
         Section("provenance", "Record and provenance", [], [Table("table-provenance", ["what", "value"], [
             ["chain", f"`{f.iri}`"], ["record (sha256)", f"`{f.record.get('hash', '?')}`"],
+            ["measured by (runner key)", runner_text(f.record, f.evidence)],
             ["ingested", f.record.get("at", "?")], ["submitter", f.record.get("who", "?")],
             *([k, f.provenance[k]] for k in ("tool", "host", "startedAtTime", "gitRevision") if k in f.provenance),
             *([k, ", ".join(v)] for k, v in sorted(f.environment.items())),

@@ -118,13 +118,16 @@ def _select(kb, body: str) -> list[dict[str, str]]:
 
 def latest_qualified(kb) -> str:
     """The chain of the most recently ingested record that meets the qualification rule
-    (measured, recovered, >= 3 repetitions, states differing only in the crossed dimension)."""
+    (measured and signed by a live runner key, recovered, >= 3 repetitions, states differing only
+    in the crossed dimension)."""
     # Every fact from the chain's own record graph, as in kb/queries/qualified-boundaries.rq, and
     # single-pattern subqueries for the same reason (hash joins: 0.7 s at 20k chains, 1.1 s joined).
     rows = _select(kb, """SELECT ?c ?at WHERE {
       { SELECT ?g ?at WHERE { GRAPH ?g { ?g luma:recordKind "pex-chain" ; prov:generatedAtTime ?at } } }
       { SELECT ?g WHERE { GRAPH ?g { ?g luma:evidenceClass luma:Measured } } }
       { SELECT ?g ?c WHERE { GRAPH ?g { ?c luma:evidenceClass luma:Measured } } }
+      { SELECT ?g ?runner WHERE { GRAPH ?g { ?g luma:attestedBy ?runner } } }
+      FILTER NOT EXISTS { ?runner luma:revokedAt ?revoked }
       { SELECT ?g ?c WHERE { GRAPH ?g { ?c luma:recovered true } } }
       { SELECT ?g ?c WHERE { GRAPH ?g { ?c luma:repetitions ?n } FILTER(?n >= 3) } }
       { SELECT ?g ?c ?ctx WHERE { GRAPH ?g { ?c luma:passContext ?ctx } } }
@@ -203,8 +206,11 @@ def gather(kb, chain: str) -> ChainFacts:
     states = _levels(_select(kb, f"""SELECT ?s ?dim ?v ?u ?cat WHERE {{
       VALUES ?s {{ <{props[LUMA + 'passState']}> <{props[LUMA + 'failState']}> }} {_LEVEL_PATTERN} }}"""))
     graph = props[PROV + "wasDerivedFrom"]
-    rec = _select(kb, f"""SELECT ?hash ?at ?who WHERE {{ GRAPH <{graph}> {{ <{graph}> luma:contentHash ?hash ;
-      prov:generatedAtTime ?at ; prov:wasAttributedTo ?agent }} OPTIONAL {{ ?agent rdfs:label ?who }} }}""")
+    rec = _select(kb, f"""SELECT ?hash ?at ?who ?runner ?fingerprint ?revoked WHERE {{
+      GRAPH <{graph}> {{ <{graph}> luma:contentHash ?hash ; prov:generatedAtTime ?at ; prov:wasAttributedTo ?agent }}
+      OPTIONAL {{ ?agent rdfs:label ?who }}
+      OPTIONAL {{ GRAPH <{graph}> {{ <{graph}> luma:attestedBy ?key }} ?key luma:runnerName ?runner ;
+                  luma:keyFingerprint ?fingerprint . OPTIONAL {{ ?key luma:revokedAt ?revoked }} }} }}""")
     prov, env = {}, {}
     act = props.get(PROV + "wasGeneratedBy")
     if act:

@@ -36,10 +36,12 @@ def _chain_table(tid: str, rows: list[dict], total: int, caption: str, what: str
             return quantity(float(row[key]), row.get("unit"))
         return row.get(key + "Cat", "—")
 
+    # A measured row names the runner key that measured it (issue 14); other classes have none.
     return Table(tid, ["workload", "architecture", "crossed", "binding", "intervention", "PASS level",
                        "FAIL level", "evidence"],
                  [[r["workload"], r["architecture"], dim_key(r["crossed"]), dim_key(r["binding"]), r["intervention"],
-                   level(r, "pass"), level(r, "fail"), class_name(r["ec"])] for r in rows],
+                   level(r, "pass"), level(r, "fail"),
+                   class_name(r["ec"]) + (f", by {r['runner']}" if r.get("runner") else "")] for r in rows],
                  caption, _shown(rows, total, what))
 
 
@@ -139,8 +141,14 @@ def _class_sections(r, counts: dict[str, dict[str, int]], limit: int) -> list[Se
                                     [[k, str(n)] for k, n in sorted(per.items())], f"{cls} records by kind"))
         if cls == "measured":
             rows, total = data.qualified(r, limit)
-            sec.paragraphs.append(f"{total} qualified boundaries (measured, recovered, ≥ 3 repetitions, states "
-                                  "differing only in the crossed dimension).")
+            sec.paragraphs.append(f"{total} qualified boundaries (measured and signed by a runner key this project "
+                                  "trusts, recovered, ≥ 3 repetitions, states differing only in the crossed "
+                                  "dimension).")
+            keys = data.runners(r)
+            if keys:
+                sec.blocks.append(Table("table-measured-runners", ["runner", "key fingerprint", "qualified boundaries"],
+                                        [[k["name"], f"`{k['fingerprint']}`", k["boundaries"]] for k in keys],
+                                        "Who measured them: the runner keys that signed the qualified boundaries"))
             if rows:
                 sec.blocks.append(_chain_table("table-qualified", rows, total, "Qualified boundaries",
                                                "qualified boundaries"))

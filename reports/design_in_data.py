@@ -97,8 +97,10 @@ def remedies(r: Reader) -> list[dict]:
 
 def evidence_by_class(r: Reader) -> list[dict]:
     """Records per (evidence class, kind), each read from the record's own graph."""
+    # Runner trust and revocation records are the project's bookkeeping, not evidence.
     return r.select("""SELECT ?ec ?kind (COUNT(?g) AS ?records) WHERE {
-      { SELECT ?g ?kind WHERE { GRAPH ?g { ?g luma:recordKind ?kind } } }
+      { SELECT ?g ?kind WHERE { GRAPH ?g { ?g luma:recordKind ?kind } FILTER(?kind NOT IN ("runner-trust",
+        "runner-revocation")) } }
       { SELECT ?g ?ec WHERE { GRAPH ?g { ?g luma:evidenceClass ?ec } } } } GROUP BY ?ec ?kind""")
 
 
@@ -150,8 +152,23 @@ _QUALIFIED = "?q a luma:QualifiedBoundary ; luma:qualifies ?chain ."
 
 
 def qualified(r: Reader, limit: int) -> tuple[list[dict], int]:
-    """(first `limit` qualified boundaries, their number)."""
-    return _listed(r, _QUALIFIED, LUMA + "Measured", limit)
+    """(first `limit` qualified boundaries, their number), each row naming the runner that measured it."""
+    rows, total = _listed(r, _QUALIFIED, LUMA + "Measured", limit)
+    if rows:
+        values = " ".join(f"<{row['chain']}>" for row in rows)
+        who = {x["chain"]: x["name"] for x in r.select(
+            f"SELECT ?chain ?name WHERE {{ VALUES ?chain {{ {values} }} ?q luma:qualifies ?chain ; "
+            f"luma:attestedBy ?key . ?key luma:runnerName ?name }}")}
+        for row in rows:
+            row["runner"] = who.get(row["chain"])
+    return rows, total
+
+
+def runners(r: Reader) -> list[dict]:
+    """The runner keys behind the qualified boundaries: name, fingerprint, how many."""
+    return r.select("""SELECT ?name ?fingerprint (COUNT(?q) AS ?boundaries) WHERE {
+      ?q a luma:QualifiedBoundary ; luma:attestedBy ?key . ?key luma:runnerName ?name ; luma:keyFingerprint ?fingerprint
+    } GROUP BY ?name ?fingerprint ORDER BY ?name""")
 
 
 def qualified_count(r: Reader) -> int:

@@ -32,6 +32,8 @@ class Analysed:
     reads: set = field(default_factory=set)
     negative: set = field(default_factory=set)
     outside_graph: bool = False  # some pattern reads the (union) default graph
+    #: Keys read outside any GRAPH, with whether the read is negated (FILTER NOT EXISTS, MINUS).
+    outside: list = field(default_factory=list)
 
 
 def _key(s, p, o):
@@ -102,9 +104,11 @@ def _walk(node, negative: bool, out: Analysed, in_graph: bool = False) -> None:
     if isinstance(node, CompValue):
         name = node.name
         if name in ("BGP", "TriplesBlock") and node.get("triples"):
-            (out.negative if negative else out.reads).update(_triples_keys(node["triples"]))
+            keys = _triples_keys(node["triples"])
+            (out.negative if negative else out.reads).update(keys)
             if not in_graph:
                 out.outside_graph = True
+                out.outside += [(k, negative) for k in keys]
         for key, value in node.items():
             neg = negative or name == "AggregateJoin" or (name == "Minus" and key == "p2") or \
                 (name == "Builtin_NOTEXISTS" and key == "graph")
@@ -144,9 +148,12 @@ def analyse(rule: Rule) -> Analysed:
     out = Analysed(rule, writes=set(_triples_keys(alg.template)))
     _walk(alg["p"], False, out)
     if rule.reads == "records":
-        if out.outside_graph:
-            raise RuleError("`reads: records` needs every pattern inside GRAPH ?g { } (a source-record graph)",
-                            source=rule.path, field="reads")
+        # The one exception: a negated read of a declared context predicate (`# context:`), which
+        # the engine watches so that a change of those facts reruns the rule in full.
+        stray = [k for k, neg in out.outside if not (neg and k[0] == "pred" and k[1] in rule.context)]
+        if stray:
+            raise RuleError("`reads: records` needs every pattern inside GRAPH ?g { } (a source-record graph), "
+                            "or a FILTER NOT EXISTS on a `# context:` predicate", source=rule.path, field="reads")
         _check_per_graph(rule, alg["p"])
         out.reads, out.negative = set(), set()  # asserted facts only: no rule feeds it
     return out

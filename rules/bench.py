@@ -30,10 +30,14 @@ def child_luma(n: int, extra: int, workdir: Path, dump: bool) -> dict:
     from luma.rules.engine import Engine
     from luma.settings import Settings
 
+    from luma.kb import runners
+
     home = workdir / "project"
     settings = Settings(home=home, db_url=f"sqlite:///{home / 'ledger.sqlite'}", kb_url=f"oxigraph:{home / 'kb'}")
+    with KnowledgeBase.open(settings) as kb:  # synthetic measured chains are signed by a key it trusts
+        signer = runners.signer(home, runners.keygen(kb, "synthetic-bench").name)
     with KnowledgeBase.open(settings) as kb:
-        kb.ingest([write_jsonl(workdir / "records.jsonl", n)], submitter="bench")
+        kb.ingest([write_jsonl(workdir / "records.jsonl", n, signer=signer)], submitter="bench")
         quads = kb.store.count()
         if dump:  # for the rdflib baseline: the same n chains, before any rule ran on them
             (workdir / "kb.nq").write_bytes(kb.store.dump("nquads"))
@@ -50,7 +54,7 @@ def child_luma(n: int, extra: int, workdir: Path, dump: bool) -> dict:
         out["rerun_new"], out["rerun_removed"] = again.new, again.removed
     if extra:
         with KnowledgeBase.open(settings) as kb:
-            kb.ingest([write_jsonl(workdir / "more.jsonl", extra, seed=8)], submitter="bench")
+            kb.ingest([write_jsonl(workdir / "more.jsonl", extra, seed=8, signer=signer)], submitter="bench")
         with KnowledgeBase.open(settings) as kb:
             t0 = time.perf_counter()
             inc = Engine(kb).run()

@@ -122,7 +122,7 @@ class Engine:
         rules = [a.rule for a in self.analysed]
         values = resolve_params(rules, overrides or {}, exploratory=exploratory)
         report, t0 = RunReport(), time.perf_counter()
-        state = StateStore(self.kb.store, self.cache)
+        state = StateStore(self.kb.store, self.cache, tuple(p for a in self.analysed for p in a.rule.context))
         prev = RunState() if full else state.load()
         graphs = state.asserted_graphs()
         ctx = _Context(values, prev, sorted(graphs - prev.graphs), prev.graphs - graphs, state)

@@ -28,7 +28,7 @@ _HEADER = re.compile(r"^#\s*([a-z_]+)\s*:\s*(.*?)\s*$")
 _PARAM = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)\s*=\s*(\S+)\s*:\s*(integer|decimal|string|boolean)\s*:\s*(.+)$")
 _USE = re.compile(r"\$\{([^}]*)\}")
 _ID = re.compile(r"^[a-z][a-z0-9-]{0,63}$")
-_KEYS = {"id", "version", "description", "derives", "param", "floor", "after", "reads"}
+_KEYS = {"id", "version", "description", "derives", "param", "floor", "after", "reads", "context"}
 _FLOOR = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)\s*>=\s*(\S+)\s*:\s*(.+)$")
 
 
@@ -67,6 +67,10 @@ class Rule:
     #: "records": every pattern is scoped to source-record graphs (GRAPH ?g joined with
     #: `?g luma:recordKind`), so the rule reads asserted facts only and depends on no other rule.
     reads: str = "all"
+    #: Predicates (full IRIs) a `reads: records` rule may read outside the record graph, negated
+    #: only (`# context: luma:revokedAt`): facts about every record, such as a revoked runner key.
+    #: A change in them makes the engine run the rule over all records again (rules/state.py).
+    context: tuple[str, ...] = ()
 
     def digest(self) -> str:
         return hashlib.sha256(self.body.encode()).hexdigest()[:12]
@@ -179,8 +183,20 @@ def parse(text: str, path: str) -> Rule:
         if params[name].default < low:
             raise RuleError(f"the default {name} = {params[name].default} is below its own floor {low:g}",
                             source=path, field="floor")
+    context = tuple(_expand(term, path) for term in head.get("context", "").split())
     return Rule(head["id"], version, head["description"], body, path, body_start, derives, params, tuple(after),
-                floors=floors, reads=reads)
+                floors=floors, reads=reads, context=context)
+
+
+def _expand(term: str, path: str) -> str:
+    """A `# context:` predicate: `luma:name` or `<iri>`."""
+    from luma.kb.vocab import LUMA
+
+    if term.startswith("<") and term.endswith(">"):
+        return term[1:-1]
+    if term.startswith("luma:"):
+        return LUMA + term[len("luma:"):]
+    raise RuleError(f"context {term!r} must be luma:name or <iri>", source=path, field="context")
 
 
 def render(rule: Rule, values: dict[str, object] | None = None) -> str:

@@ -46,9 +46,11 @@ class RunState:
 class StateStore:
     """The cache folder of one project bound to its knowledge base's store."""
 
-    def __init__(self, store, folder: Path):
+    def __init__(self, store, folder: Path, context: tuple[str, ...] = ()):
         self.store = store
         self.folder = folder
+        #: The `# context:` predicates of the rule set (see context_digest).
+        self.context = tuple(sorted(set(context)))
 
     # -- the store side --------------------------------------------------------------------
 
@@ -72,7 +74,22 @@ class StateStore:
         # The ontology is reloaded in place when its files change: its digest stands for it.
         for row in self.store.select(f"SELECT ?h WHERE {{ <{_KB}> <{LUMA}ontologyHash> ?h }}", union=False):
             out.add("ontology-digest:" + row["h"])
+        # Context facts (`# context:` predicates, e.g. a runner key's revocation) bear on every
+        # record at once: their digest stands for them, so that a change reads as a graph gone
+        # and the rules that read them run in full.
+        out.add("context-digest:" + self.context_digest())
         return out
+
+    def context_digest(self) -> str:
+        """A digest of every fact whose predicate some rule declares as context."""
+        import hashlib
+
+        if not self.context:
+            return "none"
+        values = " ".join(f"<{p}>" for p in self.context)
+        rows = self.store.select(f"SELECT ?s ?p ?o WHERE {{ VALUES ?p {{ {values} }} ?s ?p ?o }}")
+        text = "\n".join(sorted(f"{r['s']} {r['p']} {r['o']}" for r in rows))
+        return hashlib.sha256(text.encode()).hexdigest()[:16]
 
     # -- the cache side --------------------------------------------------------------------
 

@@ -4,17 +4,20 @@
 * `ledger_url` — every ledger backend: SQLite, and PostgreSQL when `LUMA_TEST_PG_URL` names
   a database the tests may wipe (`.ci/run` starts a throwaway cluster and sets it).
 * `luma_home` — an isolated project directory with no URL overrides from the environment.
+* `runner_key`, `signed`, `evidence` — measured evidence: a runner key the project trusts,
+  signed copies of records, trials that bear a chain out (see "measured evidence" below).
 """
 
 from __future__ import annotations
 
 import atexit
-import tempfile
+import json
 import os
 import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.error
 import urllib.parse
@@ -219,6 +222,147 @@ def luma_home(tmp_path, monkeypatch) -> Path:
     home = tmp_path / "luma-home"
     home.mkdir()
     monkeypatch.setenv("LUMA_HOME", str(home))
-    for var in _LOCATION_VARS:
+    for var in (*_LOCATION_VARS, "LUMA_RUNNER_KEY"):
         monkeypatch.delenv(var, raising=False)
     return home
+
+
+# -- measured evidence ---------------------------------------------------------------------------
+#
+# `measured` is earned (issue 14): ingest accepts it only over a runner key the project trusts
+# and only when the record's own trials bear it out. A test that needs measured records makes
+# a key in its project (`runner_key`, or `evidence.trust_runner` in a wider-scoped fixture),
+# gives its records trials that agree with them (`evidence.with_trials`) and ingests signed
+# copies (`signed`, `evidence.sign_files`, `evidence.write_signed`).
+
+#: Requests behind each percentile a test trial reports: more than kb/judge.min_requests(0.99).
+TRIAL_REQUESTS = 1000
+RUNNER = "test-runner"
+
+
+def _inside(clause: dict) -> float:
+    """A value well on the passing side of `clause` (a fraction stays within [0, 1])."""
+    t, op = clause["value"], clause["op"]
+    if op in ("<=", "<"):
+        return round(t * 0.6, 6) if t > 0 else t - 1
+    if clause.get("unit") == "dimensionless" and 0 <= t < 1:
+        return round(t + (1 - t) / 2, 6)
+    return round(t * 1.5, 6) if t > 0 else t + 1
+
+
+def _passing_observations(clauses: list[dict]) -> list[dict]:
+    """What a PASS on every clause looks like: a percentile with its interval inside the
+    threshold and enough completed requests behind it, any other metric one value inside."""
+    from luma.kb import judge
+
+    quantiles = [q for c in clauses if (q := judge.quantile_of(c["metric"])) is not None]
+    requests = max([TRIAL_REQUESTS, *(judge.min_requests(q) for q in quantiles)])
+    obs = [{"metric": "completed_requests", "value": requests, "unit": "request"}] if quantiles else []
+    for c in clauses:
+        v = _inside(c)
+        obs.append({"metric": c["metric"], "value": v, "unit": c["unit"]})
+        if judge.quantile_of(c["metric"]) is not None:
+            lo, hi = sorted((round(v * 0.9, 6), round(v * 1.1, 6)))
+            obs += [{"metric": c["metric"] + ".ci_low", "value": lo, "unit": c["unit"]},
+                    {"metric": c["metric"] + ".ci_high", "value": hi, "unit": c["unit"]}]
+    return obs
+
+
+def consistent_trials(doc: dict) -> list[dict]:
+    """Trials that bear out the pex-chain `doc` the way a sprint's do (kb/consistency.py):
+    `repetitions` PASS trials at the pass state, one out-of-memory FAIL at the fail state, then
+    `repetitions` recovered PASS trials, or one recovered FAIL when the chain did not recover."""
+    reps, obs = doc["repetitions"], _passing_observations(doc["contract"]["clauses"])
+
+    def passing(state: str, k: int) -> dict:
+        return {"state": state, "repetition": k, "verdict": "PASS", "observations": obs}
+
+    def failing(state: str) -> dict:
+        return {"state": state, "repetition": 1, "verdict": "FAIL", "failure_cause": "oom"}
+
+    trials = [passing("pass", k) for k in range(1, reps + 1)] + [failing("fail")]
+    return trials + ([passing("recovered", k) for k in range(1, reps + 1)] if doc["recovered"]
+                     else [failing("recovered")])
+
+
+def with_trials(doc: dict) -> dict:
+    """A copy of the pex-chain `doc` whose trials agree with its repetitions and recovery."""
+    return {**doc, "trials": consistent_trials(doc)}
+
+
+def trust_runner(settings, key=None, name: str = RUNNER):
+    """A runner key (kb/runners.Signer) the project of `settings` trusts: `key`, trusted there as
+    `name` (`luma runner trust`), or else a new key made there (`luma runner keygen --name`)."""
+    from luma.kb import attestation
+    from luma.kb.knowledge_base import KnowledgeBase
+    from luma.kb.runners import keygen, signer, trust
+
+    with KnowledgeBase.open(settings) as kb:
+        if key is not None:
+            trust(kb, attestation.public_bytes(key.private_key), name)
+            return key
+        made = keygen(kb, name)
+    return signer(settings.home, made.name)
+
+
+def sign_files(key, folder: Path, *paths: Path) -> list[Path]:
+    """Signed copies of record files in `folder`: same names, same formats (`luma runner sign --out`)."""
+    from luma.kb.signed_files import sign_files as sign
+
+    return [path for path, _ in sign([Path(p) for p in paths], key, Path(folder))]
+
+
+def write_signed(key, path: Path, *docs: dict) -> Path:
+    """Write the records `docs`, signed, to `path` in the format its suffix names (one record as
+    an object, several as a list; JSON Lines one per line)."""
+    path = Path(path)
+    if path.suffix in (".jsonl", ".ndjson"):
+        text = "".join(json.dumps(d) + "\n" for d in docs)
+    else:  # JSON is YAML too: signing in place writes it as YAML proper
+        text = json.dumps(docs[0] if len(docs) == 1 else list(docs))
+    path.write_text(text)
+    sign_files(key, path.parent, path)
+    return path
+
+
+class Evidence:
+    """The helpers above, for tests and fixtures of any scope (`evidence.with_trials(doc)`)."""
+
+    consistent_trials = staticmethod(consistent_trials)
+    with_trials = staticmethod(with_trials)
+    trust_runner = staticmethod(trust_runner)
+    sign_files = staticmethod(sign_files)
+    write_signed = staticmethod(write_signed)
+
+
+@pytest.fixture(scope="session")
+def evidence() -> type[Evidence]:
+    return Evidence
+
+
+@pytest.fixture
+def runner_key(luma_home):
+    """A runner key made in the `luma_home` project and trusted there (kb/runners.Signer)."""
+    from luma.settings import Settings
+
+    return trust_runner(Settings.from_env(luma_home))
+
+
+@pytest.fixture
+def signed(runner_key, tmp_path):
+    """`signed(source, name=None) -> Path`: a copy signed by `runner_key`, under tmp_path/signed,
+    of a record file (same name and format) or of a record dict (written as `name`, else
+    `record-N.json`)."""
+    folder = tmp_path / "signed"
+    folder.mkdir(exist_ok=True)
+    made = []
+
+    def sign(source, name: str | None = None) -> Path:
+        made.append(source)
+        if isinstance(source, dict):
+            return write_signed(runner_key, folder / (name or f"record-{len(made)}.json"), source)
+        if name is not None:
+            raise ValueError("a file's signed copy keeps its name")
+        return sign_files(runner_key, folder, source)[0]
+
+    return sign

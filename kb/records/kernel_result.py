@@ -12,6 +12,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, StrictInt, StrictStr
 
+from luma.kb.attestation import Attestation
 from luma.kb.records.pex_chain import Count, Environment, EvidenceClass, Name, Observation, StrictModel, Workload
 
 
@@ -42,3 +43,5 @@ class KernelResult(StrictModel):
     git_revision: Name | None = None
     limitations: Annotated[list[Annotated[StrictStr, Field(min_length=1, max_length=2048)]], Field(max_length=64)] = []
     started: datetime | None = None
+    #: The runner's signature over the content hash (which leaves this block out).
+    attestation: Attestation | None = None

@@ -24,27 +24,39 @@ from luma.kb.records.kernel_result import KernelResult
 from luma.kb.records.machine import MachineRecord
 from luma.kb.records.pex_chain import PexChain
 from luma.kb.records.pex_trial import PexTrial
+from luma.kb.records.runner import COMMAND_ONLY, RunnerRevocation, RunnerTrust
 
 #: record_type -> model class. Later record kinds register here.
 RECORD_TYPES: dict[str, type[BaseModel]] = {"pex-chain": PexChain, "kernel-result": KernelResult,
                                              "pex-trial": PexTrial, "machine": MachineRecord,
                                              "intervention-parameters": InterventionParameters,
-                                             "partner-retraction": PartnerRetraction}
+                                             "partner-retraction": PartnerRetraction,
+                                             "runner-trust": RunnerTrust, "runner-revocation": RunnerRevocation}
+#: What the content hash leaves out: the signature is over the hash, so it cannot be part of it.
+UNHASHED = {"attestation"}
 
 
 @dataclass(frozen=True)
 class LoadedRecord:
-    """A validated record with its canonical form and identity."""
+    """A validated record with its canonical form and identity. `canonical` (what the content
+    hash covers) leaves a runner's attestation out; `payload`, what the ledger keeps, has it."""
 
     kind: str
     model: BaseModel
     canonical: str
     content_hash: str
     source: str
+    attested: str | None = None  # the canonical JSON with the attestation, when there is one
 
     @property
     def evidence_class(self) -> str:
         return self.model.evidence_class
+
+    @property
+    def payload(self) -> str:
+        """The ledger payload: the canonical JSON, plus the attestation when the record carries one
+        (so a rebuild, or a revocation later, can check the signature again)."""
+        return self.attested or self.canonical
 
 
 def read_documents(path: Path, limit: Limit = RECORD_FILE) -> Iterator[tuple[str, Any]]:
@@ -119,8 +131,9 @@ def validate_document(doc: Any, source: str, home: Path | None = None, dims: dic
 def _loaded(kind: str, model: BaseModel, source: str) -> LoadedRecord:
     # The canonical form is the model's JSON: fields in declaration order, dimension maps sorted
     # by key (the model sorts them), no nulls. A test pins the hash of the example record.
-    canonical = model.model_dump_json(exclude_none=True)
-    return LoadedRecord(kind, model, canonical, hashlib.sha256(canonical.encode()).hexdigest(), source)
+    canonical = model.model_dump_json(exclude_none=True, exclude=UNHASHED)
+    attested = model.model_dump_json(exclude_none=True) if getattr(model, "attestation", None) is not None else None
+    return LoadedRecord(kind, model, canonical, hashlib.sha256(canonical.encode()).hexdigest(), source, attested)
 
 
 class _Line:
@@ -196,12 +209,18 @@ def _format_loc(parts: tuple) -> str | None:
 
 
 def iter_records(paths: list[Path], home: Path | None = None) -> Iterator[LoadedRecord]:
-    """Read and validate the records of every file, one at a time (RecordError at the first problem)."""
+    """Read and validate the records of every file, one at a time (RecordError at the first problem).
+    Runner trust and revocation records are refused: only `luma runner` writes them."""
     dims = record_dimensions(home)
     for path in paths:
         for label, doc in read_documents(Path(path)):
             source = f"{path}: {label}" if label else str(path)
             if isinstance(doc, _Line):
-                yield _validate_line(doc, source, home, dims)
+                rec = _validate_line(doc, source, home, dims)
             else:
-                yield validate_document(doc, source, home, dims)
+                rec = validate_document(doc, source, home, dims)
+            if rec.kind in COMMAND_ONLY:
+                # A submitted file must never make the project trust the key that signed it.
+                raise RecordError(f"{rec.kind!r} records are written by `luma runner trust|revoke`, not ingested "
+                                  "from files", source=source, field="record_type")
+            yield rec

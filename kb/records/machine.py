@@ -23,6 +23,7 @@ from pydantic import AfterValidator, Field, StrictBool, StrictInt, StrictStr, mo
 
 from luma.errors import RecordError, UnknownName
 from luma.kb import units
+from luma.kb.attestation import SCHEMA_NOTE, Attestation
 from luma.kb.records.pex_chain import (
     Architecture,
     Count,
@@ -179,6 +180,8 @@ class MachineRecord(StrictModel):
     price: Price | None = None
     notes: Annotated[list[Annotated[StrictStr, Field(min_length=1, max_length=2048)]], Field(max_length=32)] = []
     provenance: Provenance
+    #: The runner's signature over the content hash (which leaves this block out).
+    attestation: Attestation | None = None
 
     @model_validator(mode="after")
     def _consistent(self) -> "MachineRecord":
@@ -372,5 +375,6 @@ def machine_schema() -> dict:
             "Quantities are {value, unit} with pint units that must fit the field (a bandwidth in bytes or "
             "bits per second, a capacity in bytes, a throughput in FLOP/s or OP/s); values must be positive "
             "and finite. These unit checks are enforced by `luma kb ingest`, not by this schema alone."
+            + SCHEMA_NOTE
         ),
     }

@@ -12,6 +12,7 @@ from datetime import datetime
 from typing import Annotated, Literal
 
 from luma.kb import metrics, units
+from luma.kb.attestation import Attestation
 from luma.kb.dimensions import Dimension, record_dimensions
 from pydantic import (
     BaseModel,
@@ -139,13 +140,18 @@ class Observation(StrictModel):
 
 
 class Trial(StrictModel):
-    """One physical trial behind the chain."""
+    """One physical trial behind the chain: embedded (its observations), referenced (`record`:
+    the content hash of a pex-trial record in the ledger), or both."""
 
     state: Literal["pass", "fail", "recovered"]
     repetition: Count
     verdict: Literal["PASS", "FAIL", "INCONCLUSIVE"]
     observations: Annotated[list[Observation], Field(max_length=MAX_OBSERVATIONS_PER_TRIAL)] = []
     failure_cause: Name | None = None
+    # Last and None by default: a chain without references keeps its canonical JSON (its hash).
+    record: Annotated[StrictStr, Field(pattern=r"^[0-9a-f]{64}$")] | None = Field(
+        None, description="Content hash (SHA-256 of the canonical JSON) of the pex-trial record this trial is; "
+                          "ingest finds it in the ledger or the same batch and re-judges it.")
 
 
 class Environment(StrictModel):
@@ -192,6 +198,8 @@ class PexChain(StrictModel):
     repetitions: Count
     trials: Annotated[list[Trial], Field(max_length=MAX_TRIALS)] = []
     provenance: Provenance | None = None
+    #: The runner's signature over the content hash (which leaves this block out).
+    attestation: Attestation | None = None
 
     @field_validator("trials", mode="before")
     @classmethod

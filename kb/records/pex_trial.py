@@ -10,6 +10,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, StrictInt
 
+from luma.kb.attestation import Attestation
 from luma.kb.records.pex_chain import (
     Architecture,
     Contract,
@@ -45,3 +46,5 @@ class PexTrial(StrictModel):
     attempts: Count = 1
     observations: Annotated[list[Observation], Field(max_length=MAX_OBSERVATIONS_PER_TRIAL)] = []
     provenance: Provenance
+    #: The runner's signature over the content hash (which leaves this block out).
+    attestation: Attestation | None = None

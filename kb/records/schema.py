@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 
+from luma.kb.attestation import SCHEMA_NOTE
 from luma.kb.dimensions import record_dimensions
 from luma.kb.records.intervention_params import intervention_parameters_schema
 from luma.kb.records.kernel_result import KernelResult
@@ -33,7 +34,7 @@ def pex_chain_schema() -> dict:
             "to 4 (e.g. 'GiB', 'GB/s', 'ms', 'core', 'TFLOP/s', '1/s'); a level's unit must fit its "
             "dimension (see ontology/dimensions.ttl), a clause names a known metric in a unit of its kind "
             "(kb/metrics.py), and the crossed dimension must have a level in both states. These checks "
-            "are enforced by `luma kb ingest`, not by this schema alone."
+            "are enforced by `luma kb ingest`, not by this schema alone." + SCHEMA_NOTE
         ),
     }
     defs = schema["$defs"]
@@ -55,7 +56,7 @@ def kernel_result_schema() -> dict:
             "with the benchmark standard's fields: environment, workload, method, metrics with units, "
             "repetitions and warm-up, artifact (how to reproduce it), git revision and limitations. "
             "Metric units are unit expressions ('ms', 'GB/s', '1/s') checked by `luma kb ingest`; a "
-            "metric LUMA knows (kb/metrics.py) must be in a unit of its kind."
+            "metric LUMA knows (kb/metrics.py) must be in a unit of its kind." + SCHEMA_NOTE
         ),
     }
 
@@ -71,7 +72,7 @@ def pex_trial_schema() -> dict:
             "One physical trial of a PEX sprint (`luma sprint run`): the machine state it ran, the "
             "software variant, the verdict against the contract, the failure cause and the telemetry "
             "as observations with units. Level units must fit their dimension, and a known metric "
-            "(kb/metrics.py) a unit of its kind (checked by `luma kb ingest`)."
+            "(kb/metrics.py) a unit of its kind (checked by `luma kb ingest`)." + SCHEMA_NOTE
         ),
     }
     schema["$defs"]["MachineState"]["properties"]["dimensions"]["propertyNames"] = {"enum": sorted(record_dimensions())}

@@ -46,7 +46,8 @@ def test_whole_chain_on_the_tiny_service_lands_in_ledger_and_kb(luma_home):
     assert out["frontier"]["saved"] > 0
     assert out["boundary_trials"] <= out["trial_budget"] < out["exhaustive_trials"]
     counts = _ledger_counts(luma_home)
-    assert counts == {"pex-trial": out["physical_trials"], "pex-chain": 1}
+    # The project's first runner makes its runner key and trusts it (one runner-trust record).
+    assert counts == {"pex-trial": out["physical_trials"], "pex-chain": 1, "runner-trust": 1}
 
     q = _run("kb", "query", "--name", "qualified-boundaries", "--format", "json")
     rows = json.loads(q.stdout)["results"]["bindings"]

@@ -6,7 +6,9 @@ huge strings -- writes each as a JSON, JSON Lines, YAML or TOML file and hands i
 (`luma kb ingest`, `luma partner add`) the way a user would. For every one of them:
 
 * exit 0 (a record that is still valid is accepted) or exit 1 with exactly one line naming the
-  file (and the field, where the mutation touched one), never a traceback;
+  file (and the field, where the mutation touched one), never a traceback; the measured seeds are
+  signed by the project's runner key, so a mutation that leaves such a record valid but changes
+  its content is refused for its signature (`attestation.signature`), as ingest must;
 * bounded time (an alarm per record) and memory (a data-segment limit around the whole run);
 * on refusal the ledger and the KB are exactly as they were (checked after every refusal for the
   ledger, every 100 files and at the end for the KB).
@@ -31,6 +33,8 @@ import yaml
 from click.testing import CliRunner
 
 from luma.cli.main import cli
+from luma.kb.records.loader import validate_document
+from luma.kb.runners import signer
 
 ROOT = Path(__file__).resolve().parents[2]
 MUTATED_RECORDS = 1000
@@ -45,24 +49,33 @@ NON_FINITE = [math.nan, math.inf, -math.inf]
 WRONG_TYPES = [None, True, "text", 7, 1.5, [], {}, [1, 2], {"a": 1}]
 
 
-def _seeds() -> list[tuple[str, dict]]:
-    """(command, record) pairs: one valid record of every kind a user submits."""
+def _seeds(key) -> list[tuple[str, dict]]:
+    """(command, record) pairs: one valid record of every kind a user submits, the measured ones
+    consistent and signed by `key` (a runner key the project trusts)."""
     load = lambda p: json.loads((ROOT / p).read_text())  # noqa: E731
     chain = load("kb/examples/embedding-minilm.json")
     trial = {
         "record_type": "pex-trial", "evidence_class": "measured", "sprint": "fuzz-sprint", "sequence": 0,
         "phase": "boundary", "workload": chain["workload"], "architecture": chain["architecture"],
         "contract": chain["contract"], "state": chain["pass_state"], "variant": "fp32", "verdict": "PASS",
-        "attempts": 1, "observations": [{"metric": "p99_latency", "value": 12.5, "unit": "ms"}],
+        "attempts": 1, "observations": [  # a PASS on every clause of the contract, as re-judged at ingest
+            {"metric": "completed_requests", "value": 1000, "unit": "request"},
+            {"metric": "p99_latency", "value": 12.5, "unit": "ms"},
+            {"metric": "p99_latency.ci_low", "value": 11.8, "unit": "ms"},
+            {"metric": "p99_latency.ci_high", "value": 13.4, "unit": "ms"},
+            {"metric": "throughput", "value": 55, "unit": "request/s"},
+            {"metric": "cosine_similarity", "value": 0.995, "unit": "dimensionless"}],
         "provenance": {"tool": "luma sprint", "host": "fuzz"},
     }
+    assert [c["metric"] for c in trial["contract"]["clauses"]] == ["p99_latency", "throughput", "cosine_similarity"]
     # Through JSON: TOML dates become the strings a JSON or YAML partner file would hold.
     partners = [json.loads(json.dumps(tomllib.loads((ROOT / p).read_text()), default=str)) for p in
                 ("kb/examples/partner-kv-compression.toml", "kb/examples/partner-cxl-expander.toml")]
-    return ([("ingest", chain), ("ingest", load("tests/kb/data/full_chain.json")),
-             ("ingest", load("tests/kb/data/kernel_result.json")), ("ingest", trial),
-             ("ingest", load("experiments/machines/nvidia-h100-sxm5-80gb.json"))]
-            + [("partner", p) for p in partners])
+    records = [chain, load("tests/kb/data/full_chain.json"), load("tests/kb/data/kernel_result.json"), trial,
+               load("experiments/machines/nvidia-h100-sxm5-80gb.json")]
+    signed = [key.sign(r) if r["evidence_class"] == "measured" else r for r in records]
+    assert sum("attestation" in r for r in signed) == 2  # the kernel result and the trial
+    return [("ingest", r) for r in signed] + [("partner", p) for p in partners]
 
 
 def _paths(node, prefix=()):
@@ -268,8 +281,9 @@ def test_a_thousand_mutated_records(tmp_path, monkeypatch):
         monkeypatch.delenv(var, raising=False)
     runner = CliRunner()
     assert runner.invoke(cli, ["kb", "init"]).exit_code == 0
+    assert runner.invoke(cli, ["runner", "keygen", "--name", "fuzz-runner"]).exit_code == 0
     rng = random.Random(SEED)
-    seeds = _seeds()
+    seeds = _seeds(signer(home, "fuzz-runner"))
     kb_state = _kb_state(home)
     accepted = refused = 0
     by_kind: dict[str, list[int]] = {}
@@ -317,7 +331,15 @@ def test_a_thousand_mutated_records(tmp_path, monkeypatch):
             assert len(lines) == 1, f"{where}: {result.output}"
             assert str(path) in lines[0], f"{where}: the error does not name the file: {lines[0]}"
             if leaf is not None and kind in ("delete", "wrong-type", "unit", "record-type", "non-finite"):
-                assert leaf in lines[0], f"{where}: the error does not name the field {leaf!r}: {lines[0]}"
+                if "attestation.signature" in lines[0] and leaf not in lines[0]:
+                    # Refused for its signature alone: only right for a signed record that is still
+                    # valid but is no longer the record its runner signed.
+                    assert "attestation" in seed, f"{where}: an unsigned record refused for a signature: {lines[0]}"
+                    signed_hash = validate_document(seed, "seed").content_hash
+                    assert validate_document(doc, "mutated").content_hash != signed_hash, \
+                        f"{where}: the signed content did not change: {lines[0]}"
+                else:
+                    assert leaf in lines[0], f"{where}: the error does not name the field {leaf!r}: {lines[0]}"
             assert _ledger_count(home) == before, f"{where}: a refused record changed the ledger"
             assert _kb_files(home) == files, f"{where}: a refused record touched the KB"
             if n % 100 == 99:

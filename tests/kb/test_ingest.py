@@ -82,44 +82,67 @@ def use_home(mp: pytest.MonkeyPatch, home: Path) -> Path:
     return home
 
 
-def _build_project(home: Path, synthetic: int, rdf: bool = False) -> None:
+#: What every project `_build_project` makes holds besides its chains: its runner key's trust record.
+TRUST_RECORDS = 1
+
+
+def _build_project(home: Path, evidence, synthetic: int, rdf: bool = False):
+    """A project at `home` with its own runner key, the valid chain and `synthetic` synthetic
+    chains signed by it (so the measured ones are measured), and optionally a Turtle document;
+    returns the key."""
     with pytest.MonkeyPatch.context() as mp:
         use_home(mp, home)
+        key = evidence.trust_runner(Settings.from_env())
+        [chain] = evidence.sign_files(key, home.parent / f"{home.name}-signed", VALID_JSON)
         with open_kb() as kb:
-            kb.ingest([VALID_JSON])
+            kb.ingest([chain])
             if synthetic:
-                kb.ingest([write_jsonl(home.parent / f"{home.name}-synthetic.jsonl", synthetic)])
+                kb.ingest([write_jsonl(home.parent / f"{home.name}-synthetic.jsonl", synthetic, signer=key)])
             if rdf:
                 ttl = home.parent / f"{home.name}-rack.ttl"
                 ttl.write_bytes(TURTLE_WITH_BNODE)
                 kb.load_rdf(ttl, "turtle", "vendor-claim")
+    return key
 
 
 @pytest.fixture(scope="module")
-def seeded_template(tmp_path_factory):
-    """A small closed project (valid chain + 20 synthetic) and its snapshot, copied per test."""
+def seeded_template(tmp_path_factory, evidence):
+    """A small closed project (valid chain + 20 synthetic), its snapshot and its runner key,
+    copied per test."""
     home = tmp_path_factory.mktemp("seeded") / "home"
-    _build_project(home, 20)
+    key = _build_project(home, evidence, 20)
     with pytest.MonkeyPatch.context() as mp:
         use_home(mp, home)
-        return home, snapshot()
+        return home, snapshot(), key
+
+
+@pytest.fixture
+def seeded_key(seeded_template):
+    """The runner key the seeded project (and every copy of it) trusts."""
+    return seeded_template[2]
 
 
 @pytest.fixture
 def seeded(seeded_template, tmp_path, monkeypatch):
     """A fresh copy of the seeded project as LUMA_HOME; yields its snapshot before the test."""
-    template, snap = seeded_template
+    template, snap, _key = seeded_template
     home = tmp_path / "home"
     shutil.copytree(template, home)
     use_home(monkeypatch, home)
     return snap
 
 
+#: The chains of the query project; its records are these and its runner key's trust record.
+QUERY_CHAINS = 201
+QUERY_RECORDS = QUERY_CHAINS + TRUST_RECORDS
+
+
 @pytest.fixture(scope="module")
-def query_home(tmp_path_factory):
-    """A read-only project for the query tests: the valid chain and 200 synthetic chains."""
+def query_home(tmp_path_factory, evidence):
+    """A read-only project for the query tests: the valid chain and 200 synthetic chains
+    (QUERY_CHAINS), and the trust record of the runner key that signed them."""
     home = tmp_path_factory.mktemp("query") / "home"
-    _build_project(home, 200)
+    _build_project(home, evidence, 200)
     return home
 
 
@@ -131,46 +154,49 @@ def in_query_home(query_home, monkeypatch):
 # -- identity and duplicates ---------------------------------------------------------------------
 
 
-def test_json_and_yaml_of_one_record_are_one_ledger_row(luma_home):
+def test_json_and_yaml_of_one_record_are_one_ledger_row(signed):
+    as_json, as_yaml = signed(VALID_JSON), signed(VALID_YAML)  # signed copies: the chain is measured
     with open_kb() as kb:
-        report = kb.ingest([VALID_JSON, VALID_YAML])
+        report = kb.ingest([as_json, as_yaml])
         assert len(report.added) == 1 and len(report.duplicates) == 1
         assert report.added[0].content_hash == report.duplicates[0].content_hash
-        assert report.duplicates[0].source == str(VALID_YAML)
-        assert ledger_rows(kb) == 1
+        assert report.duplicates[0].source == str(as_yaml)
+        assert ledger_rows(kb) == TRUST_RECORDS + 1
     with open_kb() as kb:  # and in a later call, the YAML twin is a duplicate of the stored row
-        again = kb.ingest([VALID_YAML])
+        again = kb.ingest([as_yaml])
         assert again.added == [] and [d.content_hash for d in again.duplicates] == [report.added[0].content_hash]
-        assert ledger_rows(kb) == 1
+        assert ledger_rows(kb) == TRUST_RECORDS + 1
 
 
-def test_ingesting_the_same_file_twice_changes_nothing(luma_home, tmp_path):
-    batch = write_jsonl(tmp_path / "batch.jsonl", 30)
-    first = luma("kb", "ingest", "--format", "json", batch, VALID_JSON)
+def test_ingesting_the_same_file_twice_changes_nothing(runner_key, signed, tmp_path):
+    batch = write_jsonl(tmp_path / "batch.jsonl", 30, signer=runner_key)
+    valid = signed(VALID_JSON)
+    first = luma("kb", "ingest", "--format", "json", batch, valid)
     assert first.exit_code == 0, first.output
     assert json.loads(first.stdout)["added"] == 31
     before = snapshot()
-    second = luma("kb", "ingest", "--format", "json", batch, VALID_JSON)
+    second = luma("kb", "ingest", "--format", "json", batch, valid)
     assert second.exit_code == 0, second.output
     out = json.loads(second.stdout)
     assert out["added"] == 0 and out["duplicates"] == 31 and out["quads_added"] == 0
     assert {r["status"] for r in out["records"]} == {"duplicate"}
-    assert str(VALID_JSON) in {r["source"] for r in out["records"]}
+    assert str(valid) in {r["source"] for r in out["records"]}
     assert snapshot() == before
     with open_kb() as kb:
-        dup = kb.ingest([VALID_JSON])
-        assert dup.added == [] and [d.source for d in dup.duplicates] == [str(VALID_JSON)]
-        assert kb.store.count() == before[1] and ledger_rows(kb) == before[0] == 31
+        dup = kb.ingest([valid])
+        assert dup.added == [] and [d.source for d in dup.duplicates] == [str(valid)]
+        assert kb.store.count() == before[1] and ledger_rows(kb) == before[0] == TRUST_RECORDS + 31
 
 
 # -- rebuild -------------------------------------------------------------------------------------
 
 
-def test_rebuild_reproduces_the_kb_exactly(luma_home):
-    _build_project(luma_home, 200, rdf=True)
+def test_rebuild_reproduces_the_kb_exactly(luma_home, evidence):
+    _build_project(luma_home, evidence, 200, rdf=True)
+    records = TRUST_RECORDS + 202  # the valid chain, 200 synthetic chains, the Turtle document
     with open_kb() as kb:
         before = kb.store.dump("nquads", sort=True)
-        assert ledger_rows(kb) == 202
+        assert ledger_rows(kb) == records
         blank = kb.store.select("SELECT ?n WHERE { <http://example.org/rack1> <http://example.org/holds> ?n }")
         assert len(blank) == 1 and blank[0]["n"].startswith(ID + "record/")  # skolemised, not a blank node
         assert kb.rebuild() > 0
@@ -182,7 +208,7 @@ def test_rebuild_reproduces_the_kb_exactly(luma_home):
     shutil.rmtree(luma_home / "kb")  # the KB lost entirely: the next open replays the ledger
     with open_kb() as kb:
         assert kb.store.dump("nquads", sort=True) == before
-        assert kb.watermark() == kb.ledger.last_id() == 202
+        assert kb.watermark() == kb.ledger.last_id() == records
 
 
 # -- bad input: one line naming file and field, nothing written ------------------------------------
@@ -333,13 +359,16 @@ def test_plain_rdf_is_never_measured_and_never_empty(seeded, tmp_path):
     assert snapshot() == seeded
 
 
-def test_one_bad_file_among_good_ones_writes_nothing(seeded, tmp_path):
+def test_one_bad_file_among_good_ones_writes_nothing(seeded, seeded_key, evidence, tmp_path):
     good = [write_jsonl(tmp_path / f"good-{i}.jsonl", 5, seed=100 + i) for i in range(3)]
-    fresh = tmp_path / "fresh.yaml"
-    fresh.write_text(VALID_YAML.read_text().replace("repetitions: 3", "repetitions: 4"))
+    # A new measured chain, as YAML: four repetitions, with the trials and signature to show for it.
+    fresh = evidence.write_signed(seeded_key, tmp_path / "fresh.yaml",
+                                  evidence.with_trials({**valid_record(), "repetitions": 4}))
     bad_lines = (tmp_path / "good-0.jsonl").read_text().splitlines()
     mixed = tmp_path / "mixed.jsonl"  # five valid lines, then a unit that does not fit
-    mixed.write_text("\n".join(bad_lines[:4] + [bad_lines[4].replace('"unit":"GiB"', '"unit":"GHz"', 1)]) + "\n")
+    fifth = json.loads(bad_lines[4])
+    next(iter(fifth["pass_state"]["dimensions"].values()))["unit"] = "GHz"  # no dimension is in GHz
+    mixed.write_text("\n".join(bad_lines[:4] + [json.dumps(fifth)]) + "\n")
     bad = tmp_path / "last.json"
     bad.write_text(_with("fail_state.dimensions.compute.value", -2))
     for batch, culprit in (([*good, fresh, bad], bad), ([good[1], mixed], mixed)):
@@ -393,7 +422,7 @@ def test_query_json_is_sparql_results_json(in_query_home):
     assert named["head"]["vars"] == QB_VARS and named["results"]["bindings"]
     adhoc = _sparql_json(luma("kb", "query", "--format", "json",
                               f"SELECT ?g ?kind WHERE {{ ?g a <{LUMA}SourceRecord> ; <{LUMA}recordKind> ?kind }}"))
-    assert adhoc["head"]["vars"] == ["g", "kind"] and len(adhoc["results"]["bindings"]) == 201
+    assert adhoc["head"]["vars"] == ["g", "kind"] and len(adhoc["results"]["bindings"]) == QUERY_RECORDS
     for name in named_queries():
         _sparql_json(luma("kb", "query", "--name", name, "--format", "json"))
     table = luma("kb", "query", "--name", "evidence-by-class")
@@ -408,7 +437,7 @@ def test_query_csv_has_a_header(in_query_home, tmp_path):
     query = tmp_path / "q.rq"
     query.write_text(f"PREFIX luma: <{LUMA}>\nSELECT (COUNT(*) AS ?records) WHERE {{ ?g a luma:SourceRecord }}\n")
     counted = luma("kb", "query", "--file", query, "--format", "csv")
-    assert counted.exit_code == 0 and counted.stdout.splitlines() == ["records", "201"]
+    assert counted.exit_code == 0 and counted.stdout.splitlines() == ["records", str(QUERY_RECORDS)]
 
 
 def test_query_ask_and_construct(in_query_home):
@@ -419,7 +448,7 @@ def test_query_ask_and_construct(in_query_home):
     graph = luma("kb", "query", f"CONSTRUCT {{ ?c <{LUMA}recovered> ?r }} WHERE {{ ?c <{LUMA}recovered> ?r }}")
     assert graph.exit_code == 0, graph.output
     triples = list(ox.parse(graph.stdout_bytes, format=ox.RdfFormat.N_TRIPLES))
-    assert len(triples) == 201 and all(t.predicate.value == LUMA + "recovered" for t in triples)
+    assert len(triples) == QUERY_CHAINS and all(t.predicate.value == LUMA + "recovered" for t in triples)
 
 
 def test_unknown_named_query_lists_the_names(in_query_home):
@@ -491,9 +520,9 @@ def test_stats_json(in_query_home):
     result = luma("kb", "stats", "--format", "json")
     assert result.exit_code == 0, result.output
     st = json.loads(result.stdout)
-    assert st["record_graphs"] == st["ledger_records"] == st["watermark"] == 201
+    assert st["record_graphs"] == st["ledger_records"] == st["watermark"] == QUERY_RECORDS
     assert st["quads"] > st["record_quads"] > 0
-    assert sum(st["by_kind_and_evidence"].values()) == 201
+    assert sum(st["by_kind_and_evidence"].values()) == QUERY_RECORDS
     csv_out = luma("kb", "stats", "--format", "csv")
     assert csv_out.exit_code == 0 and csv_out.stdout.splitlines()[0] == "what,value"
 
@@ -560,7 +589,7 @@ def _levels(compute: float, mem: float, unit: str = "GiB", **more) -> dict:
     return {"dimensions": {"compute": {"value": compute, "unit": "core"}, "host_memory": {"value": mem, "unit": unit}, **more}}
 
 
-def test_qualified_boundaries_selects_exactly_the_qualified_chains(luma_home, tmp_path):
+def test_qualified_boundaries_selects_exactly_the_qualified_chains(runner_key, evidence, tmp_path):
     on_compute = {"crossed_dimension": "compute", "binding_resource": "compute"}
     changes = {  # name: (qualified?, changes to the valid chain, which crosses host_memory 1.5 -> 1 GiB)
         "qualified": (True, {}),
@@ -575,10 +604,10 @@ def test_qualified_boundaries_selects_exactly_the_qualified_chains(luma_home, tm
         "second-dimension-changed": (False, {"fail_state": _levels(1, 1)}),
         "extra-dimension-in-fail": (False, {"fail_state": _levels(2, 1, power={"value": 300, "unit": "W"})}),
     }
-    variants = {name: (ok, _chain(name, **change)) for name, (ok, change) in changes.items()}
-    files = [tmp_path / f"{name}.json" for name in variants]
-    for path, (_, rec) in zip(files, variants.values()):
-        path.write_text(json.dumps(rec))
+    # Each variant is evidence of what it says: trials that bear out its repetitions and
+    # recovery, signed by the project's runner key. Only the query's own criteria tell them apart.
+    variants = {name: (ok, evidence.with_trials(_chain(name, **change))) for name, (ok, change) in changes.items()}
+    files = [evidence.write_signed(runner_key, tmp_path / f"{name}.json", rec) for name, (_, rec) in variants.items()]
     with open_kb() as kb:
         report = kb.ingest(files)
     assert len(report.added) == len(variants)
@@ -597,7 +626,7 @@ def test_qualified_boundaries_selects_exactly_the_qualified_chains(luma_home, tm
     assert by_chain[chain_of["qualified-many-repetitions"]]["repetitions"]["value"] == "6"
 
 
-def test_plain_rdf_cannot_forge_a_measured_boundary(luma_home, tmp_path):
+def test_plain_rdf_cannot_forge_a_measured_boundary(signed, tmp_path):
     """DESIGN §8: a plain RDF document loaded as vendor-claim must not turn into measured evidence."""
     forged = tmp_path / "forged.ttl"
     forged.write_text(
@@ -609,7 +638,7 @@ def test_plain_rdf_cannot_forge_a_measured_boundary(luma_home, tmp_path):
         "  luma:workload <urn:x:w> ; luma:architecture <urn:x:a> ; luma:intervention <urn:x:i> .\n"
     )
     with open_kb() as kb:
-        genuine = kb.ingest([VALID_JSON]).added[0].content_hash
+        genuine = kb.ingest([signed(VALID_JSON)]).added[0].content_hash
         with contextlib.suppress(RecordError):  # refusing such a document outright is fine too
             kb.load_rdf(forged, "turtle", "vendor-claim")
     rows = _sparql_json(luma("kb", "query", "--name", "qualified-boundaries", "--format", "json"))["results"]["bindings"]

@@ -72,13 +72,16 @@ def luma_process(*args, home: Path) -> subprocess.CompletedProcess:
 
 @pytest.fixture(scope="module")
 def template(tmp_path_factory):
-    """A project holding the valid chain, and its state."""
+    """A project holding the valid chain (measured: signed by the project's runner key), and its state."""
     home = tmp_path_factory.mktemp("input-files") / "home"
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("LUMA_HOME", str(home))
-        for var in _LOCATION_VARS:
+        for var in (*_LOCATION_VARS, "LUMA_RUNNER_KEY"):
             mp.delenv(var, raising=False)
-        assert luma("kb", "ingest", VALID_JSON).exit_code == 0
+        assert luma("runner", "keygen", "--name", "test-runner").exit_code == 0
+        signed = home.parent / "signed"
+        assert luma("runner", "sign", VALID_JSON, "--out", signed).exit_code == 0
+        assert luma("kb", "ingest", signed / VALID_JSON.name).exit_code == 0
         return home, state()
 
 
@@ -274,7 +277,8 @@ def _alias_bomb() -> str:
 def test_yaml_anchors_and_aliases_are_refused(seeded, tmp_path):
     bomb = tmp_path / "bomb.yaml"
     bomb.write_text(_alias_bomb())
-    assert_one_line(luma("kb", "ingest", bomb), f"{bomb}: invalid YAML: line 33, column 7: anchors and aliases")
+    anchor = len(VALID_YAML.read_text().splitlines()) + 2  # the `a0: &a0` line, after `notes:`
+    assert_one_line(luma("kb", "ingest", bomb), f"{bomb}: invalid YAML: line {anchor}, column 7: anchors and aliases")
     shared = tmp_path / "shared.yaml"  # a valid record but for the alias: before, it was ingested
     shared.write_text(chain_yaml(("compute: {value: 2", "compute: &two-cores {value: 2"),
                                  ("compute: {value: 2, unit: core}", "compute: *two-cores")))

@@ -21,9 +21,9 @@ def _write(tmp_path, record, name="result.json") -> Path:
     return path
 
 
-def test_a_kernel_result_becomes_queryable_measured_facts(luma_home, tmp_path):
-    with KnowledgeBase.open(Settings.from_env()) as kb:
-        report = kb.ingest([_write(tmp_path, EXAMPLE)], submitter="tester")
+def test_a_kernel_result_becomes_queryable_measured_facts(signed, tmp_path):
+    with KnowledgeBase.open(Settings.from_env()) as kb:  # measured: signed by the project's runner key
+        report = kb.ingest([signed(EXAMPLE, "result.json")], submitter="tester")
         assert len(report.added) == 1
         rows = kb.store.select(f"""
             PREFIX luma: <{LUMA}> PREFIX qudt: <http://qudt.org/schema/qudt/>
@@ -36,7 +36,7 @@ def test_a_kernel_result_becomes_queryable_measured_facts(luma_home, tmp_path):
         assert rows == [{"ev": LUMA + "Measured", "acc": "0.9689", "cpu": "AMD EPYC", "bits": "8",
                          "artifact": "luma kernels evaluate --model digits --bits 8"}]
         quads = kb.store.count()
-        again = kb.ingest([_write(tmp_path, EXAMPLE, "again.json")], submitter="tester")
+        again = kb.ingest([signed(EXAMPLE, "again.json")], submitter="tester")
         assert (len(again.added), len(again.duplicates), kb.store.count()) == (0, 1, quads)
 
 
@@ -66,13 +66,13 @@ def _bad(**changes):
     (_bad(evidence_class="rumour"), "evidence_class", "measured"),
     (_bad(surprise=1), "surprise", "Extra inputs are not permitted"),
 ])
-def test_bad_kernel_results_are_refused_naming_the_field_and_change_nothing(luma_home, tmp_path, record, field,
+def test_bad_kernel_results_are_refused_naming_the_field_and_change_nothing(signed, tmp_path, record, field,
                                                                            message):
     with KnowledgeBase.open(Settings.from_env()) as kb:
         before = (kb.ledger.last_id(), kb.store.count())
         path = _write(tmp_path, json.dumps(record, allow_nan=True))
         with pytest.raises(RecordError) as info:
-            kb.ingest([_write(tmp_path, EXAMPLE, "fine.json"), path], submitter="tester")
+            kb.ingest([signed(EXAMPLE, "fine.json"), path], submitter="tester")
         assert info.value.field == field, info.value.one_line()
         assert message in info.value.message
         assert (kb.ledger.last_id(), kb.store.count()) == before

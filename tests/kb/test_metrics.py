@@ -84,7 +84,13 @@ def test_every_shipped_clause_and_written_metric_is_registered_and_fits():
 def test_the_synthetic_records_and_a_sprint_trials_observations_fit_the_registry():
     from luma.experiments.trial import Trial
 
-    for rec in synthetic.records(50):
+    from luma.kb.attestation import generate
+    from luma.kb.runners import Signer
+
+    # With a key to sign them, the measured synthetic chains carry trials: their observations too.
+    chains = list(synthetic.records(50, signer=Signer("test-runner", generate())))
+    assert any(rec.get("trials") for rec in chains)
+    for rec in chains:
         PexChain.model_validate(rec)
     telemetry = {"throughput": 12.5, "quality": 0.99, "peak_rss_bytes": 2**20, "weight_bytes": 4096,
                  "runtime_footprint_bytes": 2**24, "token_throughput": 40.0, "completed": 96, "wall_s": 3.5}

@@ -112,7 +112,7 @@ def test_luma_classes_have_label_and_comment():
         "EvidenceClass", "SourceRecord", "RecurringBinding", "RecurringRemedy", "ArchitectureEvidence", "UnqualifiedChain", "CounterEvidence",
         "BindingGroup",
         "HardwareRequirement", "FrontierShift", "KernelResult", "Environment", "SprintTrial", "QualifiedBoundary",
-        "MachineParameters", "MachineFigure", "InterventionFigure", "PartnerRetraction",
+        "MachineParameters", "MachineFigure", "InterventionFigure", "PartnerRetraction", "Runner", "RunnerRevocation",
     }
     assert {str(c).removeprefix(LUMA) for c in classes} == expected
     for cls in classes:

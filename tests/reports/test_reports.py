@@ -43,6 +43,7 @@ def full_home(tmp_path_factory, env) -> dict:
     model error facts (simulated) and the rules run."""
     from luma.experiments.model.facts import turtle
     from luma.kb.knowledge_base import KnowledgeBase
+    from luma.kb.runners import project_signer
     from luma.kb.synthetic import write_jsonl
     from luma.rules.engine import Engine
     from luma.settings import Settings
@@ -52,7 +53,8 @@ def full_home(tmp_path_factory, env) -> dict:
     result = _run(home, "sprint", "run", "matvec-memory", "--format", "json")
     assert result.exit_code == 0, result.output
     sprint = json.loads(result.stdout)["sprint"]
-    synthetic = write_jsonl(home / "synthetic.jsonl", 150)
+    # Signed by the key the sprint made for the project, the measured synthetic chains are measured.
+    synthetic = write_jsonl(home / "synthetic.jsonl", 150, signer=project_signer(Settings.from_env(home), create=False))
     errors = home / "model-errors.ttl"
     errors.write_text(turtle({"created": "2026-12-01T00:00:00Z", "trials": [], "errors": {"matvec-memory": {
         "p95_latency": {"n": 13, "median": 0.08, "max": 0.31, "held_out_median": 0.11, "held_out_max": 0.42}}}}))

@@ -41,17 +41,15 @@ def _chain(workload: str, arch: str, **changes) -> dict:
 
 
 @pytest.fixture
-def derived_kb(luma_home, tmp_path):
-    """(home, hashes of the qualified chains, hashes of all chains): a KB with 4 qualified chains
-    and 2 that do not qualify, the shipped rules run over it (the ledger's hashes, by source file)."""
-    files = []
+def derived_kb(luma_home, runner_key, evidence, tmp_path):
+    """(home, hashes of the qualified chains, hashes of all records): a KB with 4 qualified chains
+    and 2 that do not qualify, the shipped rules run over it (the ledger's hashes, by source file).
+    Each chain carries trials that bear it out and is signed by the project's runner key."""
     chains = [_chain(w, a) for w, a in QUALIFIED]
     chains.append(_chain("rerank", "zen4", evidence_class="simulated"))  # not measured
     chains.append(_chain("summ", "spr", repetitions=2))  # too few repetitions
-    for i, rec in enumerate(chains):
-        path = tmp_path / f"chain-{i}.json"
-        path.write_text(json.dumps(rec))
-        files.append(path)
+    files = [evidence.write_signed(runner_key, tmp_path / f"chain-{i}.json", evidence.with_trials(rec))
+             for i, rec in enumerate(chains)]
     with KnowledgeBase.open(Settings.from_env(luma_home)) as kb:
         report = kb.ingest(files, submitter="tester@lab")
         assert len(report.added) == len(chains)
@@ -90,7 +88,7 @@ def test_explaining_a_recurring_binding_names_every_supporting_record(derived_kb
     for boundary in boundaries:
         assert LUMA + "QualifiedBoundary" in boundary["types"]
         assert boundary["derived_by"]["rule"] == "qualified-boundary"
-        assert boundary["derived_by"]["version"] == 2
+        assert boundary["derived_by"]["version"] == 3  # v3: measured means signed by a trusted runner
         assert boundary["derived_by"]["parameters"] == ["min_repetitions=3"]
         assert boundary["record"] is None
         [chain] = boundary["supports"]
@@ -171,7 +169,7 @@ def test_cli_explain_json_and_table(derived_kb):
     assert table.exit_code == 0, table.output
     text = table.stdout
     assert "rule recurring-binding v3 (min_architectures=2, min_workloads=3)" in text
-    assert text.count("rule qualified-boundary v2 (min_repetitions=3)") == 1 + 3  # the group, 3 boundaries
+    assert text.count("rule qualified-boundary v3 (min_repetitions=3)") == 1 + 3  # the group, 3 boundaries
     assert text.count("(pex-chain, measured") == 3 and "1 more support(s) not listed" in text
     assert text.splitlines()[-1] == f"4 supporting record(s): {', '.join(qualified)}"
 

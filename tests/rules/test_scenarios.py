@@ -33,6 +33,7 @@ PREFIXES = f"""@prefix luma: <{LUMA}> .
 @prefix rdfs: <http://www.w3.org/2000/01/rdf-schema#> .
 @prefix dim: <{DIM}> .
 """
+RUNNER = f"{ID}runner/0123456789abcdef0123456789abcdef"
 RULES = {"qualified-boundary", "recurring-binding", "recurring-remedy", "hardware-requirement",
          "counter-evidence", "unqualified-evidence"}
 
@@ -51,6 +52,8 @@ class Chain:
     intervention: str = "int8-weights"
     kind: str = "Software"
     evidence: str = "Measured"
+    #: The runner key that signed the record (measured records are signed: issue 14).
+    runner: str = RUNNER
 
     @property
     def iri(self) -> str:
@@ -66,7 +69,8 @@ class Chain:
         i = f"{ID}intervention/{self.intervention}"
         return f"""
 <{g}> {{
-  <{g}> a luma:SourceRecord ; luma:recordKind "pex-chain" ; luma:evidenceClass luma:{self.evidence} .
+  <{g}> a luma:SourceRecord ; luma:recordKind "pex-chain" ; luma:evidenceClass luma:{self.evidence} ;
+      luma:attestedBy <{self.runner}> .
   <{self.iri}> a luma:BoundaryQualification ; luma:evidenceClass luma:{self.evidence} ; prov:wasDerivedFrom <{g}> ;
       luma:workload <{w}> ; luma:architecture <{a}> ;
       luma:passContext "ctx-{self.key}" ; luma:failContext "ctx-{self.key}" ;
@@ -231,9 +235,26 @@ def _record(n: int, gbps: int) -> dict:
 
 
 def test_a_with_ingested_records(luma_home, tmp_path):
-    # Scenario (a) from real PEX-chain records through ingest and projection.
+    """Scenario (a) from real, signed PEX-chain records through ingest and projection; then the
+    key that signed them is revoked, and the next rules run drops the requirement."""
+    import random
+
+    from click.testing import CliRunner
+
+    from luma.cli.main import cli
+    from luma.kb import runners, synthetic
+
+    with KnowledgeBase.open(Settings.from_env(luma_home)) as kb:
+        key = runners.keygen(kb, "lab-one")
+    signer = runners.signer(luma_home, key.name)
+    rnd = random.Random(5)
+    lines = []
+    for n, gbps in enumerate([100, 200, 400, 800]):
+        rec = _record(n, gbps)
+        rec["trials"] = synthetic.trials(rnd, rec["contract"], rec["repetitions"], rec["recovered"])
+        lines.append(json.dumps(signer.sign(rec)) + "\n")
     path = tmp_path / "chains.jsonl"
-    path.write_text("".join(json.dumps(_record(n, gbps)) + "\n" for n, gbps in enumerate([100, 200, 400, 800])))
+    path.write_text("".join(lines))
     with KnowledgeBase.open(Settings.from_env(luma_home)) as kb:
         kb.ingest([path], submitter="tester")
         Engine(kb).run()
@@ -242,3 +263,12 @@ def test_a_with_ingested_records(luma_home, tmp_path):
     bw = reqs["memory_bandwidth"]
     assert (int(bw["workloads"]), int(bw["architectures"]), bw["confidence"]) == (4, 2, "low")
     assert [float(bw[k]) for k in ("minLevel", "medianLevel", "maxLevel")] == [1e11, 3e11, 8e11]
+    runner = CliRunner()
+    assert runner.invoke(cli, ["runner", "revoke", "lab-one", "--reason", "key leaked"]).exit_code == 0
+    out = runner.invoke(cli, ["rules", "run", "--format", "json"])
+    assert out.exit_code == 0, out.output
+    with KnowledgeBase.open(Settings.from_env(luma_home), read_only=True) as kb:
+        assert requirements(kb) == {}
+        assert instances(kb, "QualifiedBoundary") == []
+        # the records stay in the ledger (append-only); they no longer qualify
+        assert kb.ledger.count_by()[("pex-chain", "measured")] == 4

@@ -1,0 +1,153 @@
+"""Is a record that claims `measured` self-consistent? Ingest asks this of every measured record
+(besides verifying its signature) and refuses, naming the field, what its own evidence does not
+bear out. Records of other evidence classes say what they are and are not checked here;
+kernel-result and machine records carry no verdict to recompute.
+
+A **pex-trial** record: its verdict is recomputed from its observations against its contract
+(`luma.kb.rejudge`, the sprint's own rules) and must be the stated one.
+
+A **pex-chain** record, trial by trial (`trials[i]`):
+
+* an embedded trial (one with observations, a failure cause, or no `record`) is re-judged
+  against the chain's contract;
+* a referenced trial (`record`: the content hash of a pex-trial record) must be in
+  `trials_by_hash` (the ledger or the same batch), cited once, measured, under the chain's
+  contract, workload and architecture, state for state the chain's `pass_state` (a `pass`
+  trial) or `fail_state` (a `fail` or `recovered` trial: the intervention runs at the FAIL
+  state, as in the sprint), with the chain's verdict for it; and it is re-judged too.
+
+and as a whole (the sprint's own rules, `luma.experiments.search` / `sprint`):
+
+* it carries trials at all;
+* the pass state: every trial PASS (a PASS that does not reproduce is not a PASS), at least
+  `repetitions` of them;
+* the fail state: at least one FAIL (a PASS among them is the contradiction the search
+  records; INCONCLUSIVE alone is no adjacent FAIL);
+* `recovered` is true exactly when at least `repetitions` recovered-state trials PASS and every
+  one of them does (INCONCLUSIVE is no recovery either), and `recovered: false` rests on a
+  measured recovered-state trial that did not PASS.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from luma.errors import RecordError
+from luma.kb import units
+from luma.kb.records.pex_chain import Level, MachineState, PexChain, Trial
+from luma.kb.records.pex_trial import PexTrial
+from luma.kb.rejudge import check_verdict
+
+
+def check_measured(record, *, trials_by_hash: Mapping[str, object] | None = None, source: str | None = None) -> None:
+    """RecordError unless `record` (a `LoadedRecord` or a record model) is self-consistent or
+    does not claim `measured`. `trials_by_hash`: content hash -> pex-trial record (model or
+    `LoadedRecord`) of the ledger and the batch, for the trials a chain references."""
+    model = getattr(record, "model", record)
+    source = source if source is not None else getattr(record, "source", None)
+    if getattr(model, "evidence_class", None) != "measured":
+        return
+    if isinstance(model, PexTrial):
+        check_verdict(model.contract.clauses, model.observations, model.failure_cause, model.verdict, source=source)
+    elif isinstance(model, PexChain):
+        # `is None`, not falsiness: the gate's mapping reads the ledger on demand, and its length
+        # counts only the batch's trials (empty when every cited trial is in the ledger already).
+        _check_chain(model, trials_by_hash if trials_by_hash is not None else {}, source)
+
+
+def _check_chain(chain: PexChain, trials_by_hash: Mapping[str, object], source: str | None) -> None:
+    cited: set[str] = set()
+    for i, trial in enumerate(chain.trials):
+        where = f"trials[{i}]"
+        if trial.record is None or trial.observations or trial.failure_cause:
+            check_verdict(chain.contract.clauses, trial.observations, trial.failure_cause, trial.verdict,
+                          source=source, where=where)
+        if trial.record is not None:
+            if trial.record in cited:
+                _refuse(source, f"{where}.record", f"trial record {trial.record[:12]} is cited twice: "
+                                                   "each repetition is a trial of its own")
+            cited.add(trial.record)
+            _check_reference(chain, trial, trials_by_hash.get(trial.record), source, where)
+    _check_counts(chain, source)
+
+
+def _check_reference(chain: PexChain, trial: Trial, found, source: str | None, where: str) -> None:
+    """A referenced pex-trial record: present, measured, of this chain, in the trial's state."""
+    ref = getattr(found, "model", found)
+    name = f"trial record {trial.record[:12]}"
+    field = f"{where}.record"
+    if ref is None:
+        _refuse(source, field, f"{name} is neither in the ledger nor in this batch")
+    if not isinstance(ref, PexTrial):
+        _refuse(source, field, f"{name} is a {getattr(ref, 'record_type', type(ref).__name__)} record, not a pex-trial")
+    if ref.evidence_class != "measured":
+        _refuse(source, field, f"{name} is {ref.evidence_class} evidence: a measured chain rests on measured trials")
+    for part in ("contract", "workload", "architecture"):
+        if getattr(ref, part) != getattr(chain, part):
+            _refuse(source, field, f"{name} ran under another {part} ({getattr(ref, part).name!r}) than the chain's "
+                                   f"({getattr(chain, part).name!r})")
+    wanted = "pass_state" if trial.state == "pass" else "fail_state"
+    differs = _difference(ref.state, getattr(chain, wanted))
+    if differs:
+        _refuse(source, field, f"{name} ran {differs}: a {trial.state}-state trial runs the chain's {wanted}")
+    if ref.verdict != trial.verdict:
+        _refuse(source, f"{where}.verdict", f"verdict {trial.verdict} but {name} says {ref.verdict}")
+    check_verdict(ref.contract.clauses, ref.observations, ref.failure_cause, ref.verdict, source=source,
+                  where=field, label=f"{name}: ")
+
+
+def _check_counts(chain: PexChain, source: str | None) -> None:
+    """Enough trials, in the right states, for what the chain claims (module docstring)."""
+    if not chain.trials:
+        _refuse(source, "trials", "a measured chain carries its trials (embedded or referenced by record hash); "
+                                  "this one has none")
+    by_state: dict[str, list[tuple[int, str]]] = {"pass": [], "fail": [], "recovered": []}
+    for i, t in enumerate(chain.trials):
+        by_state[t.state].append((i, t.verdict))
+    reps = chain.repetitions
+    for i, verdict in by_state["pass"]:
+        if verdict != "PASS":
+            _refuse(source, f"trials[{i}].verdict", f"a pass-state trial is {verdict}: the minimum PASS must "
+                                                    "reproduce in every repetition")
+    if len(by_state["pass"]) < reps:
+        _refuse(source, "trials", f"{len(by_state['pass'])} PASS trial(s) in the pass state, fewer than "
+                                  f"repetitions ({reps})")
+    if not any(v == "FAIL" for _, v in by_state["fail"]):
+        _refuse(source, "trials", "no FAIL trial in the fail state: the adjacent FAIL was not measured")
+    passed = sum(v == "PASS" for _, v in by_state["recovered"])
+    others = [(i, v) for i, v in by_state["recovered"] if v != "PASS"]
+    if chain.recovered and others:
+        i, v = others[0]
+        _refuse(source, "recovered", f"recovered is true but trials[{i}] (recovered state) is {v}")
+    if chain.recovered and passed < reps:
+        _refuse(source, "recovered", f"recovered is true but {passed} recovered-state trial(s) PASS, fewer than "
+                                     f"repetitions ({reps})")
+    if not chain.recovered and not others:
+        detail = f"all {passed} recovered-state trials PASS" if passed else "it has no recovered-state trial"
+        _refuse(source, "recovered", f"recovered is false but {detail}: a failed recovery is a measured "
+                                     "recovered-state trial that did not PASS")
+
+
+def _difference(got: MachineState, wanted: MachineState) -> str | None:
+    """How `got` differs from `wanted` (`with host_memory 8 MiB, not 6 MiB`), None if it does not."""
+    for key in sorted(set(got.dimensions) | set(wanted.dimensions)):
+        a, b = got.dimensions.get(key), wanted.dimensions.get(key)
+        if a is None:
+            return f"without the {key} level of that state"
+        if b is None:
+            return f"with a {key} level that state does not have"
+        if _key(a) != _key(b):
+            return f"with {key} {_text(a)}, not {_text(b)}"
+    return None
+
+
+def _key(level: Level):
+    return level.value if isinstance(level.value, str) else units.normalise(level.value, level.unit)
+
+
+def _text(level: Level) -> str:
+    return str(level.value) if level.unit is None else f"{level.value:g} {level.unit}"
+
+
+def _refuse(source: str | None, field: str, message: str) -> None:
+    raise RecordError(message, source=source, field=field)
