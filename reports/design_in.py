@@ -144,6 +144,11 @@ def _class_sections(r, counts: dict[str, dict[str, int]], limit: int) -> list[Se
             sec.paragraphs.append(f"{total} qualified boundaries (measured and signed by a runner key this project "
                                   "trusts, recovered, ≥ 3 repetitions, states differing only in the crossed "
                                   "dimension).")
+            synthetic = data.synthetic_count(r) if total else 0
+            if synthetic:
+                sec.paragraphs.append(f"**{synthetic} of them are synthetic**: generated records (`kb/synthetic.py`, "
+                                      "for benchmarks and examples), signed by a key this project trusts but "
+                                      "not measurements; conclusions from them show the method, not hardware.")
             keys = data.runners(r)
             if keys:
                 sec.blocks.append(Table("table-measured-runners", ["runner", "key fingerprint", "qualified boundaries"],
@@ -211,7 +216,12 @@ def build(kb, scope: str | None = None, max_rows: int = MAX_ROWS) -> Report:
     if rule.get("rule"):
         facts.append(("Requirement rule", f"{rule['rule']} v{rule['version']} ({', '.join(rule['parameters'])})"))
     names = ", ".join(dim_key(x["resource"]) for x in reqs)
-    callout = (f"{len(reqs)} hardware requirement(s) from measured evidence: {names}." if reqs else
+    synthetic = data.synthetic_count(r) if qualified_total else 0
+    if synthetic:
+        facts.append(("Synthetic boundaries", f"{synthetic} of {qualified_total} (generated, not measurements)"))
+    warning = (f" {synthetic} of the {qualified_total} qualified boundaries behind them are synthetic (generated for "
+               "benchmarks, not measurements)." if synthetic else "")
+    callout = (f"{len(reqs)} hardware requirement(s) from measured evidence: {names}.{warning}" if reqs else
                "No hardware requirement: no resource binds recurrently enough in qualified chains without a "
                "remedy (see the recurring bindings and remedies below).")
     return Report("design-in", "Design-In Report", f"Hardware requirements from the knowledge base (scope "

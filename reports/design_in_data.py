@@ -164,6 +164,12 @@ def qualified(r: Reader, limit: int) -> tuple[list[dict], int]:
     return rows, total
 
 
+def synthetic_count(r: Reader) -> int:
+    """Qualified boundaries whose chain says it was generated (kb/synthetic.py), not measured."""
+    return r.count("""?q a luma:QualifiedBoundary ; luma:qualifies ?c . ?c prov:wasGeneratedBy ?act .
+      ?act luma:tool ?tool FILTER(STRSTARTS(?tool, "luma synthetic"))""")
+
+
 def runners(r: Reader) -> list[dict]:
     """The runner keys behind the qualified boundaries: name, fingerprint, how many."""
     return r.select("""SELECT ?name ?fingerprint (COUNT(?q) AS ?boundaries) WHERE {

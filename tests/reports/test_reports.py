@@ -285,5 +285,22 @@ def test_the_demo_runs_the_whole_loop_and_writes_the_three_reports(demo_home):
     for kind in ("boundary", "design-in", "partner"):
         assert (demo_home / "reports" / kind / "report.html").is_file(), kind
         assert (demo_home / "reports" / kind / "report.md").is_file(), kind
-    assert "Deploy" in (demo_home / "reports" / "boundary" / "report.md").read_text()
+    boundary = (demo_home / "reports" / "boundary" / "report.md").read_text()
+    assert "Deploy" in boundary
     assert "**Verdict: gain.**" in (demo_home / "reports" / "partner" / "report.md").read_text()
+    # Measured means signed (issue 14): no measured record of the demo lacks a verified
+    # attestation, and the reports say which runner key measured each fact.
+    from luma.kb.knowledge_base import KnowledgeBase
+    from luma.settings import Settings
+
+    with KnowledgeBase.open(Settings.from_env(demo_home), read_only=True) as kb:
+        unsigned = kb.store.select(
+            "SELECT ?g WHERE { GRAPH ?g { ?g <https://w3id.org/luma/ns#evidenceClass> <https://w3id.org/luma/ns#Measured> }"
+            " FILTER NOT EXISTS { GRAPH ?g { ?g <https://w3id.org/luma/ns#attestedBy> ?key } } }", union=False)
+        signed = kb.store.select(
+            "SELECT ?g ?name WHERE { GRAPH ?g { ?g <https://w3id.org/luma/ns#attestedBy> ?key } "
+            "GRAPH ?t { ?key <https://w3id.org/luma/ns#runnerName> ?name } }", union=False)
+    assert unsigned == [] and len(signed) >= 2  # the sprint's trials and its chain
+    name = signed[0]["name"]
+    assert f"measured by runner {name}" in boundary and f"| measured by (runner key) | {name}" in boundary
+    assert f"| {name} |" in (demo_home / "reports" / "design-in" / "report.md").read_text()
