@@ -119,7 +119,7 @@ def _select(kb, body: str) -> list[dict[str, str]]:
 def latest_qualified(kb) -> str:
     """The chain of the most recently ingested record that meets the qualification rule
     (measured and signed by a live runner key, recovered, >= 3 repetitions, states differing only
-    in the crossed dimension)."""
+    in the crossed dimension); synthetic chains (kb/synthetic.py) only when nothing else qualifies."""
     # Every fact from the chain's own record graph, as in kb/queries/qualified-boundaries.rq, and
     # single-pattern subqueries for the same reason (hash joins: 0.7 s at 20k chains, 1.1 s joined).
     rows = _select(kb, """SELECT ?c ?at WHERE {
@@ -132,7 +132,9 @@ def latest_qualified(kb) -> str:
       { SELECT ?g ?c WHERE { GRAPH ?g { ?c luma:repetitions ?n } FILTER(?n >= 3) } }
       { SELECT ?g ?c ?ctx WHERE { GRAPH ?g { ?c luma:passContext ?ctx } } }
       { SELECT ?g ?c ?ctx WHERE { GRAPH ?g { ?c luma:failContext ?ctx } } }
-    } ORDER BY DESC(?at) DESC(STR(?c)) LIMIT 1""")
+      OPTIONAL { SELECT ?g ?c (1 AS ?synthetic) WHERE { GRAPH ?g { ?c prov:wasGeneratedBy ?act .
+        ?act luma:tool ?tool FILTER(STRSTARTS(?tool, "luma synthetic")) } } }
+    } ORDER BY BOUND(?synthetic) DESC(?at) DESC(STR(?c)) LIMIT 1""")
     if not rows:
         raise NothingToReport("no qualified chain in this KB: run `luma sprint run CONTRACT` (e.g. "
                               "`luma sprint run matvec-memory`) or ingest a measured PEX chain first")

@@ -41,7 +41,8 @@ def _chain_table(tid: str, rows: list[dict], total: int, caption: str, what: str
                        "FAIL level", "evidence"],
                  [[r["workload"], r["architecture"], dim_key(r["crossed"]), dim_key(r["binding"]), r["intervention"],
                    level(r, "pass"), level(r, "fail"),
-                   class_name(r["ec"]) + (f", by {r['runner']}" if r.get("runner") else "")] for r in rows],
+                   class_name(r["ec"]) + (f", by {r['runner']}" if r.get("runner") else "")
+                   + (" (synthetic)" if r.get("synthetic") else "")] for r in rows],
                  caption, _shown(rows, total, what))
 
 

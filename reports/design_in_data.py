@@ -159,8 +159,12 @@ def qualified(r: Reader, limit: int) -> tuple[list[dict], int]:
         who = {x["chain"]: x["name"] for x in r.select(
             f"SELECT ?chain ?name WHERE {{ VALUES ?chain {{ {values} }} ?q luma:qualifies ?chain ; "
             f"luma:attestedBy ?key . ?key luma:runnerName ?name }}")}
+        synthetic = {x["chain"] for x in r.select(
+            f"SELECT ?chain WHERE {{ VALUES ?chain {{ {values} }} ?chain prov:wasGeneratedBy ?act . "
+            f'?act luma:tool ?tool FILTER(STRSTARTS(?tool, "luma synthetic")) }}')}
         for row in rows:
             row["runner"] = who.get(row["chain"])
+            row["synthetic"] = row["chain"] in synthetic
     return rows, total
 
 

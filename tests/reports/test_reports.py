@@ -166,6 +166,28 @@ def test_both_reports_render_from_the_demo_kb(demo_home, tmp_path):
     assert "No deployment decision" in v and "evidence is vendor-claim, not measured" in v
 
 
+def test_synthetic_chains_are_never_taken_for_measurements(full_home):
+    # 150 signed synthetic chains were ingested after the sprint: the latest-qualified default
+    # still picks the sprint's measured chain, a synthetic chain's report says what it is, and
+    # the Design-In report counts the synthetic boundaries behind its requirements.
+    from luma.kb.knowledge_base import KnowledgeBase
+    from luma.reports import boundary, design_in
+    from luma.settings import Settings
+
+    with KnowledgeBase.open(Settings.from_env(full_home["home"])) as kb:
+        latest = boundary.build(kb)
+        assert "Synthetic chain" not in latest.callout and "matvec-memory" in latest.callout
+        rows = kb.store.select(
+            "SELECT ?q WHERE { ?q a <https://w3id.org/luma/ns#QualifiedBoundary> ; <https://w3id.org/luma/ns#qualifies> ?c ."
+            " ?c <http://www.w3.org/ns/prov#wasGeneratedBy> ?a . ?a <https://w3id.org/luma/ns#tool> ?t"
+            ' FILTER(STRSTARTS(?t, "luma synthetic")) } LIMIT 1')
+        assert rows, "the fixture has qualified synthetic chains"
+        synthetic = boundary.build(kb, chain=rows[0]["q"])
+        assert synthetic.callout.startswith("**Synthetic chain: generated for benchmarks") and "Deploy" in synthetic.callout
+        di = design_in.build(kb)
+    assert re.search(r"\d+ of the \d+ qualified boundaries behind them are synthetic", di.callout)
+
+
 def test_rendering_twice_gives_identical_bytes(full_home, tmp_path):
     for args in (("boundary", "--sprint", full_home["sprint"]), ("design-in",)):
         one = _report(full_home["home"], tmp_path / "one", *args)
