@@ -1,4 +1,5 @@
-"""`luma machine characterize --quick`: sane, positive figures of this host in well under 30 s."""
+"""`luma machine characterize --quick`: sane, positive figures of this host. (How long it takes is a
+figure for `luma machine characterize`, which prints it, not a test: issue 15 item 26.)"""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from pathlib import Path
 import pytest
 
 pytest.importorskip("torch")
+pytestmark = pytest.mark.slow  # ~13 s of real measurement; tests/cli/test_machine_cli.py covers the command
 
 from luma.experiments import characterize as ch  # noqa: E402
 from luma.kb.records.loader import validate_document  # noqa: E402
@@ -18,11 +20,6 @@ def measured():
     t = time.monotonic()
     doc = ch.characterize(quick=True)
     return doc, time.monotonic() - t
-
-
-def test_quick_characterization_is_fast(measured):
-    _, seconds = measured
-    assert seconds < 30, f"quick characterization took {seconds:.1f} s (budget 30 s)"
 
 
 def test_quick_characterization_gives_a_valid_measured_record(measured):

@@ -124,6 +124,7 @@ def test_every_shipped_contract_loads():
         assert c.sprint and c.sprint.levels
 
 
+@pytest.mark.slow
 def test_a_killed_sprint_keeps_its_trials_and_no_half_written_chain(luma_home):
     proc = subprocess.Popen([sys.executable, "-m", "luma.cli.main", "sprint", "run", "matvec-memory"],
                             env=dict(os.environ), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,

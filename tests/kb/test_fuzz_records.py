@@ -274,6 +274,7 @@ def _kb_state(home: Path) -> tuple[int, int, int]:
         return int(rows[0]["n"]), st["quads"], st["ledger_records"]
 
 
+@pytest.mark.slow
 def test_a_thousand_mutated_records(tmp_path, monkeypatch):
     home = tmp_path / "home"
     monkeypatch.setenv("LUMA_HOME", str(home))

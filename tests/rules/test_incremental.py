@@ -29,6 +29,7 @@ def _modes(report) -> dict[str, str]:
     return {r.rule: r.mode for r in report.runs}
 
 
+@pytest.mark.slow
 def test_new_records_run_as_a_delta_and_end_where_a_full_run_ends(luma_home, runner_key, tmp_path):
     with _open(luma_home) as kb:
         kb.ingest([write_jsonl(tmp_path / "a.jsonl", 300, signer=runner_key)], submitter="t")
@@ -67,6 +68,7 @@ def test_a_cache_the_store_does_not_vouch_for_is_ignored(luma_home, runner_key, 
         assert _derived(kb) == facts
 
 
+@pytest.mark.slow
 def test_a_removed_record_graph_makes_records_rules_run_in_full(luma_home, runner_key, tmp_path):
     with _open(luma_home) as kb:
         kb.ingest([write_jsonl(tmp_path / "a.jsonl", 120, signer=runner_key)], submitter="t")
