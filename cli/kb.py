@@ -11,6 +11,8 @@ from pathlib import Path
 import click
 
 from luma.cli.output import echo_bytes, format_option, print_rows, print_sparql_table, submitter_option
+from luma.kb.records.kinds import SCHEMA_KINDS
+from luma.kb.vocab import LOADABLE_CLASSES
 
 _EXTENSIONS = {
     ".ttl": "turtle", ".nt": "ntriples", ".nq": "nquads", ".trig": "trig",
@@ -114,7 +116,7 @@ def ingest(files: tuple[Path, ...], submitter: str | None, fmt: str) -> None:
 @click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--rdf-format", type=click.Choice(["turtle", "ntriples", "nquads", "trig", "jsonld"]), default=None,
               help="RDF syntax (default: from the file extension).")
-@click.option("--evidence-class", type=click.Choice(["simulated", "projected", "vendor-claim"]), required=True,
+@click.option("--evidence-class", type=click.Choice(LOADABLE_CLASSES), required=True,
               help="What kind of evidence these facts are (measured evidence comes from attested runners' "
                    "records, never from plain RDF).")
 @submitter_option()
@@ -423,12 +425,11 @@ def bench(records: str, repeat: int, rdflib_max: int, rdflib_timeout: float, kee
 
 
 @kb.command()
-@click.option("--record-type", type=click.Choice(["pex-chain", "kernel-result", "pex-trial", "machine",
-                                                  "intervention-parameters"]), default="pex-chain",
+@click.option("--record-type", type=click.Choice(SCHEMA_KINDS), default="pex-chain",
               show_default=True, help="Which record format.")
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None, help="Write to a file instead of stdout.")
 def schema(record_type: str, out: Path | None) -> None:
-    """Print the JSON Schema of a record format (PEX chain or kernel result)."""
+    """Print the JSON Schema of a record format."""
     from luma.kb.records.schema import schema_text
 
     text = schema_text(record_type)

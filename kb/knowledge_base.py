@@ -29,17 +29,18 @@ from luma.kb.evidence_gate import MeasuredGate
 from luma.kb.ledger import Ledger, LedgerEntry, NewRecord, check_text
 from luma.kb.nquads import Batch
 from luma.kb.projection import LedgerMeta, project
-from luma.kb.records.loader import RECORD_TYPES, LoadedRecord, iter_records
+from luma.kb.records.loader import LoadedRecord, iter_records
 from luma.kb.records.pex_chain import SCHEMA_VERSION
-from luma.kb.records.rdf_document import RdfDocument, read_document, skolemised_triples
+from luma.kb.records.rdf_document import read_document, skolemised_triples
 from luma.kb.scope import drop_retracted
+from luma.kb.records.kinds import KINDS
 from luma.kb.stores import open_store
 from luma.kb.stores.base import QuadStore, parse_rdf
 from luma.kb.vocab import LUMA, ONTOLOGY_GRAPH, RECORD_GRAPH, record_graph
 from luma.settings import Settings
 
 _KB = "https://w3id.org/luma/id/kb"
-_REPLAY_TYPES = {**RECORD_TYPES, "rdf-document": RdfDocument}
+_REPLAY_TYPES = {k.name: k.model_class() for k in KINDS}
 #: Records validated and projected per chunk (the first chunk is smaller: the load starts sooner).
 CHUNK_RECORDS = 25_000
 FIRST_CHUNK_RECORDS = 2_000

@@ -19,11 +19,12 @@ from pathlib import Path
 from luma.errors import RecordError, UnknownName
 from luma.kb.input_files import PARTNER_FILE
 from luma.kb.records.intervention_params import InterventionParameters, PartnerRetraction
+from luma.kb.records.kinds import PARTNER_KINDS
 
 #: Largest partner record file (bytes; kb/input_files.py): LUMA_MAX_PARTNER_FILE_BYTES overrides it.
 DEFAULT_MAX_PARTNER_FILE_BYTES = PARTNER_FILE.default
 TOOL = "luma partner"
-_KINDS = ("intervention-parameters", "partner-retraction")
+_KINDS = PARTNER_KINDS
 
 
 def read_partner_files(paths: list[Path], partner: str | None = None, home: Path | None = None) -> list:

@@ -25,6 +25,7 @@ from luma.kb.records.kernel_result import KernelResult
 from luma.kb.records.machine import MachineRecord
 from luma.kb.records.pex_trial import PexTrial
 from luma.kb.records.pex_chain import Level, PexChain
+from luma.kb.records.kinds import KINDS
 from luma.kb.records.rdf_document import project_document
 from luma.kb.records.runner import RunnerRevocation, RunnerTrust
 from luma.kb.scope import PARTNER_RECORD_TYPES, partner_graph
@@ -473,8 +474,5 @@ def _runner_revocation(w: nq.QuadWriter, rec: RunnerRevocation, meta: LedgerMeta
     _activity(w, r, p.tool, p.git_revision, p.host, p.started, p.environment)
 
 
-PROJECTORS: dict[str, Callable] = {"pex-chain": _pex_chain, "kernel-result": _kernel_result,
-                                   "pex-trial": _pex_trial, "rdf-document": project_document,
-                                   "machine": _machine, "intervention-parameters": _intervention_parameters,
-                                   "partner-retraction": _partner_retraction, "runner-trust": _runner_trust,
-                                   "runner-revocation": _runner_revocation}
+#: record_type -> projector, for every kind of luma.kb.records.kinds.
+PROJECTORS: dict[str, Callable] = {k.name: globals()[k.projector] for k in KINDS}

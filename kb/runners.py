@@ -17,12 +17,13 @@ from typing import TYPE_CHECKING
 
 from luma.errors import ConfigError, RecordError, UnknownName
 from luma.kb import attestation as att
+from luma.kb.records.kinds import COMMAND_ONLY
 
 if TYPE_CHECKING:
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 TOOL = "luma runner"
-_KINDS = ("runner-trust", "runner-revocation")
+_KINDS = COMMAND_ONLY
 
 
 @dataclass(frozen=True)

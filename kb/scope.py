@@ -22,14 +22,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from luma.errors import QueryError, StoreError, UnknownName
+from luma.kb.records.kinds import PARTNER_KINDS
 from luma.kb.vocab import ID, LUMA
 
 #: A graph that never exists: a dataset that must be empty names it alone.
 NO_GRAPH = ID + "graph/none"
 #: Prefix of every partner graph; the partner's slug and a slash follow.
 PARTNER_GRAPHS = ID + "graph/partner/"
-#: Record types whose graphs are a partner's (the record model has a `partner` field).
-PARTNER_RECORD_TYPES = ("intervention-parameters", "partner-retraction")
+#: Record types whose graphs are a partner's (luma.kb.records.kinds: partner=True).
+PARTNER_RECORD_TYPES = PARTNER_KINDS
 _SLUG = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
 #: DROP GRAPH operations per SPARQL update (as kb/pending.py).
 _DROPS_PER_UPDATE = 500

@@ -9,8 +9,9 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
+from typing import Any, Literal
 
 LUMA = "https://w3id.org/luma/ns#"
 ID = "https://w3id.org/luma/id/"
@@ -46,12 +47,32 @@ ENTITY_GRAPH = ID + "graph/entities"
 #: Prefix of the named graph of each ingested record.
 RECORD_GRAPH = ID + "record/"
 
-EVIDENCE_CLASSES = {
-    "measured": LUMA + "Measured",
-    "simulated": LUMA + "Simulated",
-    "projected": LUMA + "Projected",
-    "vendor-claim": LUMA + "VendorClaim",
-}
+
+
+@dataclass(frozen=True)
+class EvidenceClassInfo:
+    """One evidence class: its record spelling, its IRI, its title in reports, and whether plain
+    RDF (`luma kb load`) may claim it — `measured` comes from attested runners only."""
+
+    name: str
+    iri: str
+    title: str
+    loadable: bool
+
+
+#: The one list of evidence classes, strongest first; everything else is derived from it.
+EVIDENCE = (
+    EvidenceClassInfo("measured", LUMA + "Measured", "Measured evidence", False),
+    EvidenceClassInfo("simulated", LUMA + "Simulated", "Simulated evidence", True),
+    EvidenceClassInfo("projected", LUMA + "Projected", "Projected evidence", True),
+    EvidenceClassInfo("vendor-claim", LUMA + "VendorClaim", "Vendor-claim evidence", True),
+)
+#: Record spelling -> IRI.
+EVIDENCE_CLASSES = {c.name: c.iri for c in EVIDENCE}
+#: The classes plain RDF may claim.
+LOADABLE_CLASSES = tuple(c.name for c in EVIDENCE if c.loadable)
+#: The type of a record's `evidence_class` field.
+EvidenceClass = Literal[tuple(EVIDENCE_CLASSES)]
 
 _SLUG_BAD = re.compile(r"[^A-Za-z0-9._~-]+")
 

@@ -9,7 +9,7 @@ on; `build(kb, scope=...)` returns a `Report` for `luma.reports.render.write`.
 
 from __future__ import annotations
 
-from luma.kb.vocab import EVIDENCE_CLASSES
+from luma.kb.vocab import EVIDENCE, EVIDENCE_CLASSES
 from luma.reports import design_in_data as data
 from luma.reports.derivation import compact
 from luma.reports.fmt import CLASS_ORDER, class_name, dim_key, local, num, quantity
@@ -18,8 +18,7 @@ from luma.reports.render import Plot, Report, Section, Table, Tree
 
 #: Rows per long table and requirements whose derivation is drawn.
 MAX_ROWS = 25
-_CLASS_TITLES = {"measured": "Measured evidence", "simulated": "Simulated evidence",
-                 "projected": "Projected evidence", "vendor-claim": "Vendor-claim evidence"}
+_CLASS_TITLES = {c.name: c.title for c in EVIDENCE}
 
 
 def _n(row: dict, key: str) -> str:

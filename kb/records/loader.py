@@ -19,19 +19,11 @@ from luma.kb import units
 from luma.kb.dimensions import record_dimensions
 from luma.kb.input_files import RECORD_FILE, Limit, read_text
 from luma.kb.records.documents import parse_json, parse_toml, parse_yaml
-from luma.kb.records.intervention_params import InterventionParameters, PartnerRetraction
-from luma.kb.records.kernel_result import KernelResult
-from luma.kb.records.machine import MachineRecord
+from luma.kb.records.kinds import BY_NAME, COMMAND_ONLY, FILE_KINDS
 from luma.kb.records.pex_chain import PexChain
-from luma.kb.records.pex_trial import PexTrial
-from luma.kb.records.runner import COMMAND_ONLY, RunnerRevocation, RunnerTrust
 
-#: record_type -> model class. Later record kinds register here.
-RECORD_TYPES: dict[str, type[BaseModel]] = {"pex-chain": PexChain, "kernel-result": KernelResult,
-                                             "pex-trial": PexTrial, "machine": MachineRecord,
-                                             "intervention-parameters": InterventionParameters,
-                                             "partner-retraction": PartnerRetraction,
-                                             "runner-trust": RunnerTrust, "runner-revocation": RunnerRevocation}
+#: record_type -> model class of the kinds a record file may hold (from luma.kb.records.kinds).
+RECORD_TYPES: dict[str, type[BaseModel]] = {name: BY_NAME[name].model_class() for name in FILE_KINDS}
 #: What the content hash leaves out: the signature is over the hash, so it cannot be part of it.
 UNHASHED = {"attestation"}
 

@@ -14,6 +14,7 @@ from typing import Annotated, Literal
 from luma.kb import metrics, units
 from luma.kb.attestation import Attestation
 from luma.kb.dimensions import Dimension, record_dimensions
+from luma.kb.vocab import EvidenceClass
 from pydantic import (
     BaseModel,
     ConfigDict,
@@ -40,7 +41,6 @@ Name = Annotated[StrictStr, Field(min_length=1, max_length=256, pattern=r"\S")]
 Number = Annotated[StrictInt, Field(ge=-(2**63), le=2**63 - 1)] | Annotated[StrictFloat, Field(allow_inf_nan=False)]
 #: A count (repetitions): at least 1, and within xsd:integer's 64-bit range in the store.
 Count = Annotated[StrictInt, Field(ge=1, le=2**63 - 1)]
-EvidenceClass = Literal["measured", "simulated", "projected", "vendor-claim"]
 
 
 class StrictModel(BaseModel):

@@ -13,9 +13,8 @@ import pyoxigraph as ox
 from pydantic import BaseModel, ConfigDict
 
 from luma.kb.stores.base import parse_rdf
-from luma.kb.vocab import record_graph
+from luma.kb.vocab import LOADABLE_CLASSES, EvidenceClass, record_graph
 
-EvidenceClass = Literal["measured", "simulated", "projected", "vendor-claim"]
 
 
 class RdfDocument(BaseModel):
@@ -39,9 +38,6 @@ def document_hash(data: bytes, fmt: str, evidence_class: str) -> str:
     return h.hexdigest()
 
 
-#: Evidence classes plain RDF may claim: `measured` comes from attested runners only (their
-#: signed records), never from a file anyone can write.
-LOADABLE_CLASSES = ("simulated", "projected", "vendor-claim")
 
 
 def read_document(data: bytes, fmt: str, evidence_class: str, source: str) -> tuple[str, RdfDocument]:

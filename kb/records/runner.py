@@ -19,9 +19,6 @@ from luma.kb.records.intervention_params import Text
 from luma.kb.records.machine import Slug
 from luma.kb.records.pex_chain import Provenance, StrictModel
 
-#: Record types a luma command writes, never a submitted file.
-COMMAND_ONLY = ("runner-trust", "runner-revocation")
-
 
 class RunnerTrust(StrictModel):
     """This project trusts the runner key `public_key` (named `name`, optionally a partner lab's)."""

@@ -12,6 +12,7 @@ from luma.kb.attestation import SCHEMA_NOTE
 from luma.kb.dimensions import record_dimensions
 from luma.kb.records.intervention_params import intervention_parameters_schema
 from luma.kb.records.kernel_result import KernelResult
+from luma.kb.records.kinds import BY_NAME, SCHEMA_KINDS
 from luma.kb.records.machine import machine_schema
 from luma.kb.records.pex_chain import PexChain
 from luma.kb.records.pex_trial import PexTrial
@@ -79,8 +80,8 @@ def pex_trial_schema() -> dict:
     return schema
 
 
-SCHEMAS = {"pex-chain": pex_chain_schema, "kernel-result": kernel_result_schema, "pex-trial": pex_trial_schema,
-           "machine": machine_schema, "intervention-parameters": intervention_parameters_schema}
+#: record_type -> its JSON Schema builder, for the kinds luma.kb.records.kinds publishes one of.
+SCHEMAS = {name: globals()[BY_NAME[name].schema] for name in SCHEMA_KINDS}
 
 
 def schema_text(record_type: str = "pex-chain") -> str:

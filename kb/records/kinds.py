@@ -1,0 +1,67 @@
+"""The one list of record kinds: which model validates each, which function projects it, whether
+it has a published JSON Schema, whether it lives in a partner's scope, and whether only LUMA's own
+commands may write it. The loader, the schemas, the projection, scoping, the runner-trust and
+partner code and the CLI's choices are all derived from `KINDS` (issue 15 item 23).
+
+Model classes are named as "module:Class" and imported on first use, so this module imports
+nothing of the records it lists (the record modules import one another)."""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from functools import cache
+
+
+@dataclass(frozen=True)
+class RecordKind:
+    """One `record_type`."""
+
+    name: str
+    #: "module:Class" of the pydantic model that validates it.
+    model: str
+    #: Function of luma.kb.projection that turns it into quads.
+    projector: str
+    #: Function of luma.kb.records.schema that gives its JSON Schema (None: no published schema).
+    schema: str | None = None
+    #: Kept in a partner's own graphs and seen only in that partner's scope.
+    partner: bool = False
+    #: Written only by LUMA's commands (`luma runner …`); refused in files.
+    command_only: bool = False
+    #: May appear in a record file (`luma kb ingest`); rdf-document comes from `luma kb load` only.
+    file_record: bool = True
+
+    def model_class(self) -> type:
+        """The pydantic model class."""
+        return _import(self.model)
+
+
+@cache
+def _import(path: str) -> type:
+    module, _, attr = path.partition(":")
+    return getattr(importlib.import_module(module), attr)
+
+
+_R = "luma.kb.records."
+KINDS: tuple[RecordKind, ...] = (
+    RecordKind("pex-chain", _R + "pex_chain:PexChain", "_pex_chain", "pex_chain_schema"),
+    RecordKind("kernel-result", _R + "kernel_result:KernelResult", "_kernel_result", "kernel_result_schema"),
+    RecordKind("pex-trial", _R + "pex_trial:PexTrial", "_pex_trial", "pex_trial_schema"),
+    RecordKind("machine", _R + "machine:MachineRecord", "_machine", "machine_schema"),
+    RecordKind("intervention-parameters", _R + "intervention_params:InterventionParameters",
+               "_intervention_parameters", "intervention_parameters_schema", partner=True),
+    RecordKind("partner-retraction", _R + "intervention_params:PartnerRetraction", "_partner_retraction",
+               partner=True),
+    RecordKind("runner-trust", _R + "runner:RunnerTrust", "_runner_trust", command_only=True),
+    RecordKind("runner-revocation", _R + "runner:RunnerRevocation", "_runner_revocation", command_only=True),
+    RecordKind("rdf-document", _R + "rdf_document:RdfDocument", "project_document", file_record=False),
+)
+BY_NAME = {k.name: k for k in KINDS}
+#: Kinds a record file may hold (command-only ones are then refused by name, not as unknown).
+FILE_KINDS = tuple(k.name for k in KINDS if k.file_record)
+#: Kinds with a published JSON Schema (`luma kb schema --record-type`).
+SCHEMA_KINDS = tuple(k.name for k in KINDS if k.schema)
+#: Kinds kept in partner scope.
+PARTNER_KINDS = tuple(k.name for k in KINDS if k.partner)
+#: Kinds only LUMA's commands write.
+COMMAND_ONLY = tuple(k.name for k in KINDS if k.command_only)
