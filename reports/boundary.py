@@ -219,8 +219,11 @@ def _plots(f: ChainFacts, a: Analysis) -> list[Plot]:
                          level_label=x)
         what = (f"the observed {c.metric} per trial with its {CONFIDENCE:.0%} bootstrap interval (error bars)"
                 if any(c.metric + ".ci_low" in t.obs for t in a.shown) else f"the observed {c.metric} per trial")
+        missing = sum(p.value is None for p in pts)
+        gap = (f"; {missing} trial{'s' if missing != 1 else ''} without a {c.metric} value drawn as missing, in "
+               "the strip under the plot" if missing else "")
         out.append(Plot(pid, svg, f"{c.metric} by {x} level: {what}, the contract threshold "
-                                  f"({_clause_text(c)}) dashed, marker by verdict ({f.evidence} evidence)."))
+                                  f"({_clause_text(c)}) dashed, marker by verdict{gap} ({f.evidence} evidence)."))
     return out
 
 
