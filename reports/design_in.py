@@ -10,6 +10,7 @@ on; `build(kb, scope=...)` returns a `Report` for `luma.reports.render.write`.
 from __future__ import annotations
 
 from luma.kb.vocab import EVIDENCE_CLASSES
+from luma.reports import budget
 from luma.reports import design_in_data as data
 from luma.reports.derivation import compact
 from luma.reports.fmt import CLASS_ORDER, class_name, dim_key, local, num, quantity
@@ -32,9 +33,14 @@ def _shown(rows: list, total: int, what: str) -> str:
 
 def _chain_table(tid: str, rows: list[dict], total: int, caption: str, what: str) -> Table:
     def level(row, key):
-        if row.get(key) is not None:
-            return quantity(float(row[key]), row.get("unit"))
-        return row.get(key + "Cat", "—")
+        if row.get(key) is None:
+            return row.get(key + "Cat", "—")
+        text = quantity(float(row[key]), row.get("unit"))
+        if key == "pass" and budget.is_budget(dim_key(row["crossed"])) and tid == "table-qualified":
+            foot = row.get("footprint")
+            text += (f" + runtime {quantity(foot, 'byte')} = {quantity(budget.total(float(row[key]), foot), 'byte')}"
+                     if foot is not None else " + runtime footprint (not reported)")
+        return text
 
     # A measured row names the runner key that measured it (issue 14); other classes have none.
     return Table(tid, ["workload", "architecture", "crossed", "binding", "intervention", "PASS level",
@@ -71,10 +77,15 @@ def _requirements(reqs, bindings, counters) -> list[Section]:
                              for b in others],
                             "Recurring bindings that are not requirements (a software or partner remedy recovers "
                             "enough of their chains, or the resource is the hierarchy's root)"))
-    return [Section("requirements", "Hardware requirements",
-                    ["A requirement is a resource binding in qualified chains across enough workloads and "
-                     "architectures that no recurring software or partner remedy makes unnecessary; the boundary "
-                     "range is taken over the minimum PASS levels of its supporting chains."],
+    paras = ["A requirement is a resource binding in qualified chains across enough workloads and "
+             "architectures that no recurring software or partner remedy makes unnecessary; the boundary "
+             "range is taken over the minimum PASS levels of its supporting chains."]
+    budgets = sorted({dim_key(r["resource"]) for r in reqs if budget.is_budget(dim_key(r["resource"]))})
+    if budgets:
+        paras.append(f"{', '.join(budgets)} levels are {budget.MEANING}: a deployment needs the level plus its "
+                     "runtime's footprint (each chain's Resource Boundary Report gives the total; the qualified "
+                     "boundaries below show level + footprint).")
+    return [Section("requirements", "Hardware requirements", paras,
                     blocks, empty="No hardware requirement and no recurring binding: none in this KB.")]
 
 
@@ -156,6 +167,9 @@ def _class_sections(r, counts: dict[str, dict[str, int]], limit: int) -> list[Se
                                         [[k["name"], f"`{k['fingerprint']}`", k["boundaries"]] for k in keys],
                                         "Who measured them: the runner keys that signed the qualified boundaries"))
             if rows:
+                if any(budget.is_budget(dim_key(x["crossed"])) for x in rows):
+                    sec.paragraphs.append(f"A host_memory PASS level is {budget.MEANING}; its cell adds the "
+                                          "footprint the chain's PASS trials measured: the total a deployment needs.")
                 sec.blocks.append(_chain_table("table-qualified", rows, total, "Qualified boundaries",
                                                "qualified boundaries"))
         else:

@@ -162,10 +162,24 @@ def qualified(r: Reader, limit: int) -> tuple[list[dict], int]:
         synthetic = {x["chain"] for x in r.select(
             f"SELECT ?chain WHERE {{ VALUES ?chain {{ {values} }} ?chain prov:wasGeneratedBy ?act . "
             f'?act luma:tool ?tool FILTER(STRSTARTS(?tool, "luma synthetic")) }}')}
+        feet = pass_footprints(r, [row["chain"] for row in rows])
         for row in rows:
             row["runner"] = who.get(row["chain"])
             row["synthetic"] = row["chain"] in synthetic
+            row["footprint"] = feet.get(row["chain"])
     return rows, total
+
+
+def pass_footprints(r: Reader, chains: list[str]) -> dict[str, float]:
+    """{chain: the largest runtime footprint (bytes) its PASS-state trials measured}: what a
+    host_memory level (a budget on top of it, reports/budget.py) needs added."""
+    if not chains:
+        return {}
+    values = " ".join(f"<{c}>" for c in chains)
+    return {x["chain"]: float(x["foot"]) for x in r.select(
+        f"""SELECT ?chain (MAX(?v) AS ?foot) WHERE {{ VALUES ?chain {{ {values} }} ?chain luma:trial ?t .
+        ?t luma:trialState "pass" ; luma:observation ?o . ?o luma:metric "runtime_footprint" ;
+        qudt:numericValue ?v }} GROUP BY ?chain""") if x.get("foot")}
 
 
 def synthetic_count(r: Reader) -> int:
