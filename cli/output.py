@@ -14,10 +14,22 @@ import click
 FORMATS = ("table", "json", "csv")
 
 
+#: How every message of a failed command starts: click's own prefix for usage errors and
+#: ClickException, used by the CLI's own lines too (one style, `Error: ...`).
+ERROR_PREFIX = "Error: "
+
+
+def format_help(choices: Sequence[str]) -> str:
+    """The --format help for exactly the formats offered ("table for people, json for machines.")."""
+    machine = [c for c in choices if c != "table"]
+    people = "table for people" if "table" in choices else ""
+    return ", ".join(x for x in (people, f"{'/'.join(machine)} for machines" if machine else "") if x) + "."
+
+
 def format_option(default: str = "table", choices: Sequence[str] = FORMATS):
     return click.option(
         "--format", "fmt", type=click.Choice(list(choices)), default=default, show_default=True,
-        help="table for people, json/csv for machines.",
+        help=format_help(choices),
     )
 
 

@@ -102,7 +102,8 @@ def analyse(f: ChainFacts) -> Analysis:
 
 
 def _footprints(trials: list[TrialFact]) -> dict[str, float | None]:
-    return {v: budget.footprint(t.obs for t in trials if t.variant == v) for v in dict.fromkeys(t.variant for t in trials)}
+    variants = dict.fromkeys(t.variant for t in trials)
+    return {v: budget.footprint(t.obs for t in trials if t.variant == v) for v in variants}
 
 
 def _over(dimension: str, level: Level, foot: float | None) -> str:
@@ -298,7 +299,8 @@ def _report(f: ChainFacts, a: Analysis) -> Report:
         ("Workload", f"{e.get('workload', '?')} (model {e.get('model', '?')}, task {e.get('task', '?')})"),
         ("Architecture", f"{e.get('architecture', '?')} ({local(e.get('archKind', '?'))}, {e.get('vendor', '?')})"),
         ("Contract", f"{e.get('contract', '?')}: " + "; ".join(_clause_text(c) for c in f.clauses)),
-        ("Crossed dimension", x), ("Minimum PASS", f"{x} = {a.min_pass.text()}" + _in_all(f, a, a.min_pass, a.baseline)),
+        ("Crossed dimension", x),
+        ("Minimum PASS", f"{x} = {a.min_pass.text()}" + _in_all(f, a, a.min_pass, a.baseline)),
         ("Adjacent FAIL", f"{x} = {a.adj_fail.text()}"), ("Binding resource", f.binding),
         ("Intervention", f"{e.get('intervention', '?')} ({local(e.get('ivKind', '?')).lower()})"),
         ("Recovered", f"{'yes' if f.recovered else 'no'} ({_reps(f.repetitions)})"),

@@ -60,8 +60,9 @@ def check_ready(r: Reader) -> None:
 
 
 def requirements(r: Reader) -> list[dict]:
-    return r.select("""SELECT ?hr ?resource ?rb ?confidence ?workloads ?architectures ?chains ?min ?median ?max ?unit
-    WHERE { ?hr a luma:HardwareRequirement ; luma:resource ?resource ; prov:wasDerivedFrom ?rb .
+    return r.select("""SELECT ?hr ?resource ?rb ?confidence ?workloads ?architectures ?chains ?min ?median ?max
+      ?unit ?key WHERE { ?hr a luma:HardwareRequirement ; luma:resource ?resource ; prov:wasDerivedFrom ?rb .
+      OPTIONAL { ?resource luma:recordKey ?key }
       ?rb a luma:RecurringBinding ; luma:supportChains ?chains .
       OPTIONAL { ?hr luma:confidence ?confidence } OPTIONAL { ?hr luma:supportWorkloads ?workloads }
       OPTIONAL { ?hr luma:supportArchitectures ?architectures }
@@ -70,9 +71,10 @@ def requirements(r: Reader) -> list[dict]:
 
 
 def recurring_bindings(r: Reader) -> list[dict]:
-    return r.select("""SELECT ?rb ?resource ?workloads ?architectures ?chains WHERE {
+    return r.select("""SELECT ?rb ?resource ?workloads ?architectures ?chains ?key WHERE {
       ?rb a luma:RecurringBinding ; luma:resource ?resource ; luma:supportWorkloads ?workloads ;
-          luma:supportArchitectures ?architectures ; luma:supportChains ?chains }""")
+          luma:supportArchitectures ?architectures ; luma:supportChains ?chains
+      OPTIONAL { ?resource luma:recordKey ?key } }""")
 
 
 def counter_evidence(r: Reader) -> dict[str, dict]:
@@ -89,19 +91,26 @@ def counter_evidence(r: Reader) -> dict[str, dict]:
 
 
 def remedies(r: Reader) -> list[dict]:
-    return r.select("""SELECT ?rr ?resource ?intervention ?kind ?chains ?workloads ?architectures WHERE {
+    return r.select("""SELECT ?rr ?resource ?intervention ?kind ?chains ?workloads ?architectures ?key WHERE {
       ?rr a luma:RecurringRemedy ; luma:remedyResource ?resource ; luma:remedyIntervention ?i ;
           luma:supportChains ?chains ; luma:supportWorkloads ?workloads ; luma:supportArchitectures ?architectures .
-      ?i rdfs:label ?intervention . OPTIONAL { ?i luma:interventionKind ?kind } }""")
+      ?i rdfs:label ?intervention . OPTIONAL { ?i luma:interventionKind ?kind }
+      OPTIONAL { ?resource luma:recordKey ?key } }""")
+
+
+#: Record kinds that are statements about other records, not evidence: runner trust and its
+#: revocation (the project's bookkeeping) and a partner's retraction of its own records (which
+#: the ledger files as vendor-claim only because every record has a class).
+NOT_EVIDENCE = ("runner-trust", "runner-revocation", "partner-retraction")
 
 
 def evidence_by_class(r: Reader) -> list[dict]:
-    """Records per (evidence class, kind), each read from the record's own graph."""
-    # Runner trust and revocation records are the project's bookkeeping, not evidence.
-    return r.select("""SELECT ?ec ?kind (COUNT(?g) AS ?records) WHERE {
-      { SELECT ?g ?kind WHERE { GRAPH ?g { ?g luma:recordKind ?kind } FILTER(?kind NOT IN ("runner-trust",
-        "runner-revocation")) } }
-      { SELECT ?g ?ec WHERE { GRAPH ?g { ?g luma:evidenceClass ?ec } } } } GROUP BY ?ec ?kind""")
+    """Records per (evidence class, kind), each read from the record's own graph; kinds that are
+    no evidence (NOT_EVIDENCE) are left out."""
+    kinds = ", ".join(f'"{k}"' for k in NOT_EVIDENCE)
+    return r.select(f"""SELECT ?ec ?kind (COUNT(?g) AS ?records) WHERE {{
+      {{ SELECT ?g ?kind WHERE {{ GRAPH ?g {{ ?g luma:recordKind ?kind }} FILTER(?kind NOT IN ({kinds})) }} }}
+      {{ SELECT ?g ?ec WHERE {{ GRAPH ?g {{ ?g luma:evidenceClass ?ec }} }} }} }} GROUP BY ?ec ?kind""")
 
 
 #: Chain properties a chain table shows, by the key each row gets.

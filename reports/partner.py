@@ -65,9 +65,8 @@ def _frontier_section(ev: dict) -> Section:
                           f"Projected at {_state(ev['state'])} ({ev['model']}); each side's own minimum PASS "
                           f"state or the given state, as the second column says; {figures.prices_text(ev)}")]
     if labels:
-        blocks.append(Plot("plot-frontier-change", change_plot("plot-frontier-change",
-                                                               "Accepted-service figures after the intervention's costs",
-                                                               labels, changes),
+        title = "Accepted-service figures after the intervention's costs"
+        blocks.append(Plot("plot-frontier-change", change_plot("plot-frontier-change", title, labels, changes),
                            "Relative change of each figure with the intervention (its own costs included)"))
     blocks.append(Table("table-effects", ["model input", "value"], figures.input_rows(ev["effects"]),
                         "How the model applied the record (capacity after metadata and memory-management overhead, "
