@@ -148,6 +148,9 @@ def explore_cmd(contract_ref, space_ref, plot_path, propose, fmt) -> None:
             for p in out["proposals"]]
     print_rows(prop, ["state", "predicted", "resource", "its margin", "closest check", "why"], "table",
                title="proposed PEX states")
+    if any("host_memory" in (r.get("state") or {}) for r in out["frontier"]):
+        click.echo("note: host_memory levels are budgets on top of the runtime's own footprint (as `luma sprint` "
+                   "enforces them): a deployment needs the level plus the runtime's footprint")
     click.echo(f"{out['states']:,} states in {out['seconds']:.3f} s: {out['states_per_second']:,} states/s; "
                f"{out['pass_states']:,} predicted PASS" + (f"; plot: {out['plot']}" if plot_path else ""))
 

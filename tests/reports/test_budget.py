@@ -98,3 +98,13 @@ def test_the_sprint_table_gives_the_total():
     rows = {r["item"]: r["value"] for r in _boundary_rows(out)}
     assert rows["minimum PASS"] == "8 MiB over the runtime's 80.8 MiB footprint = 88.8 MiB in all (fp32)"
     assert rows["re-qualified minimum PASS"] == "6 MiB (over the runtime's footprint, not measured: add it)"
+
+
+def test_model_explore_says_host_memory_levels_are_budgets(tmp_path, monkeypatch):
+    from click.testing import CliRunner
+
+    from luma.cli.main import cli
+
+    monkeypatch.setenv("LUMA_HOME", str(tmp_path / "home"))
+    out = CliRunner().invoke(cli, ["model", "explore", "matvec-memory", "--space", "matvec-host"]).output
+    assert "host_memory levels are budgets on top of the runtime's own footprint" in out
