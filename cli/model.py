@@ -24,13 +24,18 @@ def _contract(ref: str):
     from luma.errors import ConfigError
     from luma.experiments import contract
 
+    own = {p.name[:-5]: Path(str(p)) for p in importlib.resources.files("luma.experiments.model.contracts").iterdir()
+           if p.name.endswith(".toml")}
     try:
         return contract.load(ref)
-    except ConfigError:
-        own = Path(str(importlib.resources.files("luma.experiments.model.contracts") / f"{ref}.toml"))
-        if own.is_file():
-            return contract.load(own)
-        raise
+    except ConfigError as exc:
+        if ref in own:
+            return contract.load(own[ref])
+        if Path(ref).exists() or "(shipped:" not in exc.message:
+            raise  # a file that is there but wrong: its own error
+        names = sorted({*contract.shipped(), *own})
+        raise ConfigError(f"no contract file or shipped contract named {ref!r} (known: {', '.join(names)})",
+                          source=ref) from None
 
 
 def _calibration():
@@ -41,13 +46,16 @@ def _calibration():
 
 
 def _fmt(value, unit: str) -> str:
+    """A model figure in the reports' units: memory in binary units (GiB), time in s/ms/µs."""
+    from luma.reports.fmt import binary_text, num, seconds_text
+
     if value is None or math.isnan(value):
         return "n/a"
     if unit == "B":
-        return f"{value / 2**20:,.1f} MiB" if value < 2**30 else f"{value / 1e9:,.1f} GB"
+        return binary_text(value)
     if unit == "s":
-        return f"{value * 1e3:,.2f} ms" if value < 10 else f"{value:,.1f} s"
-    return (f"{value:,.0f} {unit}" if abs(value) >= 1e4 else f"{value:,.4g} {unit}").strip()
+        return seconds_text(value)
+    return f"{num(value, 4)} {unit}".strip()
 
 
 @model.command("predict")
@@ -68,7 +76,10 @@ def predict_cmd(contract_ref, state_text, llm_ref, space_ref, fmt) -> None:
     if fmt == "json":
         click.echo(json.dumps(p.as_dict(), indent=2, default=str))
         return
-    rows = [{"check": r["check"], "op": r["op"],
+    f = p.figures
+    llm = "kv_per_device" in f
+    memory_check = "memory per device, 1 sequence" if llm else "memory beyond the runtime"
+    rows = [{"check": memory_check if r["check"] == "memory" else r["check"], "op": r["op"],
              "predicted": f"{r['predicted']:g} sequences" if r["check"] == "kv_cache" else _fmt(r["predicted"], r["unit"]),
              "threshold": "1 sequence" if r["check"] == "kv_cache" else _fmt(r["threshold"], r["unit"]),
              "margin": "n/a" if math.isnan(r["margin"]) else f"{r['margin']:+.1%}", "verdict": r["verdict"],
@@ -76,16 +87,28 @@ def predict_cmd(contract_ref, state_text, llm_ref, space_ref, fmt) -> None:
     state = ", ".join(f"{k}={v}" for k, v in p.state.items()) or "the contract's state"
     print_rows(rows, ["check", "op", "predicted", "threshold", "margin", "verdict", "resource"], "table",
                title=f"{p.contract} on {state}")
-    f = p.figures
     click.echo(f"verdict: {p.verdict}" + (f"; binding resource: {p.binding}" if p.binding else
                                           f"; tightest resource: {p.tightest}"))
-    shown = [(k, u) for k, u in (("memory_need", "B"), ("peak_rss", "B"), ("latency", "s"), ("ttft", "s"),
-                                 ("tpot", "s"), ("throughput", "1/s"), ("energy_per_token", "J")) if k in f]
+    click.echo(_memory_line(f, llm))
+    shown = [(k, u) for k, u in (("latency", "s"), ("ttft", "s"), ("tpot", "s"), ("throughput", "1/s"),
+                                 ("energy_per_token", "J")) if k in f]
     click.echo("p50 figures: " + ", ".join(f"{k} {_fmt(f[k], u)}" for k, u in shown))
     errs = ", ".join(f"{k} {v:.0%}" for k, v in p.errors.items())
     click.echo(f"evidence: {p.evidence_class}" + (f"; calibrated error (held out, max): {errs}" if errs else ""))
     for note in p.notes:
         click.echo(f"note: {note}")
+
+
+def _memory_line(f: dict, llm: bool) -> str:
+    """The state's memory figures, each named for what it is (the check above is the first)."""
+    if llm:
+        cap = f.get("memory_capacity")
+        return (f"memory per device: {_fmt(f.get('memory_min'), 'B')} with one sequence (the memory check), "
+                f"{_fmt(f.get('memory_need'), 'B')} with every sequence of the load resident"
+                + (f"; capacity {_fmt(cap, 'B')}" if cap is not None and math.isfinite(cap) else "")
+                + (" (the rest wait for KV room)" if cap is not None and f.get("memory_need", 0) > cap else ""))
+    return (f"memory: {_fmt(f.get('memory_need'), 'B')} beyond the runtime's own footprint (the memory check, "
+            f"against the host_memory budget); peak RSS with the runtime: {_fmt(f.get('peak_rss'), 'B')}")
 
 
 @model.command("explore")
@@ -109,18 +132,25 @@ def explore_cmd(contract_ref, space_ref, plot_path, propose, fmt) -> None:
         click.echo(json.dumps(out, indent=2, default=str))
         return
     demand = out["demand_axes"]
-    rows = [{**r["demand"], "state": _state(r.get("state")), "cost": r.get("cost"),
-             "margin": f"{r['margin']:+.1%}" if "margin" in r else "", "tightest": r.get("resource", "-")}
-            for r in out["frontier"]]
-    print_rows(rows, [*demand, "state", "cost", "margin", "tightest"], "table",
-               title=f"minimum-cost PASS frontier ({out['cost_unit']}; {out['evidence_class']})")
+    cost = f"cost ({_cost_short(out['cost_unit'])})"
+    rows = [{**r["demand"], "state": _state(r.get("state")), cost: r.get("cost"),
+             "tightest resource": r.get("resource", "-"), "its margin": _signed(r.get("resource_margin")),
+             "closest check": _closest(r)} for r in out["frontier"]]
+    print_rows(rows, [*demand, "state", cost, "tightest resource", "its margin", "closest check"], "table",
+               title=f"minimum-cost PASS frontier ({out['cost_unit']}; prices: {out.get('cost_source', '?')}; "
+                     f"{out['evidence_class']})")
     reg = [{**r["region"], "states": r["states"], "pass": r["pass"], "binding": r["binding"] or "-",
             "fail bindings": ", ".join(f"{k} {v}" for k, v in r["fail_bindings"].items())} for r in out["regions"]]
     print_rows(reg, [*(out["regions"][0]["region"] if out["regions"] else []), "states", "pass", "binding",
                      "fail bindings"], "table", title="binding resource per region (FAIL states)")
-    prop = [{"state": _state(p["state"]), "predicted": p["verdict"], "margin": f"{p['margin']:+.1%}",
-             "resource": p["resource"], "why": p["reason"]} for p in out["proposals"]]
-    print_rows(prop, ["state", "predicted", "margin", "resource", "why"], "table", title="proposed PEX states")
+    prop = [{"state": _state(p["state"]), "predicted": p["verdict"], "resource": p["resource"],
+             "its margin": _signed(p.get("resource_margin")), "closest check": _closest(p), "why": p["reason"]}
+            for p in out["proposals"]]
+    print_rows(prop, ["state", "predicted", "resource", "its margin", "closest check", "why"], "table",
+               title="proposed PEX states")
+    if any("host_memory" in (r.get("state") or {}) for r in out["frontier"]):
+        click.echo("note: host_memory levels are budgets on top of the runtime's own footprint (as `luma sprint` "
+                   "enforces them): a deployment needs the level plus the runtime's footprint")
     click.echo(f"{out['states']:,} states in {out['seconds']:.3f} s: {out['states_per_second']:,} states/s; "
                f"{out['pass_states']:,} predicted PASS" + (f"; plot: {out['plot']}" if plot_path else ""))
 
@@ -192,6 +222,24 @@ def calibrate_cmd(contract_refs, repeats, record, fmt) -> None:
 
 def _pct(x) -> str:
     return "-" if x is None else f"{x:.1%}"
+
+
+def _signed(x) -> str:
+    """A margin: "+12.3%" (negative: the check fails by that share)."""
+    return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:+.1%}"
+
+
+def _closest(row: dict) -> str:
+    """The check with the smallest margin and that margin ("quality +0.5%"): a clause such as
+    quality may be the closest call without being the tightest resource."""
+    if not row.get("closest_check"):
+        return "-"
+    return f"{row['closest_check']} {_signed(row.get('closest_margin'))}"
+
+
+def _cost_short(unit: str) -> str:
+    """"USD/h" from "USD per hour"; other units as they are."""
+    return unit.replace(" per hour", "/h") if len(unit.split()) == 3 else unit
 
 
 @model.command("bench")

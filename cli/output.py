@@ -14,10 +14,22 @@ import click
 FORMATS = ("table", "json", "csv")
 
 
+#: How every message of a failed command starts: click's own prefix for usage errors and
+#: ClickException, used by the CLI's own lines too (one style, `Error: ...`).
+ERROR_PREFIX = "Error: "
+
+
+def format_help(choices: Sequence[str]) -> str:
+    """The --format help for exactly the formats offered ("table for people, json for machines.")."""
+    machine = [c for c in choices if c != "table"]
+    people = "table for people" if "table" in choices else ""
+    return ", ".join(x for x in (people, f"{'/'.join(machine)} for machines" if machine else "") if x) + "."
+
+
 def format_option(default: str = "table", choices: Sequence[str] = FORMATS):
     return click.option(
         "--format", "fmt", type=click.Choice(list(choices)), default=default, show_default=True,
-        help="table for people, json/csv for machines.",
+        help=format_help(choices),
     )
 
 
@@ -53,23 +65,12 @@ def print_rows(rows: list[dict], columns: Sequence[str], fmt: str, title: str | 
         Console(soft_wrap=False).print(table)
 
 
-def print_sparql_table(answer: dict) -> None:
-    """A SPARQL JSON answer as a rich table (IRIs compacted)."""
-    from rich.console import Console
-    from rich.table import Table
+def print_sparql_table(answer: dict, width: int | None = None) -> None:
+    """A SPARQL JSON answer as a table for people: human units, short IRIs, fitted to the
+    terminal (cli/sparql_table.py); json and csv output stay canonical."""
+    from luma.cli.sparql_table import print_table
 
-    console = Console(soft_wrap=False)
-    if "boolean" in answer:
-        console.print("true" if answer["boolean"] else "false")
-        return
-    variables = answer["head"]["vars"]
-    bindings = answer["results"]["bindings"]
-    table = Table(caption=f"{len(bindings)} row{'s' if len(bindings) != 1 else ''}")
-    for var in variables:
-        table.add_column(var, overflow="fold")
-    for row in bindings:
-        table.add_row(*(_term(row.get(v)) for v in variables))
-    console.print(table)
+    print_table(answer, width)
 
 
 _ENTITY_SLUG = re.compile(r"^id:(workload|architecture|intervention|model|agent)/(.+?)(?:-[0-9a-f]{8}){0,2}$")

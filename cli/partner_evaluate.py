@@ -5,7 +5,6 @@ accepted-service frontier after its own costs? Projected with the analytical mod
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 
 import click
@@ -43,22 +42,6 @@ def _record(ref: str):
     finally:
         ledger.dispose()
     return entry.record, f"ledger:{entry.content_hash[:12]}"
-
-
-def _fmt(v, unit: str = "") -> str:
-    if v is None or (isinstance(v, float) and math.isnan(v)):
-        return "-"
-    if isinstance(v, dict):
-        return ", ".join(f"{k}={x}" for k, x in v.items())
-    if isinstance(v, str):
-        return v
-    if unit == "B":
-        return f"{v / 1e9:,.1f} GB"
-    if unit == "s":
-        return f"{v * 1e3:,.2f} ms"
-    if unit == "J":
-        return f"{v:,.4g} J"
-    return f"{v:,.4g}"
 
 
 def evaluation_options(fn):
@@ -111,26 +94,19 @@ def evaluate(record_ref, contract_ref, state_text, llm_ref, space_ref, repetitio
     if fmt == "json":
         click.echo(json.dumps(doc, indent=2, default=str))
         return
-    ch = doc["changes"]
-    units = {"memory_need_per_device": "B", "energy_per_request": "J", "energy_per_token": "J"}
-    rows = []
-    for key in ("accelerator_count", "max_concurrency", "memory_need_per_device", "binding", "binds_next",
-                "cost_per_hour", "cost_per_request", "cost_per_token", "energy_per_request", "energy_per_token"):
-        d = ch[key]
-        change = d.get("change")
-        rows.append({"figure": key, "baseline": _fmt(d["before"], units.get(key, "")),
-                     "intervention": _fmt(d["after"], units.get(key, "")),
-                     "change": "" if change is None else f"{change:+.1%}"})
-    tier = ch["memory_tier"]
-    rows.append({"figure": "memory_tier", "baseline": tier["before"]["tier"], "intervention": tier["after"]["tier"],
-                 "change": ""})
+    from luma.reports import partner_figures as figures
+
+    rows = [dict(zip(("figure", "at", "baseline", "intervention", "change"), r, strict=True))
+            for r in figures.rows(doc)]
     state = ", ".join(f"{k}={v}" for k, v in doc["state"].items())
     rec = doc["record"]
-    print_rows(rows, ["figure", "baseline", "intervention", "change"], "table",
+    print_rows(rows, ["figure", "at", "baseline", "intervention", "change"], "table",
                title=f"{rec['partner']}/{rec['name']}@{rec['version']} on {doc['contract']} ({doc['model']}; {state})")
-    click.echo(f"verdict: {doc['verdict']} (after the intervention's own costs; cost in {doc['cost_unit']})")
+    click.echo(f"verdict: {doc['verdict']} (after the intervention's own costs; {figures.prices_text(doc)})")
     for r in doc["reasons"]:
         click.echo(f"  - {r}")
+    print_rows([{"model input": k, "value": v} for k, v in figures.input_rows(doc["effects"])],
+               ["model input", "value"], "table", title="the record as the model applied it")
     b = doc["matrix"]["candidate_boundary"]
     click.echo("candidate boundary (accelerator_count PASS/FAIL): baseline "
                f"{b['baseline']['accelerator_count']['pass']}/{b['baseline']['accelerator_count']['fail']}, intervention "

@@ -71,16 +71,22 @@ def run_cmd(params: tuple[str, ...], full: bool, exploratory: bool, workers: int
     from luma.kb.knowledge_base import KnowledgeBase
     from luma.rules import exploratory as explore
     from luma.rules.engine import Engine
-    from luma.rules.loader import BelowFloor
+    from luma.rules.loader import BadParam, load_all, resolve_params
+    from luma.settings import Settings
 
     overrides = _overrides(params)
+    try:  # checked before the KB is opened: a usage error touches nothing (not even the exploratory copy)
+        resolve_params(load_all(Settings.from_env().home / "rules"), overrides, exploratory=exploratory)
+    except BadParam as exc:
+        where = f"{exc.field}: " if exc.field and exc.field != "param" else ""
+        raise click.BadParameter(where + exc.message, param_hint="--param") from None
     try:
         with KnowledgeBase.open() as kb:
             if exploratory:
                 report = explore.run(kb, overrides, workers=workers)
             else:
                 report = Engine(kb).run(overrides, full=full, workers=workers)
-    except BelowFloor as exc:
+    except BadParam as exc:  # an unknown name, a value of the wrong type, one below its floor: usage
         raise click.BadParameter(exc.message, param_hint="--param") from None
     if exploratory:
         click.echo(f"exploratory run in {explore.store_path(kb.settings.home).parent}: its facts are not in the "

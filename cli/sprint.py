@@ -79,7 +79,7 @@ def run_cmd(contract_ref, dimension, levels, intervention, repetitions, start_le
         click.echo(json.dumps(out, indent=2, default=str))
         return
     print_rows(out["trials"], ["trial", "phase", "level", "restored", "variant", "verdict", "cause", "peak_rss_mib",
-                               "quality", "throughput"], "table",
+                               "runtime_footprint_mib", "quality", "throughput"], "table",
                title=f"sprint {out['sprint']}: {out['dimension']} over {out['base_state']}")
     print_rows(_boundary_rows(out), ["item", "value"], "table", title="boundary")
 
@@ -92,6 +92,19 @@ def _restorations(diagnosis: dict) -> str:
     return "; ".join(parts) or "no other dimension to restore"
 
 
+def _in_all(level: str | None, entry: dict | None) -> str | None:
+    """A budget level (host_memory) with what a deployment needs in all: level + the runtime's footprint."""
+    if level is None or not entry:
+        return level
+    from luma.reports.fmt import bytes_text
+
+    foot = entry.get("runtime_footprint_bytes")
+    if foot is None:
+        return f"{level} (over the runtime's footprint, not measured: add it)"
+    return (f"{level} over the runtime's {bytes_text(foot)} footprint = {bytes_text(entry['total_bytes'])} "
+            f"in all ({entry['variant']})")
+
+
 def _boundary_rows(out: dict) -> list[dict]:
     fr, nb = out["frontier"], out["next_binding"]
     frontier = None
@@ -100,12 +113,16 @@ def _boundary_rows(out: dict) -> list[dict]:
         if "saved" in fr:
             saved = f"{fr['saved'] / 2**20:g} MiB" if fr.get("unit") == "byte" else f"{fr['saved']:g} {fr.get('unit')}"
             frontier += f"  (saves {saved}, x{fr['ratio']:.2f})"
+    dep = out.get("deployment") or {}
     rows = [
-        ("minimum PASS", out["min_pass"]), ("adjacent FAIL", out["adjacent_fail"]),
+        ("minimum PASS", _in_all(out["min_pass"], dep.get("min_pass"))), ("adjacent FAIL", out["adjacent_fail"]),
         ("binding resource", out["binding"]), ("diagnosis", _restorations(out["diagnosis"]) if out["diagnosis"] else None),
         ("recovered with " + str(out["intervention"]), None if out["recovered"] is None else
          f"{'yes' if out['recovered'] else 'no'} ({', '.join(out['recovery_verdicts'])})"),
-        ("frontier shift", frontier), ("next binding resource", nb.get("binding") if nb else None),
+        ("frontier shift", frontier),
+        *([("re-qualified minimum PASS", _in_all(out["requalified_min_pass"], dep["requalified_min_pass"]))]
+          if dep.get("requalified_min_pass") else []),
+        ("next binding resource", nb.get("binding") if nb else None),
         ("boundary trials", f"{out['boundary_trials']} (budget {out['trial_budget']}, sweep {out['exhaustive_trials']})"),
         ("physical trials", out["physical_trials"]), ("problems", "; ".join(out["problems"]) or "none"),
         ("chain recorded", "yes" if out["chain_recorded"] else "no"), ("records", out["records_folder"]),

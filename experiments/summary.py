@@ -18,6 +18,8 @@ def trial_row(t: Trial, plan=None) -> dict:
     row = {"trial": t.index, "phase": t.phase, "state": t.state.label(), "variant": t.variant, "verdict": t.verdict,
            "cause": t.cause, "requests": t.requests, "attempts": t.attempts,
            "peak_rss_mib": round(tel["peak_rss_bytes"] / 2**20, 1) if tel.get("peak_rss_bytes") else None,
+           "runtime_footprint_mib": (round(tel["runtime_footprint_bytes"] / 2**20, 1)
+                                     if tel.get("runtime_footprint_bytes") else None),
            "quality": tel.get("quality"), "throughput": tel.get("throughput")}
     for c in t.clauses:
         if "ci_low" in c:
@@ -54,6 +56,45 @@ def summarize(result: Result) -> dict:
         "physical_trials": len(result.trials), "problems": result.problems,
         "trials": [trial_row(t, p) for t in result.trials],
     }
+    if p.dimension in BUDGETS and b:
+        out["deployment"] = _deployment(result)
+    return out
+
+
+#: Dimensions whose level is a budget on top of the runtime's own footprint (worker.py:
+#: RLIMIT_DATA = footprint + level), so a deployment needs level + footprint in all.
+BUDGETS = ("host_memory",)
+
+
+def _deployment(result: Result) -> dict:
+    """What the boundary's budget levels need in all: level + the largest runtime footprint
+    measured for that variant at the sprint's base state (diagnosis restorations left out)."""
+    from luma.kb import units
+
+    p = result.plan
+    base = {d: v for d, v in p.base.as_dict().items() if d != p.dimension}
+
+    def foot(variant: str) -> float | None:
+        seen = [t.telemetry["runtime_footprint_bytes"] for t in result.trials if t.variant == variant
+                and {d: v for d, v in t.state.as_dict().items() if d != p.dimension} == base
+                and isinstance(t.telemetry.get("runtime_footprint_bytes"), (int, float))]
+        return float(max(seen)) if seen else None
+
+    def entry(index, variant: str) -> dict | None:
+        if index is None:
+            return None
+        level = p.levels[index]
+        level_bytes = units.normalise(level.value, level.unit)[0]
+        f = foot(variant)
+        return {"variant": variant, "level": describe(level), "level_bytes": level_bytes, "runtime_footprint_bytes": f,
+                "total_bytes": None if f is None else level_bytes + f}
+
+    baseline = next((t.variant for t in result.trials if t.phase == "boundary"), "baseline")
+    out = {"meaning": f"{p.dimension} is a budget on top of the runtime's own footprint: a deployment needs "
+                      "level + footprint in all",
+           "min_pass": entry(result.boundary.min_pass, baseline)}
+    if result.requalified is not None:
+        out["requalified_min_pass"] = entry(result.requalified.min_pass, p.variant or p.intervention or "")
     return out
 
 

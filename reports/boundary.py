@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass, field
 
 from luma.reports import boundary_data as data
+from luma.reports import budget
 from luma.reports.boundary_data import ChainFacts, Level, TrialFact
 from luma.reports.fmt import local, quantity, verdicts_text
 from luma.reports.plots import Point, require, trial_plot
@@ -39,6 +40,9 @@ class Analysis:
     next_rows: list[list[str]] = field(default_factory=list)
     next_binding: str | None = None
     reasons: list[str] = field(default_factory=list)
+    #: The largest runtime footprint (bytes) measured per software variant: what a host_memory
+    #: level (a budget on top of it) needs added for the deployment's total.
+    footprints: dict[str, float | None] = field(default_factory=dict)
 
 
 def _restored(t: TrialFact, ref: dict[str, Level]) -> str:
@@ -65,7 +69,8 @@ def analyse(f: ChainFacts) -> Analysis:
         diag = [[x, mp.text(), verdicts_text([t.verdict for t in f.chain_trials if t.phase == "pass"]) or "PASS",
                  "-", "the chain record (its diagnosis trials are not in this KB)", f.evidence]]
         return Analysis(mp, af, ctx, "baseline", intervention, list(f.chain_trials), fails, diag,
-                        [t for t in f.chain_trials if t.phase == "recovered"], reasons=reasons)
+                        [t for t in f.chain_trials if t.phase == "recovered"], reasons=reasons,
+                        footprints=_footprints(f.chain_trials))
 
     trials = f.sprint_trials
     at_ctx = [t for t in trials if {d: lv for d, lv in t.levels.items() if d != x} == ctx]
@@ -78,7 +83,8 @@ def analyse(f: ChainFacts) -> Analysis:
     diag = [[x, mp.text(), verdicts_text(pass_verdicts), "-", "the minimum PASS state's trials", f.evidence]]
     diag += [[_restored(t, f.fail_levels), "", t.verdict, t.cause or "-", f"trial {t.sequence}", t.evidence]
              for t in trials if t.phase == "diagnosis"]
-    a = Analysis(mp, af, ctx, baseline, treated, shown, fails, diag, recovery, reasons=reasons)
+    a = Analysis(mp, af, ctx, baseline, treated, shown, fails, diag, recovery, reasons=reasons,
+                 footprints=_footprints(at_ctx))
     treated_runs = [t for t in at_ctx if t.phase in ("intervention", "requalify")]
     passes = sorted((t.levels[x] for t in treated_runs if t.verdict == "PASS" and x in t.levels), key=Level.order)
     if passes and any(t.phase == "requalify" for t in trials):
@@ -93,6 +99,44 @@ def analyse(f: ChainFacts) -> Analysis:
                         for t in trials if t.phase == "next-binding"]
         a.next_binding = x
     return a
+
+
+def _footprints(trials: list[TrialFact]) -> dict[str, float | None]:
+    variants = dict.fromkeys(t.variant for t in trials)
+    return {v: budget.footprint(t.obs for t in trials if t.variant == v) for v in variants}
+
+
+def _over(dimension: str, level: Level, foot: float | None) -> str:
+    """A level as a decision names it; a budget level with the total its deployment needs."""
+    text = f"{dimension} ≥ {level.text()}"
+    if not budget.is_budget(dimension) or level.value is None:
+        return text
+    if foot is None:
+        return text + " over the runtime's own footprint (not reported: add it)"
+    return text + f" over the runtime's footprint, {quantity(budget.total(level.value, foot), 'byte')} in all"
+
+
+def budget_sentence(f: ChainFacts, a: Analysis) -> str:
+    """What the decision's budget levels (host_memory) mean, with the footprints measured."""
+    dims = [d for d in dict.fromkeys([f.crossed, *sorted(a.context)]) if budget.is_budget(d)]
+    if not dims:
+        return ""
+    feet = [f"{quantity(v, 'byte')} ({k})" for k, v in a.footprints.items() if v is not None
+            and k in (a.baseline, a.treated)]
+    measured = (f"; the runtime's footprint measured with these trials: {', '.join(feet)}" if feet else
+                "; this evidence does not report the runtime's footprint, so the total is not known from it")
+    return f" {' and '.join(dims)}: {budget.MEANING}{measured}."
+
+
+def _in_all(f: ChainFacts, a: Analysis, level: Level, variant: str) -> str:
+    """" (a budget on top of the runtime's 80.8 MiB footprint: 88.8 MiB in all)" for a budget level."""
+    if not budget.is_budget(f.crossed) or level.value is None:
+        return ""
+    foot = a.footprints.get(variant)
+    if foot is None:
+        return " (a budget on top of the runtime's footprint, which this evidence does not report)"
+    return (f" (a budget on top of the runtime's {quantity(foot, 'byte')} footprint: "
+            f"{quantity(budget.total(level.value, foot), 'byte')} in all)")
 
 
 def _clause_text(c: data.Clause) -> str:
@@ -170,21 +214,27 @@ def _decision(f: ChainFacts, a: Analysis) -> str:
         return (f"No deployment decision: this chain is not a qualified boundary ({'; '.join(a.reasons)}). "
                 f"Treat its levels as a starting point for a measured sprint.")
     cat = a.min_pass.category is not None
-    at = (lambda lv: f"{x} = {lv.text()}") if cat else (lambda lv: f"{x} ≥ {lv.text()}")
-    ctx = ", ".join(f"{d} = {lv.text()}" for d, lv in sorted(a.context.items()))
+
+    def at(lv: Level, variant: str) -> str:
+        return f"{x} = {lv.text()}" if cat else _over(x, lv, a.footprints.get(variant))
+
+    feet = [v for v in a.footprints.values() if v is not None]
+    ctx = ", ".join(f"{d} = {lv.text()}" if not budget.is_budget(d) else
+                    _over(d, lv, max(feet) if feet else None).replace(" ≥ ", " = ", 1)
+                    for d, lv in sorted(a.context.items()))
     where = f"`{e.get('workload', '?')}` under contract `{e.get('contract', '?')}` on {e.get('architecture', '?')}"
     plain = "without the intervention" if a.baseline == "baseline" else a.baseline
-    text = f"Deploy {where} at {at(a.min_pass)} ({plain})"
+    text = f"Deploy {where} at {at(a.min_pass, a.baseline)} ({plain})"
     if a.requal_pass is not None:
-        text += f", or at {at(a.requal_pass)} with {a.treated} — a frontier shift of {_shift(a)}"
+        text += f", or at {at(a.requal_pass, a.treated)} with {a.treated} — a frontier shift of {_shift(a)}"
     elif f.recovered:
-        text += (f", or at {at(a.adj_fail)} with {a.treated} (recovered there ×{len(a.recovery) or f.repetitions}; "
-                 "the boundary with it in place was not re-qualified)")
+        text += (f", or at {at(a.adj_fail, a.treated)} with {a.treated} (recovered there "
+                 f"×{len(a.recovery) or f.repetitions}; the boundary with it in place was not re-qualified)")
     text += f"; the other dimensions as tested ({ctx})." if ctx else "."
     if a.requal_fail is not None and a.next_binding:
         text += f" Below that, {a.next_binding} binds again ({a.requal_fail.text()} fails with {a.treated})."
     who = f" by runner {f.record['runner']} (key `{f.record['fingerprint']}`)" if f.record.get("runner") else ""
-    return text + f" Evidence: {f.evidence}{who}, {_reps(f.repetitions)}."
+    return text + budget_sentence(f, a) + f" Evidence: {f.evidence}{who}, {_reps(f.repetitions)}."
 
 
 def is_synthetic(f: ChainFacts) -> bool:
@@ -219,8 +269,11 @@ def _plots(f: ChainFacts, a: Analysis) -> list[Plot]:
                          level_label=x)
         what = (f"the observed {c.metric} per trial with its {CONFIDENCE:.0%} bootstrap interval (error bars)"
                 if any(c.metric + ".ci_low" in t.obs for t in a.shown) else f"the observed {c.metric} per trial")
+        missing = sum(p.value is None for p in pts)
+        gap = (f"; {missing} trial{'s' if missing != 1 else ''} without a {c.metric} value drawn as missing, in "
+               "the strip under the plot" if missing else "")
         out.append(Plot(pid, svg, f"{c.metric} by {x} level: {what}, the contract threshold "
-                                  f"({_clause_text(c)}) dashed, marker by verdict ({f.evidence} evidence)."))
+                                  f"({_clause_text(c)}) dashed, marker by verdict{gap} ({f.evidence} evidence)."))
     return out
 
 
@@ -246,7 +299,8 @@ def _report(f: ChainFacts, a: Analysis) -> Report:
         ("Workload", f"{e.get('workload', '?')} (model {e.get('model', '?')}, task {e.get('task', '?')})"),
         ("Architecture", f"{e.get('architecture', '?')} ({local(e.get('archKind', '?'))}, {e.get('vendor', '?')})"),
         ("Contract", f"{e.get('contract', '?')}: " + "; ".join(_clause_text(c) for c in f.clauses)),
-        ("Crossed dimension", x), ("Minimum PASS", f"{x} = {a.min_pass.text()}"),
+        ("Crossed dimension", x),
+        ("Minimum PASS", f"{x} = {a.min_pass.text()}" + _in_all(f, a, a.min_pass, a.baseline)),
         ("Adjacent FAIL", f"{x} = {a.adj_fail.text()}"), ("Binding resource", f.binding),
         ("Intervention", f"{e.get('intervention', '?')} ({local(e.get('ivKind', '?')).lower()})"),
         ("Recovered", f"{'yes' if f.recovered else 'no'} ({_reps(f.repetitions)})"),
@@ -267,12 +321,19 @@ def _report(f: ChainFacts, a: Analysis) -> Report:
                   + ["evidence"], [[str(t.sequence), t.variant, _restored(t, {}) if t.levels else "-", t.verdict,
                                     *(_obs_cell(t, m) for m in metrics), *_telemetry(t), t.evidence]
                                    for t in a.recovery], f"{a.treated} at the FAIL state")
+    budgeted = budget.is_budget(x)
     frontier_rows = [] if a.requal_pass is None else [
         [a.baseline, a.min_pass.text(), a.adj_fail.text(), f.evidence],
         [a.treated, a.requal_pass.text(), a.requal_fail.text() if a.requal_fail else "below the levels tried",
          f.evidence]]
-    frontier = Table("table-frontier", ["variant", "minimum PASS", "adjacent FAIL", "evidence"], frontier_rows,
-                     f"The boundary of {x} before and after the intervention")
+    if budgeted and frontier_rows:  # the total a deployment of each variant needs
+        for row, lv, v in ((frontier_rows[0], a.min_pass, a.baseline), (frontier_rows[1], a.requal_pass, a.treated)):
+            foot = a.footprints.get(v)
+            row[3:3] = [quantity(budget.total(lv.value, foot), "byte") if foot is not None
+                        else "footprint not reported"]
+    frontier = Table("table-frontier", ["variant", "minimum PASS", "adjacent FAIL"]
+                     + (["deployment needs (level + runtime footprint)"] if budgeted else []) + ["evidence"],
+                     frontier_rows, f"The boundary of {x} before and after the intervention")
     trials = Table("table-trials", ["trial", "phase", x, "variant", "verdict", "cause"] + metrics + ["evidence"],
                    [[str(t.sequence), t.phase, t.levels[x].text() if x in t.levels else "-", t.variant, t.verdict,
                      t.cause or "-", *(_obs_cell(t, m) for m in metrics), t.evidence]
@@ -287,7 +348,9 @@ def _report(f: ChainFacts, a: Analysis) -> Report:
                 [Table("table-clauses", ["metric", "op", "threshold"],
                        [[c.metric, c.op, quantity(c.value, c.unit)] for c in f.clauses], "Contract clauses")]),
         Section("boundary", "Minimum PASS and adjacent FAIL",
-                [f"Crossed dimension **{x}**: {a.min_pass.text()} passes, {a.adj_fail.text()} fails ({_fails(a)})."],
+                [f"Crossed dimension **{x}**: {a.min_pass.text()} passes, {a.adj_fail.text()} fails ({_fails(a)})."
+                 + (f" Its levels are {budget.MEANING}; the runtime's footprint is in the telemetry below."
+                    if budgeted else "")],
                 [states]),
         Section("binding", "Binding resource and telemetry",
                 [_binding_text(f, a)],

@@ -10,6 +10,7 @@ on; `build(kb, scope=...)` returns a `Report` for `luma.reports.render.write`.
 from __future__ import annotations
 
 from luma.kb.vocab import EVIDENCE, EVIDENCE_CLASSES
+from luma.reports import budget
 from luma.reports import design_in_data as data
 from luma.reports.derivation import compact
 from luma.reports.fmt import CLASS_ORDER, class_name, dim_key, local, num, quantity
@@ -31,9 +32,14 @@ def _shown(rows: list, total: int, what: str) -> str:
 
 def _chain_table(tid: str, rows: list[dict], total: int, caption: str, what: str) -> Table:
     def level(row, key):
-        if row.get(key) is not None:
-            return quantity(float(row[key]), row.get("unit"))
-        return row.get(key + "Cat", "—")
+        if row.get(key) is None:
+            return row.get(key + "Cat", "—")
+        text = quantity(float(row[key]), row.get("unit"))
+        if key == "pass" and budget.is_budget(dim_key(row["crossed"])) and tid == "table-qualified":
+            foot = row.get("footprint")
+            text += (f" + runtime {quantity(foot, 'byte')} = {quantity(budget.total(float(row[key]), foot), 'byte')}"
+                     if foot is not None else " + runtime footprint (not reported)")
+        return text
 
     # A measured row names the runner key that measured it (issue 14); other classes have none.
     return Table(tid, ["workload", "architecture", "crossed", "binding", "intervention", "PASS level",
@@ -45,9 +51,16 @@ def _chain_table(tid: str, rows: list[dict], total: int, caption: str, what: str
                  caption, _shown(rows, total, what))
 
 
+def _parent(row: dict) -> str:
+    """" (parent)" for a resource of the hierarchy that no record names (it generalises over the
+    resources under it: the rules derive it only over two or more of them that bind)."""
+    return "" if row.get("key") else " (parent)"
+
+
 def _requirements(reqs, bindings, counters) -> list[Section]:
     req_rbs = {r["rb"] for r in reqs}
-    rows = [[f"**{dim_key(r['resource'])}**", r.get("confidence", "—"), _n(r, "workloads"), _n(r, "architectures"),
+    rows = [[f"**{dim_key(r['resource'])}**" + _parent(r), r.get("confidence", "—"), _n(r, "workloads"),
+             _n(r, "architectures"),
              _n(r, "chains"),
              *(quantity(float(r[k]), r["unit"]) if r.get(k) else "—" for k in ("min", "median", "max")),
              str(counters.get(r["rb"], {}).get("n", "—"))] for r in reqs]
@@ -66,14 +79,19 @@ def _requirements(reqs, bindings, counters) -> list[Section]:
     others = [b for b in bindings if b["rb"] not in req_rbs]
     if others:
         blocks.append(Table("table-bindings-not-required", ["resource", "workloads", "architectures", "chains"],
-                            [[dim_key(b["resource"]), _n(b, "workloads"), _n(b, "architectures"), _n(b, "chains")]
-                             for b in others],
+                            [[dim_key(b["resource"]) + _parent(b), _n(b, "workloads"), _n(b, "architectures"),
+                              _n(b, "chains")] for b in others],
                             "Recurring bindings that are not requirements (a software or partner remedy recovers "
-                            "enough of their chains, or the resource is the hierarchy's root)"))
-    return [Section("requirements", "Hardware requirements",
-                    ["A requirement is a resource binding in qualified chains across enough workloads and "
-                     "architectures that no recurring software or partner remedy makes unnecessary; the boundary "
-                     "range is taken over the minimum PASS levels of its supporting chains."],
+                            "enough of their chains)"))
+    paras = ["A requirement is a resource binding in qualified chains across enough workloads and "
+             "architectures that no recurring software or partner remedy makes unnecessary; the boundary "
+             "range is taken over the minimum PASS levels of its supporting chains."]
+    budgets = sorted({dim_key(r["resource"]) for r in reqs if budget.is_budget(dim_key(r["resource"]))})
+    if budgets:
+        paras.append(f"{', '.join(budgets)} levels are {budget.MEANING}: a deployment needs the level plus its "
+                     "runtime's footprint (each chain's Resource Boundary Report gives the total; the qualified "
+                     "boundaries below show level + footprint).")
+    return [Section("requirements", "Hardware requirements", paras,
                     blocks, empty="No hardware requirement and no recurring binding: none in this KB.")]
 
 
@@ -88,12 +106,20 @@ def _counter(reqs, counters) -> Section:
                    if rows else [], empty="No counter-evidence: none in this KB (no requirement).")
 
 
-def _remedies(rems, limit: int) -> Section:
-    rows = [[dim_key(r["resource"]), r["intervention"], local(r.get("kind", "?")).lower(), _n(r, "chains"),
-             _n(r, "workloads"), _n(r, "architectures")] for r in rems]
+def _remedies(rems, bindings, limit: int) -> Section:
+    # A parent resource's remedy (the rules keep it so that a requirement on the parent can be
+    # weighed against it) is shown where the parent recurs as a binding; elsewhere it repeats the
+    # rows of the resources under it.
+    recurring = {b["resource"] for b in bindings}
+    shown = [r for r in rems if r.get("key") or r["resource"] in recurring]
+    rows = [[dim_key(r["resource"]) + ("" if r.get("key") else " (parent)"), r["intervention"],
+             local(r.get("kind", "?")).lower(), _n(r, "chains"), _n(r, "workloads"), _n(r, "architectures")]
+            for r in shown]
     rows.sort(key=lambda x: (x[0], -float(x[3].replace(",", "")), x[1]))
     return Section("remedies", "Recurring remedies",
-                   ["An intervention that recovers the same binding resource in several qualified boundaries."],
+                   ["An intervention that recovers the same binding resource in several qualified boundaries. "
+                    "A parent of the resource hierarchy is listed (marked) where it recurs as a binding itself; "
+                    "the hierarchy's root never is (every binding generalises to it)."],
                    [Table("table-remedies", ["resource", "intervention", "kind", "chains", "workloads",
                                              "architectures"], rows[:limit], "Recurring remedies",
                           _shown(rows[:limit], len(rows), "remedies"))] if rows else [],
@@ -155,6 +181,9 @@ def _class_sections(r, counts: dict[str, dict[str, int]], limit: int) -> list[Se
                                         [[k["name"], f"`{k['fingerprint']}`", k["boundaries"]] for k in keys],
                                         "Who measured them: the runner keys that signed the qualified boundaries"))
             if rows:
+                if any(budget.is_budget(dim_key(x["crossed"])) for x in rows):
+                    sec.paragraphs.append(f"A host_memory PASS level is {budget.MEANING}; its cell adds the "
+                                          "footprint the chain's PASS trials measured: the total a deployment needs.")
                 sec.blocks.append(_chain_table("table-qualified", rows, total, "Qualified boundaries",
                                                "qualified boundaries"))
         else:
@@ -204,7 +233,8 @@ def build(kb, scope: str | None = None, max_rows: int = MAX_ROWS) -> Report:
     for row in data.evidence_by_class(r):
         counts.setdefault(class_name(row["ec"]), {})[row["kind"]] = int(row["records"])
     derivations, rule = _derivations(kb, reqs, max_rows)
-    sections = [*_requirements(reqs, bindings, counters), _counter(reqs, counters), _remedies(rems, max_rows * 2),
+    sections = [*_requirements(reqs, bindings, counters), _counter(reqs, counters),
+                _remedies(rems, bindings, max_rows * 2),
                 derivations, *_class_sections(r, counts, max_rows)]
     chains = {c: n.get("pex-chain", 0) for c, n in counts.items()}
     qualified_total = data.qualified_count(r)

@@ -9,6 +9,7 @@ the store's order (DESIGN §9: Oxigraph spent 28 of 36 s sorting 36k rows by IRI
 from __future__ import annotations
 
 from luma.errors import QueryError
+from luma.kb.records import kinds
 from luma.kb.vocab import LUMA
 from luma.reports.boundary_data import PREFIXES
 from luma.reports.render import NothingToReport
@@ -60,8 +61,9 @@ def check_ready(r: Reader) -> None:
 
 
 def requirements(r: Reader) -> list[dict]:
-    return r.select("""SELECT ?hr ?resource ?rb ?confidence ?workloads ?architectures ?chains ?min ?median ?max ?unit
-    WHERE { ?hr a luma:HardwareRequirement ; luma:resource ?resource ; prov:wasDerivedFrom ?rb .
+    return r.select("""SELECT ?hr ?resource ?rb ?confidence ?workloads ?architectures ?chains ?min ?median ?max
+      ?unit ?key WHERE { ?hr a luma:HardwareRequirement ; luma:resource ?resource ; prov:wasDerivedFrom ?rb .
+      OPTIONAL { ?resource luma:recordKey ?key }
       ?rb a luma:RecurringBinding ; luma:supportChains ?chains .
       OPTIONAL { ?hr luma:confidence ?confidence } OPTIONAL { ?hr luma:supportWorkloads ?workloads }
       OPTIONAL { ?hr luma:supportArchitectures ?architectures }
@@ -70,9 +72,10 @@ def requirements(r: Reader) -> list[dict]:
 
 
 def recurring_bindings(r: Reader) -> list[dict]:
-    return r.select("""SELECT ?rb ?resource ?workloads ?architectures ?chains WHERE {
+    return r.select("""SELECT ?rb ?resource ?workloads ?architectures ?chains ?key WHERE {
       ?rb a luma:RecurringBinding ; luma:resource ?resource ; luma:supportWorkloads ?workloads ;
-          luma:supportArchitectures ?architectures ; luma:supportChains ?chains }""")
+          luma:supportArchitectures ?architectures ; luma:supportChains ?chains
+      OPTIONAL { ?resource luma:recordKey ?key } }""")
 
 
 def counter_evidence(r: Reader) -> dict[str, dict]:
@@ -89,19 +92,24 @@ def counter_evidence(r: Reader) -> dict[str, dict]:
 
 
 def remedies(r: Reader) -> list[dict]:
-    return r.select("""SELECT ?rr ?resource ?intervention ?kind ?chains ?workloads ?architectures WHERE {
+    return r.select("""SELECT ?rr ?resource ?intervention ?kind ?chains ?workloads ?architectures ?key WHERE {
       ?rr a luma:RecurringRemedy ; luma:remedyResource ?resource ; luma:remedyIntervention ?i ;
           luma:supportChains ?chains ; luma:supportWorkloads ?workloads ; luma:supportArchitectures ?architectures .
-      ?i rdfs:label ?intervention . OPTIONAL { ?i luma:interventionKind ?kind } }""")
+      ?i rdfs:label ?intervention . OPTIONAL { ?i luma:interventionKind ?kind }
+      OPTIONAL { ?resource luma:recordKey ?key } }""")
+
+
+#: Record kinds that are statements about other records, not evidence (luma.kb.records.kinds).
+NOT_EVIDENCE = kinds.NOT_EVIDENCE
 
 
 def evidence_by_class(r: Reader) -> list[dict]:
-    """Records per (evidence class, kind), each read from the record's own graph."""
-    # Runner trust and revocation records are the project's bookkeeping, not evidence.
-    return r.select("""SELECT ?ec ?kind (COUNT(?g) AS ?records) WHERE {
-      { SELECT ?g ?kind WHERE { GRAPH ?g { ?g luma:recordKind ?kind } FILTER(?kind NOT IN ("runner-trust",
-        "runner-revocation")) } }
-      { SELECT ?g ?ec WHERE { GRAPH ?g { ?g luma:evidenceClass ?ec } } } } GROUP BY ?ec ?kind""")
+    """Records per (evidence class, kind), each read from the record's own graph; kinds that are
+    no evidence (NOT_EVIDENCE) are left out."""
+    kinds = ", ".join(f'"{k}"' for k in NOT_EVIDENCE)
+    return r.select(f"""SELECT ?ec ?kind (COUNT(?g) AS ?records) WHERE {{
+      {{ SELECT ?g ?kind WHERE {{ GRAPH ?g {{ ?g luma:recordKind ?kind }} FILTER(?kind NOT IN ({kinds})) }} }}
+      {{ SELECT ?g ?ec WHERE {{ GRAPH ?g {{ ?g luma:evidenceClass ?ec }} }} }} }} GROUP BY ?ec ?kind""")
 
 
 #: Chain properties a chain table shows, by the key each row gets.
@@ -162,10 +170,24 @@ def qualified(r: Reader, limit: int) -> tuple[list[dict], int]:
         synthetic = {x["chain"] for x in r.select(
             f"SELECT ?chain WHERE {{ VALUES ?chain {{ {values} }} ?chain prov:wasGeneratedBy ?act . "
             f'?act luma:tool ?tool FILTER(STRSTARTS(?tool, "luma synthetic")) }}')}
+        feet = pass_footprints(r, [row["chain"] for row in rows])
         for row in rows:
             row["runner"] = who.get(row["chain"])
             row["synthetic"] = row["chain"] in synthetic
+            row["footprint"] = feet.get(row["chain"])
     return rows, total
+
+
+def pass_footprints(r: Reader, chains: list[str]) -> dict[str, float]:
+    """{chain: the largest runtime footprint (bytes) its PASS-state trials measured}: what a
+    host_memory level (a budget on top of it, reports/budget.py) needs added."""
+    if not chains:
+        return {}
+    values = " ".join(f"<{c}>" for c in chains)
+    return {x["chain"]: float(x["foot"]) for x in r.select(
+        f"""SELECT ?chain (MAX(?v) AS ?foot) WHERE {{ VALUES ?chain {{ {values} }} ?chain luma:trial ?t .
+        ?t luma:trialState "pass" ; luma:observation ?o . ?o luma:metric "runtime_footprint" ;
+        qudt:numericValue ?v }} GROUP BY ?chain""") if x.get("foot")}
 
 
 def synthetic_count(r: Reader) -> int:

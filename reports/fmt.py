@@ -57,6 +57,18 @@ def bytes_text(value: float, per_second: bool = False) -> str:
     return f"{num(value / size)} {name}{suffix}"
 
 
+def binary_text(value: float) -> str:
+    """Bytes in the largest binary unit that keeps the number at least 1, to 3 digits ("74.5 GiB",
+    "7.13 MiB"): one convention for figures a model computes (memory per device ...), never a
+    decimal GB beside a GiB."""
+    if value is None or not math.isfinite(value):
+        return "n/a"
+    for name, size in _BINARY:
+        if abs(value) >= size:
+            return f"{num(value / size)} {name}"
+    return f"{num(value)} B"
+
+
 def seconds_text(value: float) -> str:
     if value != 0 and abs(value) < 1e-3:
         return f"{num(value * 1e6)} µs"

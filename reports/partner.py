@@ -11,20 +11,18 @@ InterventionParameters record.
 
 from __future__ import annotations
 
-from luma.reports.fmt import bytes_text, num
+from luma.reports import partner_figures as figures
+from luma.reports.fmt import num
 from luma.reports.plots import change_plot, require
 from luma.reports.render import Plot, Report, Section, Table
 
-_UNITS = {"memory_need_per_device": "B", "energy_per_request": "J", "energy_per_token": "J"}
-_FIGURES = ("accelerator_count", "max_concurrency", "memory_need_per_device", "binding", "binds_next",
-            "cost_per_hour", "cost_per_request", "cost_per_token", "energy_per_request", "energy_per_token")
-
 
 def _cell(value, unit: str = "") -> str:
+    """A number of the matrix tables (counts, thresholds in their clause's unit)."""
     if value is None:
         return "—"
     if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return bytes_text(float(value)) if unit == "B" else f"{num(float(value))} {unit}".strip()
+        return f"{num(float(value))} {unit}".strip()
     return str(value)
 
 
@@ -61,33 +59,23 @@ def _record_sections(record) -> list[Section]:
 
 
 def _frontier_section(ev: dict) -> Section:
-    ch = ev["changes"]
-    rows, labels, changes = [], [], []
-    for key in _FIGURES:
-        d = ch[key]
-        rows.append([key.replace("_", " "), _cell(d["before"], _UNITS.get(key, "")),
-                     _cell(d["after"], _UNITS.get(key, "")),
-                     "" if d.get("change") is None else f"{d['change']:+.1%}"])
-        if d.get("change") is not None and key not in ("accelerator_count",):
-            labels.append(key.replace("_", " "))
-            changes.append(float(d["change"]))
-    tier = ch["memory_tier"]
-    rows.append(["memory tier", tier["before"]["tier"], tier["after"]["tier"], ""])
-    rows.append(["minimum PASS state", _state(ch["min_state"]["before"]), _state(ch["min_state"]["after"]), ""])
-    blocks: list = [Table("table-frontier", ["figure", "baseline", "with the intervention", "change"], rows,
-                          f"Projected at {_state(ev['state'])} ({ev['model']}; cost in {ev['cost_unit']})")]
+    labels, changes = figures.changes(ev)
+    blocks: list = [Table("table-frontier", ["figure", "at", "baseline", "with the intervention", "change"],
+                          figures.rows(ev),
+                          f"Projected at {_state(ev['state'])} ({ev['model']}); each side's own minimum PASS "
+                          f"state or the given state, as the second column says; {figures.prices_text(ev)}")]
     if labels:
-        blocks.append(Plot("plot-frontier-change", change_plot("plot-frontier-change",
-                                                               "Accepted-service figures after the intervention's costs",
-                                                               labels, changes),
+        title = "Accepted-service figures after the intervention's costs"
+        blocks.append(Plot("plot-frontier-change", change_plot("plot-frontier-change", title, labels, changes),
                            "Relative change of each figure with the intervention (its own costs included)"))
-    costs = [[k.replace("_", " "), _cell(v)] for k, v in sorted(ev["effects"].items())
-             if not isinstance(v, (list, dict)) and k != "notes"]
-    blocks.append(Table("table-effects", ["model input", "value"], costs,
+    blocks.append(Table("table-effects", ["model input", "value"], figures.input_rows(ev["effects"]),
                         "How the model applied the record (capacity after metadata and memory-management overhead, "
-                        "added per-step latency, codec power, buffering)"))
+                        "added per-step latency, codec power, buffering), with units"))
     return Section("frontier", "Frontier change after the intervention's own costs",
-                   [f"**Verdict: {ev['verdict']}.**", *ev["reasons"]], blocks)
+                   [f"**Verdict: {ev['verdict']}.**", *ev["reasons"],
+                    f"Rows marked *{figures.MIN_PASS}* compare each side at its own cheapest passing state; rows "
+                    f"marked *{figures.GIVEN}* compare both at the state given ({_state(ev['state'])}). "
+                    f"Prices: {ev.get('cost_source') or 'not stated'} ({ev['cost_unit']})."], blocks)
 
 
 def _matrix_section(ev: dict) -> Section:

@@ -107,16 +107,31 @@ def trial_plot(plot_id: str, title: str, levels: list[str], points: list[Point],
                threshold: float | None = None, op: str = "", boundary: float | None = None,
                level_label: str = "level") -> str:
     """Observed values per level (error bars: the confidence interval), the threshold as a line,
-    marker shape by verdict, colour by series; trials without a value sit on the bottom edge."""
+    marker shape by verdict, colour by series. A trial without a value for the metric (out of
+    memory, time-out, or never observed) is drawn as missing: in a "no value" strip under the
+    plot, never at a value it did not have (not on the axis floor, not on the threshold)."""
+    return _svg(trial_figure(title, levels, points, unit, threshold, op, boundary, level_label), plot_id)
+
+
+def trial_figure(title: str, levels: list[str], points: list[Point], unit: str | None,
+                 threshold: float | None = None, op: str = "", boundary: float | None = None,
+                 level_label: str = "level"):
+    """The figure of `trial_plot`: axes[0] holds the values, axes[1] (only when some trial has no
+    value) the trials without one."""
     from matplotlib.lines import Line2D
 
     fig = _figure(7.2, 3.4)
-    ax = fig.add_subplot(1, 1, 1)
+    missing_points = [p for p in points if p.value is None]
+    if missing_points:
+        grid = fig.add_gridspec(2, 1, height_ratios=(6, 1), hspace=0.08)
+        ax = fig.add_subplot(grid[0])
+        strip = fig.add_subplot(grid[1], sharex=ax)
+    else:
+        ax, strip = fig.add_subplot(1, 1, 1), None
     values = [v for p in points for v in (p.value, p.lo, p.hi) if v is not None]
     scale, unit_label = axis_scale(unit, values + ([threshold] if threshold is not None else []))
     series = list(dict.fromkeys(p.series for p in points))
     colours = {s: PALETTE[i % len(PALETTE)] for i, s in enumerate(series)}
-    missing = False
     for i, name in enumerate(series):
         mine = [p for p in points if p.series == name]
         offset = (i - (len(series) - 1) / 2) * 0.2
@@ -128,9 +143,8 @@ def trial_plot(plot_id: str, title: str, levels: list[str], points: list[Point],
                 xpos = x + offset + (j - (len(group) - 1) / 2) * 0.05
                 marker = VERDICT_MARKERS.get(p.verdict, "o")
                 if p.value is None:
-                    missing = True
-                    ax.plot([xpos], [0.04], marker=marker, color=colours[name], alpha=0.55, markersize=7,
-                            linestyle="none", transform=ax.get_xaxis_transform(), clip_on=False)
+                    strip.plot([xpos], [0.0], marker=marker, color=colours[name], markersize=7, linestyle="none",
+                               markerfacecolor="none" if marker == "o" else colours[name])
                     continue
                 y = p.value / scale
                 if p.lo is not None and p.hi is not None:
@@ -146,22 +160,35 @@ def trial_plot(plot_id: str, title: str, levels: list[str], points: list[Point],
         handles.append(Line2D([], [], color="#c92a2a", linestyle="--",
                               label=_t(f"threshold {op} {threshold / scale:.4g} {unit_label}".strip())))
     if boundary is not None:
-        ax.axvline(boundary, color="#868e96", linestyle=":", linewidth=1.2)
+        for a in (ax, strip) if strip is not None else (ax,):
+            a.axvline(boundary, color="#868e96", linestyle=":", linewidth=1.2)
         handles.append(Line2D([], [], color="#868e96", linestyle=":", label="boundary"))
-    if missing:
-        handles.append(Line2D([], [], color="#555555", marker="X", alpha=0.55, linestyle="none",
-                              label="no value (failed run)"))
-    if _log_wanted(values + ([threshold] if threshold else [])):
+    if not values:  # nothing observed at all: an empty value axis, not a made-up range
+        ax.set_yticks([])
+        ax.text(0.5, 0.5, "no trial has a value", ha="center", va="center", transform=ax.transAxes,
+                fontsize=9, color="#555555")
+    elif _log_wanted(values + ([threshold] if threshold else [])):
         ax.set_yscale("log")
         _plain_log(ax.yaxis)
-    ax.set_xticks(range(len(levels)), [_t(x) for x in levels])
-    ax.set_xlim(-0.6, len(levels) - 0.4)
-    ax.set_xlabel(_t(level_label))
+    bottom = strip if strip is not None else ax
+    if strip is not None:
+        causes = sorted({p.note for p in missing_points if p.note})
+        handles.append(Line2D([], [], color="#555555", marker="o", markerfacecolor="none", linestyle="none",
+                              label=_t("no value" + (f" ({', '.join(causes)})" if causes else "") + ": strip below")))
+        strip.set_yticks([0.0], [_t("no value")])
+        strip.set_ylim(-1, 1)
+        strip.tick_params(axis="y", length=0, labelsize=8)
+        for side in ("top", "right", "left"):
+            strip.spines[side].set_visible(False)
+        ax.tick_params(axis="x", labelbottom=False)
+    bottom.set_xticks(range(len(levels)), [_t(x) for x in levels])
+    bottom.set_xlim(-0.6, len(levels) - 0.4)
+    bottom.set_xlabel(_t(level_label))
     ax.set_ylabel(_t(f"{title} ({unit_label})" if unit_label else title))
     ax.set_title(_t(title), fontsize=10)
     ax.grid(axis="y", color="#e9ecef")
     ax.legend(handles=handles, fontsize=8, frameon=False, loc="center left", bbox_to_anchor=(1.01, 0.5))
-    return _svg(fig, plot_id)
+    return fig
 
 
 @dataclass

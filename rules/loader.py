@@ -36,7 +36,12 @@ class RuleError(LumaError):
     """A rule file, a rule parameter or the rule set's dependency graph is invalid."""
 
 
-class BelowFloor(RuleError):
+class BadParam(RuleError):
+    """A parameter override (`--param name=value`) that no rule declares or whose value is not of
+    the parameter's type: the caller's input is at fault, so the CLI treats it as a usage error."""
+
+
+class BelowFloor(BadParam):
     """A parameter value below its rule's floor, outside an exploratory run (canonical rule 5: one
     chain, one workload or one architecture never makes a hardware requirement)."""
 
@@ -76,7 +81,7 @@ class Rule:
         return hashlib.sha256(self.body.encode()).hexdigest()[:12]
 
 
-def _convert(kind: str, text: str, where: str):
+def _convert(kind: str, text: str, where: str, error: type[RuleError] = RuleError):
     try:
         if kind == "integer":
             return int(text)
@@ -88,7 +93,8 @@ def _convert(kind: str, text: str, where: str):
             return text == "true"
         return text
     except ValueError:
-        raise RuleError(f"{text!r} is not a {kind}", field=where) from None
+        article = "an" if kind[0] in "aeiou" else "a"
+        raise error(f"{text!r} is not {article} {kind}", field=where) from None
 
 
 def literal(value, kind: str) -> str:
@@ -216,9 +222,11 @@ def resolve_params(rules: list[Rule], overrides: dict[str, str], *,
         rule_id, _, name = key.rpartition(".")
         hits = [r for r in rules if name in r.params and (not rule_id or r.id == rule_id)]
         if not hits:
-            raise RuleError(f"no rule has a parameter {key!r}", field="param")
+            known = sorted({p for r in rules for p in r.params})
+            raise BadParam(f"no rule has a parameter {key!r} (known: {', '.join(known)}; `luma rules list` shows them)",
+                           field="param")
         for r in hits:
-            out[r.id][name] = value = _convert(r.params[name].kind, text, f"param {key}")
+            out[r.id][name] = value = _convert(r.params[name].kind, text, key, BadParam)
             if name in r.floors and value < r.floors[name][0] and not exploratory:
                 low, why = r.floors[name]
                 raise BelowFloor(f"{r.id}: {name} = {text} is below its floor {low:g} ({why}); "

@@ -49,7 +49,12 @@ class Evaluator:
         self.service = services.get(self.contract.service)
         self.params = self.service.params(self.calibration)
         self.host = services.host(self.calibration)
-        self.cost_unit = "cost units (core + GiB)"
+        if self.space.cost:
+            self.cost_unit = f"{self.space.currency} per hour"
+        else:  # no prices: a relative unit, and the label says so
+            self.cost_unit = "relative cost units per hour (1 per core, 0.1 per GiB; no prices given)"
+        self.cost_source = self.space.cost_source or (f"as given in {self.space.source}" if self.space.cost else
+                                                      "no prices given")
 
     def _setup_llm(self) -> None:
         sp = self.space
@@ -63,10 +68,13 @@ class Evaluator:
         self.tab = {k: np.array([[f[k] if f[k] is not None else np.nan for f in row] for row in fig], dtype=np.float64)
                     for k in ("flops", "capacity", "bandwidth", "interconnect", "link_latency", "power")}
         prices = [sp.cost.get(m.name, hardware.price(m)) for m in self.accels]
+        currency = hardware.prices_currency(sp, self.accels)
         if all(p is not None for p in prices):
-            self.price, self.cost_unit = np.array(prices, dtype=np.float64), "per hour"
+            self.price, self.cost_unit = np.array(prices, dtype=np.float64), f"{currency} per hour"
+            self.cost_source = sp.cost_source or (f"as given in {sp.source}" if sp.cost else "the machine records")
         else:
             self.price, self.cost_unit = self.tab["power"][:, 0] / 1000.0, "kW (no price for every accelerator)"
+            self.cost_source = "the machines' power figures (no price for every accelerator)"
         eff = {**LLM_EFFICIENCY, **sp.efficiency}
         self.eff = {k: float(eff[k]) for k in ("compute", "bandwidth", "interconnect")}
         self.runtime_bytes = hardware.quantity(eff["runtime_memory"], "bytes", "efficiency.runtime_memory",

@@ -241,6 +241,20 @@ def price(machine) -> float | None:
     return None if p is None else float(p)
 
 
+def prices_currency(space, machines) -> str | None:
+    """The one currency of the prices a space evaluates with: the space's (its [cost] table and
+    its own machines) and any machine record's stated price (`EUR/h`, `USD/h`); mixed currencies
+    are refused (nothing converts them)."""
+    seen = {space.currency} if space.currency else set()
+    for m in machines:
+        if m.name not in space.cost and getattr(m, "price", None) is not None and hasattr(m.price, "currency"):
+            seen.add(m.price.currency)
+    if len(seen) > 1:
+        raise ConfigError(f"prices in more than one currency ({', '.join(sorted(seen))}): give every price in one "
+                          "(the space's [cost] table overrides a machine record's price)", field="currency")
+    return next(iter(seen), None)
+
+
 def _guess_tier(machine) -> str:
     for tier in ("hbm", "gddr", "host", "dram"):
         try:

@@ -24,6 +24,7 @@ prove it.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import math
@@ -72,6 +73,7 @@ class Evaluation:
     matrix: dict
     cost_unit: str
     evidence_class: str = "projected"
+    cost_source: str = ""  # where the prices come from (a space's cost_source: "illustrative ...")
     notes: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict:
@@ -113,13 +115,13 @@ def _tier(f: dict) -> dict:
 def _replace_axis(sp: space.Space, name: str, levels: list, drop=()) -> space.Space:
     axes = {k: v for k, v in sp.axes.items() if k not in drop}
     axes[name] = space.make_axis(name, levels, f"search.{name}")
-    return space.Space(sp.name, axes, sp.model, sp.cost, sp.quality, sp.machines, sp.efficiency, sp.source)
+    return dataclasses.replace(sp, axes=axes)
 
 
 def _one(sp: space.Space, labels: dict) -> space.Space:
     """The single state `labels` of (a copy of) `sp`'s axes."""
     axes = {n: space.make_axis(n, [labels[n]], f"state.{n}") if n in labels else a for n, a in sp.axes.items()}
-    return space.Space("state", axes, sp.model, sp.cost, sp.quality, sp.machines, sp.efficiency, sp.source)
+    return dataclasses.replace(sp, name="state", axes=axes)
 
 
 def _side(name, contract, state, counts, conc, cal, eff, cost_unit) -> Side:
@@ -179,7 +181,8 @@ def evaluate(record, contract, state_text: str | None, *, llm_ref: str | None = 
     if "accelerator_type" not in state.axes:
         raise ConfigError("the state needs an accelerator_type (e.g. --state accelerator_type=NAME,accelerator_count=4)",
                           field="--state accelerator_type")
-    cost_unit = Evaluator(contract, state, calibration).cost_unit
+    priced = Evaluator(contract, state, calibration)
+    cost_unit, cost_source = priced.cost_unit, priced.cost_source
     counts = ([str(int(v)) for v in base.axes["accelerator_count"].values] if base and "accelerator_count" in base.axes
               else [str(c) for c in COUNTS])
     count_now = state.axes.get("accelerator_count")
@@ -232,7 +235,8 @@ def evaluate(record, contract, state_text: str | None, *, llm_ref: str | None = 
     notes.append("projected from datasheet figures, assumed efficiencies and the partner's stated figures; "
                  "a PEX sprint on the matrix qualifies it")
     return Evaluation(rec, contract.name, state.model.name, {n: a.labels[0] for n, a in state.axes.items()},
-                      verdict, reasons, before, after, changes, eff.as_dict(), matrix, cost_unit, notes=notes)
+                      verdict, reasons, before, after, changes, eff.as_dict(), matrix, cost_unit, notes=notes,
+                      cost_source=cost_source)
 
 
 def _num(x: float) -> str:

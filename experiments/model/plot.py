@@ -10,6 +10,19 @@ _MARKERS = "osD^vP*Xh<>"
 
 
 def frontier(result: dict, path: str | Path, max_lines: int = 10) -> Path:
+    import matplotlib.pyplot as plt
+
+    fig = figure(result, max_lines)
+    out = Path(path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out)
+    plt.close(fig)
+    return out
+
+
+def figure(result: dict, max_lines: int = 10):
+    """The frontier figure. A demand point where no state passes has no cost: its line breaks
+    there (drawn as missing, never joined across it)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -26,14 +39,17 @@ def frontier(result: dict, path: str | Path, max_lines: int = 10) -> Path:
         kind = next((k for k in ("accelerator_type", "variant", "precision") if k in rows[0]["state"]), None)
         kinds = sorted({r["state"].get(kind) for r in rows}) if kind else [None]
         lines: dict[tuple, list] = {}
-        for r in rows:
+        for r in result["frontier"]:
             lines.setdefault(tuple(r["demand"][k] for k in rest), []).append(r)
-        for key, pts in list(lines.items())[:max_lines]:
+        for key, pts in [(k, v) for k, v in lines.items() if any(r.get("state") for r in v)][:max_lines]:
             pts.sort(key=lambda r: _num(r["demand"][x_axis]))
-            xs, ys = [_num(r["demand"][x_axis]) for r in pts], [r["cost"] for r in pts]
+            xs = [_num(r["demand"][x_axis]) for r in pts]
+            ys = [r["cost"] if r.get("state") else float("nan") for r in pts]
             label = ", ".join(f"{k}={v}" for k, v in zip(rest, key)) or "frontier"
             (line,) = ax.plot(xs, ys, "-", alpha=0.6, label=label)
             for r, x, y in zip(pts, xs, ys):
+                if not r.get("state"):
+                    continue
                 m = _MARKERS[kinds.index(r["state"].get(kind)) % len(_MARKERS)] if kind else "o"
                 ax.plot([x], [y], m, color=line.get_color())
         if kind:
@@ -46,11 +62,7 @@ def frontier(result: dict, path: str | Path, max_lines: int = 10) -> Path:
     ax.set_title(f"{result['contract']} over {result['space']} ({result['evidence_class']}, "
                  f"{result['states']:,} states)", fontsize=9)
     fig.tight_layout()
-    out = Path(path)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out)
-    plt.close(fig)
-    return out
+    return fig
 
 
 def _num(label: str) -> float:

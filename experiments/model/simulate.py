@@ -81,7 +81,7 @@ def explore(contract, space: Space, calibration: dict | None = None, *, chunk: i
         "evidence_class": ev.evidence_class, "calibrated": bool(not space.is_llm and ev.params.calibrated),
         "errors": ev.errors, "states": ev.size, "seconds": round(spent, 4),
         "states_per_second": round(ev.size / spent) if spent > 0 else None, "pass_states": passed_total,
-        "cost_unit": ev.cost_unit, "demand_axes": demand, "frontier": frontier,
+        "cost_unit": ev.cost_unit, "cost_source": ev.cost_source, "demand_axes": demand, "frontier": frontier,
         "regions": _regions(ev, region, rshape, bind_counts, states_per_region, pass_per_region),
         "proposals": _proposals(ev, frontier, near_idx, near_val, propose),
     }
@@ -98,12 +98,26 @@ def _describe(ev: Evaluator, flat: np.ndarray) -> list[dict]:
         fig = figures_row(m, i)
         row = {"index": int(f), "state": ev.label(int(f)), "verdict": "PASS" if j.passed[i] else "FAIL",
                "cost": float(cost[i]), "margin": float(j.margins[:, i].min()), "resource": j.resource(i),
-               "closeness": float(j.closeness[i])}
+               "closeness": float(j.closeness[i]), **_margins(j, i)}
         for k in ("latency", "ttft", "tpot", "memory_need", "peak_rss", "throughput", "energy_per_token", "slots"):
             if k in fig:
                 row[k] = fig[k]
         out.append(row)
     return out
+
+
+def _margins(j, i: int) -> dict:
+    """The margin of the check behind the named (binding or tightest) resource, and the smallest
+    margin of any check with its name (a quality clause may be the closest call without being a
+    resource): `margin` alone mixes the two."""
+    margins = j.margins[:, i]
+    mine = [float(margins[k]) for k in range(len(j.checks)) if int(j.codes[k][i]) == int(j.binding[i])
+            and not np.isnan(margins[k])]
+    ranked = np.where(np.isnan(margins), np.inf, margins)
+    k = int(np.argmin(ranked))
+    return {"resource_margin": min(mine) if mine else float("nan"),
+            "closest_check": j.checks[k].name if np.isfinite(ranked[k]) else None,
+            "closest_margin": float(margins[k]) if np.isfinite(ranked[k]) else float("nan")}
 
 
 def _frontier(ev: Evaluator, demand: list[str], dshape: tuple, best_idx: np.ndarray) -> list[dict]:

@@ -12,6 +12,8 @@ A space file:
     precision = ["fp16", "fp8"]
     concurrency = [1, 8, 32, 128]
     context = [1024, 4096]
+    currency = "USD"                 # of every price below (ISO 4217); required with prices
+    cost_source = "illustrative on-demand cloud prices, not quotes"   # where the prices come from
     [cost]                           # per accelerator-hour (or per core / per GiB of host memory)
     h100-sxm5-80gb = 2.5
     [quality]                        # assumed quality score per precision (the model does not predict it)
@@ -24,7 +26,8 @@ Every value is checked before anything is evaluated; errors name the file and th
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import re
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -76,6 +79,8 @@ class Space:
     machines: dict = field(default_factory=dict)
     efficiency: dict = field(default_factory=dict)
     source: str = "--state"
+    currency: str | None = None  # ISO 4217 code of the prices in `cost` and `machines`
+    cost_source: str | None = None  # where the prices come from ("illustrative ...", a quote, a price list)
 
     @property
     def size(self) -> int:
@@ -152,7 +157,8 @@ def load(path: str | Path, contract) -> Space:
         p = named or p  # something that is not a regular file: read_text says what it is
     # An untrusted file: at most LUMA_MAX_CONFIG_FILE_BYTES, never a FIFO or a device.
     data = parse_toml(read_text(p, CONFIG_FILE), str(p), error=ConfigError, invalid="not valid TOML")
-    known = {"name", "description", "model", "axes", "cost", "quality", "machines", "efficiency"}
+    known = {"name", "description", "model", "axes", "cost", "quality", "machines", "efficiency", "currency",
+             "cost_source"}
     extra = sorted(set(data) - known)
     if extra:
         raise ConfigError(f"unknown key (known: {', '.join(sorted(known))})", source=str(p), field=extra[0])
@@ -165,9 +171,11 @@ def load(path: str | Path, contract) -> Space:
         machines = {n: hardware.machine_from_spec(n, spec, f"machines.{n}")
                     for n, spec in (data.get("machines") or {}).items()}
         space = Space(str(data.get("name", p.stem)), axes, model, dict(data.get("cost") or {}),
-                      dict(data.get("quality") or {}), machines, dict(data.get("efficiency") or {}), str(p))
+                      dict(data.get("quality") or {}), machines, dict(data.get("efficiency") or {}), str(p),
+                      data.get("currency"), data.get("cost_source"))
         check_scope(space, contract, "axes.")
         _check_tables(space)
+        _check_prices(space)
     except ConfigError as exc:
         exc.source = exc.source or str(p)
         raise ConfigError(exc.message, source=exc.source, field=exc.field) from None
@@ -187,6 +195,21 @@ def _check_tables(space: Space) -> None:
             hardware.quantity(v, "bytes", f"efficiency.{k}", allow_zero=True)
         elif isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v <= 1:
             raise ConfigError(f"an efficiency is a share in (0, 1], not {v!r}", field=f"efficiency.{k}")
+
+
+def _check_prices(space: Space) -> None:
+    """A price is a number in a currency from a source: prices without a currency are refused."""
+    if space.currency is not None and (not isinstance(space.currency, str) or not re.fullmatch(r"[A-Z]{3}",
+                                                                                               space.currency)):
+        raise ConfigError(f"a currency is an ISO 4217 code such as \"USD\" or \"EUR\", not {space.currency!r}",
+                          field="currency")
+    if space.cost_source is not None and (not isinstance(space.cost_source, str) or not space.cost_source.strip()
+                                          or len(space.cost_source) > 300):
+        raise ConfigError("cost_source is a short text saying where the prices come from", field="cost_source")
+    priced = bool(space.cost) or any(m.price_per_hour is not None for m in space.machines.values())
+    if priced and space.currency is None:
+        raise ConfigError("prices need their currency: add currency = \"USD\" (or the ISO 4217 code of yours) "
+                          "and cost_source = \"where they come from\"", field="currency")
 
 
 def from_state(text: str | None, contract, model: str | None = None, base: Space | None = None) -> Space:
@@ -211,7 +234,10 @@ def from_state(text: str | None, contract, model: str | None = None, base: Space
         if name == "runtime" and isinstance(raw, str):
             raw = raw.removeprefix("ATEN_CPU_CAPABILITY=")
         axes[name] = make_axis(name, [raw], f"--state {name}", variants)
-    space = Space("state", axes, cfg, *(((base.cost, base.quality, base.machines, base.efficiency)) if base else ()))
+    space = Space("state", axes, cfg)
+    if base is not None:
+        space = replace(space, cost=base.cost, quality=base.quality, machines=base.machines,
+                        efficiency=base.efficiency, currency=base.currency, cost_source=base.cost_source)
     check_scope(space, contract, "--state ")
     return space
 

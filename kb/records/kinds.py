@@ -30,6 +30,10 @@ class RecordKind:
     command_only: bool = False
     #: May appear in a record file (`luma kb ingest`); rdf-document comes from `luma kb load` only.
     file_record: bool = True
+    #: Evidence about services and machines (False: a statement about other records — runner
+    #: trust and revocation, a partner's retraction — filed with a class only because every
+    #: record has one; reports and evidence-by-class leave these out).
+    evidence: bool = True
 
     def model_class(self) -> type:
         """The pydantic model class."""
@@ -51,9 +55,10 @@ KINDS: tuple[RecordKind, ...] = (
     RecordKind("intervention-parameters", _R + "intervention_params:InterventionParameters",
                "_intervention_parameters", "intervention_parameters_schema", partner=True),
     RecordKind("partner-retraction", _R + "intervention_params:PartnerRetraction", "_partner_retraction",
-               partner=True),
-    RecordKind("runner-trust", _R + "runner:RunnerTrust", "_runner_trust", command_only=True),
-    RecordKind("runner-revocation", _R + "runner:RunnerRevocation", "_runner_revocation", command_only=True),
+               partner=True, evidence=False),
+    RecordKind("runner-trust", _R + "runner:RunnerTrust", "_runner_trust", command_only=True, evidence=False),
+    RecordKind("runner-revocation", _R + "runner:RunnerRevocation", "_runner_revocation", command_only=True,
+               evidence=False),
     RecordKind("rdf-document", _R + "rdf_document:RdfDocument", "project_document", file_record=False),
 )
 BY_NAME = {k.name: k for k in KINDS}
@@ -65,3 +70,5 @@ SCHEMA_KINDS = tuple(k.name for k in KINDS if k.schema)
 PARTNER_KINDS = tuple(k.name for k in KINDS if k.partner)
 #: Kinds only LUMA's commands write.
 COMMAND_ONLY = tuple(k.name for k in KINDS if k.command_only)
+#: Kinds that are no evidence (statements about other records).
+NOT_EVIDENCE = tuple(k.name for k in KINDS if not k.evidence)

@@ -16,6 +16,7 @@ from luma.experiments.model import hardware, predict, space
 FIXTURE_SPACE = """
 name = "fixture"
 model = "llama-2-70b"
+currency = "USD"
 [axes]
 accelerator_type = ["test-gpu"]
 [machines.test-gpu]

@@ -20,6 +20,7 @@ ROOT = Path(__file__).resolve().parents[2]
 SPACE = """
 name = "fixture-sweep"
 model = "llama-2-13b"
+currency = "USD"
 [axes]
 accelerator_type = ["small-gpu", "big-gpu"]
 accelerator_count = [1, 2, 4]

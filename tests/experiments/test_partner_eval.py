@@ -24,6 +24,7 @@ RECORD = ROOT / "kb" / "examples" / "partner-kv-compression.toml"
 SPACE = """
 name = "fixture-kv"
 model = "llama-2-70b"
+currency = "USD"
 [axes]
 accelerator_type = ["gpu80"]
 [machines.gpu80]

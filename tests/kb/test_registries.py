@@ -83,3 +83,11 @@ def test_the_ontology_knows_every_evidence_class():
     ttl = "\n".join(p.read_text() for p in text)
     for c in EVIDENCE:
         assert c.iri.split("#")[1] in ttl, c.name
+
+
+def test_the_evidence_by_class_query_leaves_out_exactly_the_kinds_that_are_no_evidence():
+    import re
+
+    text = (ROOT / "kb" / "queries" / "evidence-by-class.rq").read_text()
+    listed = re.search(r"NOT IN \(([^)]*)\)", text).group(1)
+    assert {s.strip().strip('"') for s in listed.split(",")} == set(kinds.NOT_EVIDENCE)

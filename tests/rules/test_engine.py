@@ -27,7 +27,7 @@ def rule(id_, body, extra=""):
 @pytest.mark.parametrize("text, message, where", [
     ("# version: 1\n# description: x\nCONSTRUCT {} WHERE {}", "no `# id:` line", "line 1"),
     (HEAD.format(id="x") + "# colour: red\nCONSTRUCT {} WHERE {}", "unknown header key 'colour'", "line 4"),
-    (HEAD.format(id="x") + "# param: n = three : integer : a count\nCONSTRUCT {} WHERE {}", "not a integer", "line 4"),
+    (HEAD.format(id="x") + "# param: n = three : integer : a count\nCONSTRUCT {} WHERE {}", "not an integer", "line 4"),
     (HEAD.format(id="x") + "# param: n 3\nCONSTRUCT {} WHERE {}", "a parameter reads", "line 4"),
     (HEAD.format(id="x") + PFX + "CONSTRUCT { ?s ?p ?o } WHERE {\n ?s ?p ?o FILTER(?o > ${limit}) }",
      "unknown parameter ${limit}", "line 6"),
@@ -134,7 +134,7 @@ def test_cli_rules_list_check_run(luma_home):
     assert out.exit_code == 0, out.output
     assert {r["rule"] for r in json.loads(out.stdout)["rules"]} >= {"qualified-boundary", "recurring-binding"}
     bad = runner.invoke(cli, ["rules", "run", "--param", "min_widgets=3"])
-    assert bad.exit_code == 1 and "no rule has a parameter 'min_widgets'" in bad.output
+    assert bad.exit_code == 2 and "no rule has a parameter 'min_widgets'" in bad.output
     assert runner.invoke(cli, ["rules", "run", "--param", "nonsense"]).exit_code == 2
 
 

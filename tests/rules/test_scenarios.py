@@ -135,8 +135,9 @@ def test_a_memory_bandwidth_binding_in_four_workloads_on_two_architectures_is_a_
     with derived(luma_home, bandwidth_chains()) as kb:
         assert len(instances(kb, "QualifiedBoundary")) == 4
         reqs = requirements(kb)
-        # memory bandwidth and its parent transfer bandwidth; never the root of the hierarchy
-        assert set(reqs) == {"memory_bandwidth", DIM + "transfer_bandwidth"}
+        # memory bandwidth alone: its parent transfer bandwidth would only repeat it (nothing else
+        # binds under it), and the root of the hierarchy never recurs
+        assert set(reqs) == {"memory_bandwidth"}
         bw = reqs["memory_bandwidth"]
         assert (int(bw["workloads"]), int(bw["architectures"]), bw["confidence"]) == (4, 2, "low")
         assert [float(bw[k]) for k in ("minLevel", "medianLevel", "maxLevel")] == [1e11, 3e11, 8e11]
@@ -181,12 +182,13 @@ def test_d_a_recurring_remedy_is_reported(luma_home, kind, requirement):
         rows = select(kb, "SELECT ?rr ?r ?i ?chains ?workloads WHERE { ?rr a luma:RecurringRemedy ; luma:resource ?r ; "
                           "luma:remedyIntervention ?i ; luma:supportChains ?chains ; luma:supportWorkloads ?workloads }")
         by_resource = {r["r"]: r for r in rows}
-        assert set(by_resource) == {DIM + "memory_bandwidth", DIM + "transfer_bandwidth", DIM + "resource"}
+        # the parent keeps its remedy (a requirement on it would be weighed against it); never the root
+        assert set(by_resource) == {DIM + "memory_bandwidth", DIM + "transfer_bandwidth"}
         bw = by_resource[DIM + "memory_bandwidth"]
         assert (bw["i"], int(bw["chains"]), int(bw["workloads"])) == (ID + "intervention/the-remedy", 4, 4)
         support = select(kb, f"SELECT ?q WHERE {{ <{bw['rr']}> prov:wasDerivedFrom ?g . ?g a luma:BindingGroup ; prov:wasDerivedFrom ?q }}")
         assert sorted(r["q"] for r in support) == sorted(c.qualified for c in chains)
-        assert len(instances(kb, "RecurringBinding")) == 3  # the binding still recurs either way
+        assert len(instances(kb, "RecurringBinding")) == 1  # the binding still recurs either way
         assert ("memory_bandwidth" in requirements(kb)) is requirement
 
 
@@ -207,7 +209,7 @@ def test_e_counter_evidence_is_counted(luma_home):
         rows = select(kb, "SELECT ?r ?n ?ce WHERE { ?ce a luma:CounterEvidence ; luma:supportOf ?rb ; luma:counterChains ?n . "
                           "?rb luma:resource ?r }")
         counts = {r["r"]: int(r["n"]) for r in rows}
-        assert counts == {DIM + "memory_bandwidth": 3, DIM + "transfer_bandwidth": 3, DIM + "resource": 0}
+        assert counts == {DIM + "memory_bandwidth": 3}
         ce = next(r["ce"] for r in rows if r["r"] == DIM + "memory_bandwidth")
         # counted on the node, listed by the named query
         from luma.kb.named_queries import get_named_query
@@ -219,6 +221,29 @@ def test_e_counter_evidence_is_counted(luma_home):
         assert [r["t"] for r in tasks] == ["chat"]
         # counter-evidence is reported beside the requirement; it does not remove it
         assert "memory_bandwidth" in requirements(kb)
+
+
+def test_a_parent_recurs_over_two_bound_resources_and_the_root_never(luma_home):
+    # Host memory binds in 2 workloads, the KV cache in 2 others, on 2 architectures: neither
+    # recurs alone (3 workloads needed), their parent memory capacity does (4 workloads); the
+    # root `resource` gathers them and compute too, and never recurs.
+    mem = {"unit": UNIT + "BYTE"}
+    chains = [Chain("m0", "w0", "chat", "arch0", binding="host_memory", level=2.0**30, intervention="fix-m0", **mem),
+              Chain("m1", "w1", "chat", "arch1", binding="host_memory", level=2.0**31, intervention="fix-m1", **mem),
+              Chain("k0", "w2", "chat", "arch0", binding="kv_cache", level=2.0**28, intervention="fix-k0", **mem),
+              Chain("k1", "w3", "chat", "arch1", binding="kv_cache", level=2.0**29, intervention="fix-k1", **mem),
+              # batching recovers compute twice: a recurring remedy of compute, never of the root
+              Chain("c0", "w4", "chat", "arch0", binding="compute", unit=LUNIT + "Core", level=4.0,
+                    intervention="batching"),
+              Chain("c1", "w5", "chat", "arch1", binding="compute", unit=LUNIT + "Core", level=8.0,
+                    intervention="batching")]
+    with derived(luma_home, chains) as kb:
+        rows = select(kb, "SELECT ?r ?w WHERE { ?rb a luma:RecurringBinding ; luma:resource ?r ; "
+                          "luma:supportWorkloads ?w }")
+        assert {r["r"]: int(r["w"]) for r in rows} == {DIM + "memory_capacity": 4}
+        assert set(requirements(kb)) == {DIM + "memory_capacity"}
+        remedies = select(kb, "SELECT ?r WHERE { ?rr a luma:RecurringRemedy ; luma:resource ?r }")
+        assert {r["r"] for r in remedies} == {DIM + "compute"}
 
 
 def _record(n: int, gbps: int) -> dict:
@@ -259,7 +284,7 @@ def test_a_with_ingested_records(luma_home, tmp_path):
         kb.ingest([path], submitter="tester")
         Engine(kb).run()
         reqs = requirements(kb)
-    assert set(reqs) == {"memory_bandwidth", DIM + "transfer_bandwidth"}
+    assert set(reqs) == {"memory_bandwidth"}
     bw = reqs["memory_bandwidth"]
     assert (int(bw["workloads"]), int(bw["architectures"]), bw["confidence"]) == (4, 2, "low")
     assert [float(bw[k]) for k in ("minLevel", "medianLevel", "maxLevel")] == [1e11, 3e11, 8e11]
