@@ -15,8 +15,10 @@ from luma.errors import ConfigError
 from luma.experiments.model import hardware, judge, llm, services
 from luma.experiments.model.space import Axis, Space
 
-#: Accelerator efficiencies assumed without measurements (share of the datasheet figure).
-LLM_EFFICIENCY = {"compute": 0.6, "bandwidth": 0.8, "interconnect": 0.7, "runtime_memory": "2 GiB"}
+#: Accelerator efficiencies assumed without measurements (share of the datasheet figure). The
+#: link's: NCCL's ring all-reduce reaches a bus bandwidth of 365-370 GB/s on 8 x H100, about 80 %
+#: of NVLink's 450 GB/s each way (https://github.com/NVIDIA/nccl/issues/1455).
+LLM_EFFICIENCY = {"compute": 0.6, "bandwidth": 0.8, "interconnect": 0.8, "runtime_memory": "2 GiB"}
 #: Reference precisions: quality 1.0 by definition unless a space says otherwise.
 REFERENCE = ("fp32", "tf32", "fp16", "bf16")
 
@@ -61,7 +63,8 @@ class Evaluator:
         self.precisions = precisions
         fig = [[hardware.figures(m, p) for p in precisions] for m in self.accels]
         self.tab = {k: np.array([[f[k] if f[k] is not None else np.nan for f in row] for row in fig], dtype=np.float64)
-                    for k in ("flops", "capacity", "bandwidth", "interconnect", "link_latency", "power")}
+                    for k in ("flops", "capacity", "bandwidth", "interconnect", "links", "topology", "link_latency",
+                              "power")}
         prices = [sp.cost.get(m.name, hardware.price(m)) for m in self.accels]
         if all(p is not None for p in prices):
             self.price, self.cost_unit = np.array(prices, dtype=np.float64), "per hour"
@@ -136,7 +139,10 @@ class Evaluator:
         s = {"weight_bytes": wprec, "kv_bytes": kvb, "flops": np.nan_to_num(flops, nan=1.0),
              "capacity": self.values(idx, "hbm_capacity", self.tab["capacity"][a, p]),
              "bandwidth": self.values(idx, "memory_bandwidth", self.tab["bandwidth"][a, p]),
+             # An `interconnect` axis level is what one device sends each way, through a switch.
              "interconnect": self.values(idx, "interconnect", self.tab["interconnect"][a, p]),
+             "links": self.tab["links"][a, p] if "interconnect" not in idx else 1.0,
+             "topology": self.tab["topology"][a, p] if "interconnect" not in idx else 0.0,
              "link_latency": self.tab["link_latency"][a, p], "power": self.tab["power"][a, p],
              "count": cnt, "tp": tp, "pp": pp, "concurrency": C, "context": self._demand(idx, "context", 1024),
              "new_tokens": self._demand(idx, "max_new_tokens", 128),

@@ -12,15 +12,20 @@ precision) and a machine's per-device figures:
   Decode step for a batch of n: 2·N·n + 4·layers·n·ctx·attn_dim FLOPs, the weights read once
   for the whole batch plus the batch's KV cache. Pipeline stages run one after the other, so
   only tensor parallelism divides a step's time.
-* **Communication**: two all-reduces per layer under tensor parallelism (ring: 2(tp−1)/tp of the
-  activations over the link, plus 2(tp−1) link latencies each); one activation hop per pipeline
-  stage boundary.
+* **Communication**: two all-reduces per layer under tensor parallelism: 2(tp−1)/tp of the
+  activations each way over the links a device can use for its group (links follow the machine
+  records' convention: one link, one direction, `links` of them, a topology), plus two
+  synchronisation steps where every peer is one hop away (switch, full mesh: reduce-scatter then
+  all-gather) or 2(tp−1) around a ring; one activation hop per pipeline stage boundary.
 * **Queueing**: sequences are admitted while their KV fits; the others wait for a running one to
   finish (a whole generation), which shows up in the tail of time-to-first-token.
-* **Energy** = power × devices × time.
+* **Energy** = power × devices × wall time ÷ the work done in it: per request, the devices'
+  energy over one generation of the batch ÷ the batch; per output token, that ÷ new tokens
+  (= power × devices ÷ token throughput, so the prefills interleaved into decode steps count).
 
 Every function takes NumPy arrays that broadcast, so the simulator evaluates millions of states
-per call. Weights-only decode time can never beat weight bytes / memory bandwidth (tested).
+per call. A decode step can never beat the weights it reads / memory bandwidth (tested); the
+input-embedding table is a lookup (one row per token), not read whole.
 """
 
 from __future__ import annotations
@@ -94,7 +99,13 @@ class ModelConfig:
         return self.total_params() - self.vocab * self.hidden * (0 if self.tied_embeddings else 1)
 
     def weight_bytes(self, precision: str | None = None) -> float:
+        """Bytes the weights occupy (every parameter, the input-embedding table included)."""
         return self.total_params() * PRECISION_BYTES[precision or self.precision]
+
+    def weight_read_bytes(self, precision: str | None = None) -> float:
+        """Bytes a forward pass reads whole: every matmul weight; the input embedding is a lookup
+        of one row per token (tied embeddings are read whole as the LM head)."""
+        return self.matmul_params() * PRECISION_BYTES[precision or self.precision]
 
     def kv_bytes_per_token(self, precision: str | None = None) -> float:
         return 2 * self.layers * self.kv_dim * PRECISION_BYTES[precision or self.kv_precision or self.precision]
@@ -157,16 +168,30 @@ def with_precision(cfg: ModelConfig, precision: str, kv_precision: str | None = 
     return replace(cfg, precision=precision, kv_precision=kv_precision)
 
 
-def _ring(tp, size, link, lat):
-    """Seconds of one ring all-reduce of `size` bytes over `tp` devices."""
-    steps = 2.0 * (tp - 1)
-    return np.where(tp > 1, steps / np.maximum(tp, 1) * size / link + steps * lat, 0.0)
+def all_reduce(tp, size, link, links, topology, lat):
+    """Seconds of one all-reduce of `size` bytes over `tp` devices. `link`: bytes/s of one link in
+    one direction; `links` per device; `topology` 0 switch (every link reaches every peer), 1 mesh
+    (one direct link per peer), 2 ring (two neighbours); `lat`: one synchronisation step.
+    Bandwidth: 2(tp−1)/tp of the data leaves each device over the links it can use for its group.
+    Latency: two steps where every peer is one hop away (reduce-scatter, all-gather: NCCL NVLS,
+    TensorRT-LLM's two-shot), 2(tp−1) around a ring."""
+    peers = np.maximum(tp - 1.0, 1.0)
+    usable = np.where(topology == 1, np.minimum(links, peers), np.where(topology == 2, np.minimum(links, 2.0), links))
+    steps = np.where(topology == 2, 2.0 * (tp - 1.0), 2.0)
+    return np.where(tp > 1, 2.0 * (tp - 1.0) / np.maximum(tp, 1.0) * size / (link * usable) + steps * lat, 0.0)
+
+
+def _hop(size, link, links, topology, lat):
+    """Seconds to pass `size` bytes to the next pipeline stage (all links through a switch, one
+    direct link otherwise)."""
+    return size / (link * np.where(topology == 0, links, 1.0)) + lat
 
 
 def serve(cfg: ModelConfig, s: dict) -> dict:
     """Predicted figures of serving `cfg` on the states `s` (a dict of broadcastable arrays):
 
-    weight_bytes, kv_bytes (per element), flops, bandwidth, capacity, interconnect, link_latency,
+    weight_bytes, kv_bytes (per element), flops, bandwidth, capacity, interconnect (one link, one
+    direction), links, topology (hardware.TOPOLOGY codes), link_latency (one synchronisation step),
     power (per device); count, tp, pp; concurrency, context (prompt tokens), new_tokens,
     max_batch; eff_compute, eff_bandwidth, eff_link; runtime_bytes (per device), step_overhead
     (seconds per engine step), seq_overhead (seconds per sequence per step), act_bytes; optional kv_pool (bytes of a dedicated KV pool, NaN:
@@ -181,6 +206,7 @@ def serve(cfg: ModelConfig, s: dict) -> dict:
     f = {k: np.asarray(v, dtype=np.float64) for k, v in s.items() if k != "waves"}
     waves = np.asarray(s.get("waves", False), dtype=bool)
     L, H, Nm = float(cfg.layers), float(cfg.hidden), float(cfg.matmul_params())
+    wread = Nm * f["weight_bytes"]  # bytes a pass reads whole (the input embedding is a lookup)
     tp, pp, C, P, G = f["tp"], f["pp"], f["concurrency"], f["context"], f["new_tokens"]
     ab = f.get("act_bytes", np.float64(2.0))
     # Memory.
@@ -206,11 +232,13 @@ def serve(cfg: ModelConfig, s: dict) -> dict:
     peak = tp * f["flops"] * f["eff_compute"]
     bw = tp * f["bandwidth"] * f["eff_bandwidth"]
     link = np.maximum(f["interconnect"] * f.get("eff_link", 1.0), 1e-9)
+    links, topo = f.get("links", np.float64(1.0)), f.get("topology", np.float64(0.0))
     lat, t0, ts = f["link_latency"], f.get("step_overhead", 0.0), f.get("seq_overhead", 0.0)
     prompts = np.where(waves, n, 1.0)  # prompts prefilled together
     pf_c = prompts * (2.0 * Nm * P + 2.0 * L * P * P * cfg.attn_dim) / peak
-    pf_b = (weights + prompts * P * kv_store) / bw
-    pf_l = 2.0 * L * _ring(tp, prompts * P * H * ab, link, lat) + (pp - 1) * (prompts * P * H * ab / link + lat)
+    pf_b = (wread + prompts * P * (kv_store + H * f["weight_bytes"])) / bw
+    pf_l = 2.0 * L * all_reduce(tp, prompts * P * H * ab, link, links, topo, lat) + \
+        (pp - 1) * _hop(prompts * P * H * ab, link, links, topo, lat)
     t_prefill = t0 + ts * prompts + np.maximum(pf_c, pf_b) + pf_l
     codec = "kv_encode_rate" in f or "step_added" in f
     if codec:  # the codec's own time: encoding every KV byte written, a fixed latency per step
@@ -220,8 +248,8 @@ def serve(cfg: ModelConfig, s: dict) -> dict:
     ctx = P + G / 2.0
     dc_c = (2.0 * Nm * n + 4.0 * L * n * ctx * cfg.attn_dim) / peak
     kv_read = kv_token / f["kv_read_factor"] if "kv_read_factor" in f else kv_token
-    dc_b = (weights + n * ctx * kv_read) / bw
-    dc_l = 2.0 * L * _ring(tp, n * H * ab, link, lat) + (pp - 1) * (n * H * ab / link + lat)
+    dc_b = (wread + n * (ctx * kv_read + H * f["weight_bytes"])) / bw
+    dc_l = 2.0 * L * all_reduce(tp, n * H * ab, link, links, topo, lat) + (pp - 1) * _hop(n * H * ab, link, links, topo, lat)
     t_step = t0 + ts * n + np.maximum(dc_c, dc_b) + dc_l
     if codec:
         dc_x = f.get("step_added", 0.0) + n * kv_token / kv_shards / enc
@@ -234,13 +262,16 @@ def serve(cfg: ModelConfig, s: dict) -> dict:
     rounds = np.ceil(C / n) - 1.0
     throughput = n / np.maximum(t_gen, 1e-12)
     devices = f["count"]
+    # One definition of energy: the devices' power over the wall time of one generation of the
+    # batch (prefill, decode steps and the prefills interleaved into them) ÷ the work done in it.
+    energy_request = f["power"] * devices * t_gen / n
     return {
         "memory_need": memory_need, "memory_min": memory_min, "memory_capacity": f["capacity"],
         "weights_per_device": weights / (tp * pp), "kv_per_device": C * kv_seq / kv_shards,
         "activations": act, "slots": slots, "kv_bytes_per_token": kv_store,
         "ttft": ttft, "tpot": tpot, "wait": rounds * t_gen, "wait_fraction": np.where(slots >= 1, waiting / C, 1.0),
         "throughput": throughput, "token_throughput": throughput * G,
-        "energy_per_token": f["power"] * devices * t_step / n, "energy_per_request": f["power"] * devices * t_gen / n,
+        "energy_per_request": energy_request, "energy_per_token": energy_request / np.maximum(G, 1.0),
         "terms": {
             "ttft": {"compute": pf_c, "memory_bandwidth": pf_b, "interconnect": pf_l,
                      "runtime": (t0 + ts * prompts + pf_x if codec else t0 + ts * prompts) + 0.0 * pf_c},
@@ -251,5 +282,6 @@ def serve(cfg: ModelConfig, s: dict) -> dict:
 
 
 def decode_lower_bound(cfg: ModelConfig, bandwidth: float, precision: str | None = None) -> float:
-    """Seconds per decode step can never be less than reading every weight once."""
-    return cfg.weight_bytes(precision) / bandwidth
+    """Seconds per decode step can never be less than reading every matmul weight once (the
+    input embedding is a lookup of one row per token, not a read of the table)."""
+    return cfg.weight_read_bytes(precision) / bandwidth
