@@ -199,9 +199,10 @@ def serve(cfg: ModelConfig, s: dict) -> dict:
     (bytes added per stored K or V vector, e.g. an int8 scale); optional codec keys (a partner's
     intervention, see effects.py): kv_capacity_factor (stored KV bytes = raw / it),
     kv_read_factor (KV bytes read per decode step = raw / it), kv_encode_rate (bytes/s per device
-    the codec encodes KV at), step_added (seconds added to every decode step); waves (True: sequences start
-    together and prefill as one batch, as the shipped decoder does; False: continuous batching,
-    each new prompt prefilled alone between decode steps).
+    the codec encodes KV at), step_added (seconds added to every decode step); queue_factor
+    (scales the prefill queueing wait, calibrated); waves (True: static batching, the batch's
+    sequences start together and prefill as one batch, as the shipped decoder does; False:
+    continuous batching, each step decodes the running sequences and prefills the new prompts).
     """
     f = {k: np.asarray(v, dtype=np.float64) for k, v in s.items() if k != "waves"}
     waves = np.asarray(s.get("waves", False), dtype=bool)
@@ -222,61 +223,90 @@ def serve(cfg: ModelConfig, s: dict) -> dict:
     base = weights / (tp * pp) + act + f["runtime_bytes"]
     pool = f.get("kv_pool", np.float64(np.nan))
     shared = np.isnan(pool)
-    kv_room = np.where(shared, (f["capacity"] - base) * kv_shards, pool)  # KV bytes the state can hold
+    # KV bytes the state can hold: the engine's share of what weights, activations and the
+    # runtime leave (kv_fraction: serving engines keep ~10 % back by default).
+    kv_room = np.where(shared, (f["capacity"] - base) * f.get("kv_fraction", 1.0) * kv_shards, pool)
     batch_cap = np.minimum(C, f.get("max_batch", C))
     slots = np.clip(np.floor(np.maximum(kv_room, 0.0) / kv_seq), 0.0, batch_cap)
     memory_need = base + np.where(shared, C * kv_seq / kv_shards, pool)
     memory_min = base + np.where(shared, kv_seq / kv_shards, pool)  # one sequence: the least that runs
     n = np.maximum(slots, 1.0)
-    # Time: a roofline per phase, divided over the tensor-parallel group.
+    # Time: a roofline per engine step, divided over the tensor-parallel group.
     peak = tp * f["flops"] * f["eff_compute"]
     bw = tp * f["bandwidth"] * f["eff_bandwidth"]
+    bw_kv = tp * f["bandwidth"] * f.get("eff_kv", f["eff_bandwidth"])  # attention's KV reads
     link = np.maximum(f["interconnect"] * f.get("eff_link", 1.0), 1e-9)
     links, topo = f.get("links", np.float64(1.0)), f.get("topology", np.float64(0.0))
     lat, t0, ts = f["link_latency"], f.get("step_overhead", 0.0), f.get("seq_overhead", 0.0)
-    prompts = np.where(waves, n, 1.0)  # prompts prefilled together
-    pf_c = prompts * (2.0 * Nm * P + 2.0 * L * P * P * cfg.attn_dim) / peak
-    pf_b = (wread + prompts * P * (kv_store + H * f["weight_bytes"])) / bw
-    pf_l = 2.0 * L * all_reduce(tp, prompts * P * H * ab, link, links, topo, lat) + \
-        (pp - 1) * _hop(prompts * P * H * ab, link, links, topo, lat)
-    t_prefill = t0 + ts * prompts + np.maximum(pf_c, pf_b) + pf_l
-    codec = "kv_encode_rate" in f or "step_added" in f
-    if codec:  # the codec's own time: encoding every KV byte written, a fixed latency per step
-        enc = f.get("kv_encode_rate", np.float64(np.inf))
-        pf_x = prompts * P * kv_token / kv_shards / enc
-        t_prefill = t_prefill + pf_x
-    ctx = P + G / 2.0
-    dc_c = (2.0 * Nm * n + 4.0 * L * n * ctx * cfg.attn_dim) / peak
+    wb = f["weight_bytes"]
     kv_read = kv_token / f["kv_read_factor"] if "kv_read_factor" in f else kv_token
-    dc_b = (wread + n * (ctx * kv_read + H * f["weight_bytes"])) / bw
-    dc_l = 2.0 * L * all_reduce(tp, n * H * ab, link, links, topo, lat) + (pp - 1) * _hop(n * H * ab, link, links, topo, lat)
-    t_step = t0 + ts * n + np.maximum(dc_c, dc_b) + dc_l
-    if codec:
-        dc_x = f.get("step_added", 0.0) + n * kv_token / kv_shards / enc
-        t_step = t_step + dc_x
-    # Continuous batching interleaves each new prompt's prefill with the running decode steps.
-    tpot = t_step + np.where(waves, 0.0, n / np.maximum(G, 1.0) * t_prefill)
-    ttft = t_prefill + np.where(waves, 0.0, 0.5 * t_step)
-    t_gen = t_prefill + np.maximum(G - 1.0, 0.0) * tpot
-    waiting = np.maximum(C - slots, 0.0)
-    rounds = np.ceil(C / n) - 1.0
+    codec = "kv_encode_rate" in f or "step_added" in f
+    enc = f.get("kv_encode_rate", np.float64(np.inf))
+    ctx = P + G / 2.0  # a running sequence's mean context
+
+    def step(decode, prompts):
+        """(compute, bytes, link, runtime) seconds of one engine step that decodes `decode`
+        sequences and prefills `prompts` prompts of P tokens: the weights are read once for all."""
+        tokens = decode + prompts * P
+        c = (2.0 * Nm * tokens + 4.0 * L * decode * ctx * cfg.attn_dim + 2.0 * L * prompts * P * P * cfg.attn_dim) / peak
+        b = (wread + prompts * P * kv_store + tokens * H * wb) / bw + decode * ctx * kv_read / bw_kv
+        comm = 2.0 * L * all_reduce(tp, tokens * H * ab, link, links, topo, lat) + \
+            (pp - 1) * _hop(tokens * H * ab, link, links, topo, lat)
+        run = t0 + ts * (decode + prompts)
+        if codec:  # the codec's own time: encoding every KV byte written, a fixed latency per step
+            run = run + f.get("step_added", 0.0) * (decode > 0) + (decode + prompts * P) * kv_token / kv_shards / enc
+        return c, b, comm, run
+
+    def seconds(t):
+        return t[3] + np.maximum(t[0], t[1]) + t[2]
+
+    # Static batching (waves): the batch's prompts prefill together, then decode steps of n.
+    # Continuous batching: every step decodes the n running sequences; n / G new prompts a step
+    # replace the finished ones, k = max(n / G, 1) of them prefilled together in the share
+    # (n / G) / k of steps that carry prefill, so TPOT is the mean over plain and carrying steps.
+    # A new prompt's first token comes from the carrying step, half a step after it arrives.
+    p_new = np.where(waves, 0.0, n / np.maximum(G, 1.0))
+    k = np.maximum(p_new, 1.0)
+    plain = step(n, 0.0 * n)
+    pf = step(np.where(waves, 0.0, n), np.where(waves, n, k))
+    t_plain, t_first = seconds(plain), seconds(pf)
+    carrying = np.where(waves, 0.0, p_new / k)
+    t_step = t_plain + carrying * np.maximum(t_first - t_plain, 0.0)
+    dc = tuple(a + carrying * (b - a) for a, b in zip(plain, pf))  # the mean step's terms
+    # Prompts arrive as the other sequences finish ((n - 1) / t_gen a second) and contend for
+    # prefill: an M/D/1 wait of the prefill work, times a queueing factor calibration fits to
+    # published TTFTs.
+    pf_alone = np.maximum(2.0 * Nm * P / peak, P * (kv_store + H * wb) / bw)
+    t_gen0 = t_first + np.maximum(G - 1.0, 0.0) * t_step
+    rho = np.minimum((n - 1.0) / np.maximum(t_gen0, 1e-12) * pf_alone, 0.95)
+    queue = np.where(waves, 0.0, f.get("queue_factor", 1.0) * rho / (2.0 * (1.0 - rho)) * pf_alone)
+    ttft = t_first + np.where(waves, 0.0, 0.5 * t_step) + queue
+    tpot = t_step
+    t_gen = ttft + np.maximum(G - 1.0, 0.0) * tpot
     throughput = n / np.maximum(t_gen, 1e-12)
+    # Requests beyond the KV room wait for a sequence to finish. Continuous: in a steady closed
+    # loop every request queues behind C - n others, served n per generation (Little's law);
+    # waves: the last of ceil(C / n) rounds waits for all before it.
+    busy = slots >= 1
+    wait = np.where(waves, (np.ceil(C / n) - 1.0) * t_gen, np.maximum(C - n, 0.0) / n * t_gen)
+    share = np.where(waves, np.maximum(C - slots, 0.0) / C, (C > slots).astype(np.float64))
     devices = f["count"]
     # One definition of energy: the devices' power over the wall time of one generation of the
     # batch (prefill, decode steps and the prefills interleaved into them) ÷ the work done in it.
     energy_request = f["power"] * devices * t_gen / n
+    zero = 0.0 * t_step
     return {
         "memory_need": memory_need, "memory_min": memory_min, "memory_capacity": f["capacity"],
         "weights_per_device": weights / (tp * pp), "kv_per_device": C * kv_seq / kv_shards,
         "activations": act, "slots": slots, "kv_bytes_per_token": kv_store,
-        "ttft": ttft, "tpot": tpot, "wait": rounds * t_gen, "wait_fraction": np.where(slots >= 1, waiting / C, 1.0),
+        "ttft": ttft, "tpot": tpot, "wait": wait, "wait_fraction": np.where(busy, share, 1.0),
         "throughput": throughput, "token_throughput": throughput * G,
         "energy_per_request": energy_request, "energy_per_token": energy_request / np.maximum(G, 1.0),
         "terms": {
-            "ttft": {"compute": pf_c, "memory_bandwidth": pf_b, "interconnect": pf_l,
-                     "runtime": (t0 + ts * prompts + pf_x if codec else t0 + ts * prompts) + 0.0 * pf_c},
-            "tpot": {"compute": dc_c, "memory_bandwidth": dc_b, "interconnect": dc_l,
-                     "runtime": (t0 + ts * n + dc_x if codec else t0 + ts * n) + 0.0 * dc_c},
+            "ttft": {"compute": pf[0] + zero, "memory_bandwidth": pf[1] + zero, "interconnect": pf[2] + zero,
+                     "runtime": pf[3] + zero},
+            "tpot": {"compute": dc[0] + zero, "memory_bandwidth": dc[1] + zero, "interconnect": dc[2] + zero,
+                     "runtime": dc[3] + zero},
         },
     }
 

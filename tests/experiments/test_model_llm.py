@@ -88,7 +88,13 @@ def test_tensor_parallelism_pays_for_its_all_reduces():
 def test_requests_wait_when_kv_room_runs_out():
     # 70B fp16 over 2 x 80 GB leaves ~20 GB for KV: far fewer than 256 sequences of 4,096 tokens.
     out = llm.serve(L2_70B, _state(count=2.0, tp=2.0, concurrency=256.0, context=4096.0))
-    assert 1 <= out["slots"] < 256 and out["wait"] > 0 and 0 < out["wait_fraction"] < 1
+    assert 1 <= out["slots"] < 256 and out["wait"] > 0
+    # A steady closed loop: every request queues behind the 256 - n others, n served per
+    # generation (Little's law), so the wait is in every quantile.
+    t_gen = out["slots"] / out["throughput"]
+    assert out["wait_fraction"] == 1 and out["wait"] == pytest.approx((256 - out["slots"]) / out["slots"] * t_gen)
+    burst = llm.serve(L2_70B, _state(count=2.0, tp=2.0, concurrency=256.0, context=4096.0, waves=True))
+    assert 0 < burst["wait_fraction"] < 1  # static batches: only the later rounds wait
 
 
 def test_energy_is_power_times_time():
@@ -140,9 +146,15 @@ def test_more_bandwidth_is_never_slower(bandwidth, factor, concurrency, context,
     kw = {"concurrency": concurrency, "context": context, "count": tp, "tp": tp, "capacity": 1e13}
     slow = llm.serve(L2_70B, _state(bandwidth=bandwidth, **kw))
     fast = llm.serve(L2_70B, _state(bandwidth=bandwidth * factor, **kw))
-    for k in ("ttft", "tpot"):
-        assert fast[k] <= slow[k] * (1 + 1e-12)
+    assert fast["tpot"] <= slow["tpot"] * (1 + 1e-12)
     assert fast["throughput"] >= slow["throughput"] * (1 - 1e-12)
+    # TTFT alone may rise a little in a closed loop (faster decoding brings prompts sooner, and
+    # they contend for prefill); a whole request never gets slower.
+    latency = {k: o["ttft"] + 127.0 * o["tpot"] for k, o in (("s", slow), ("f", fast))}
+    assert latency["f"] <= latency["s"] * (1 + 1e-12)
+    alone = {k: llm.serve(L2_70B, _state(bandwidth=b, **{**kw, "concurrency": 1.0}))["ttft"]
+             for k, b in (("s", bandwidth), ("f", bandwidth * factor))}
+    assert alone["f"] <= alone["s"] * (1 + 1e-12)  # with no one to contend with, TTFT never rises
 
 
 def test_the_model_is_vectorised():
