@@ -6,19 +6,24 @@ precision) and a machine's per-device figures:
 * **Memory per device** = weights / (tp·pp) + KV cache (context × concurrency) / (KV shards·pp)
   + activations + the runtime's own reserve. KV bytes per token = 2 × layers × kv_heads ×
   head_dim × bytes per element (K and V, every layer).
-* **Time** of a phase = max(FLOPs / (tp · peak · eff_compute), bytes / (tp · bandwidth ·
-  eff_bandwidth)) + tensor/pipeline-parallel communication + a fixed per-step overhead.
-  Prefill of P tokens: 2·N·P + 2·layers·P²·attn_dim FLOPs (causal), the weights read once.
-  Decode step for a batch of n: 2·N·n + 4·layers·n·ctx·attn_dim FLOPs, the weights read once
-  for the whole batch plus the batch's KV cache. Pipeline stages run one after the other, so
-  only tensor parallelism divides a step's time.
+* **Time** of an engine step = max(FLOPs / (tp · peak · eff_compute), weight bytes / (tp ·
+  bandwidth · eff_bandwidth) + KV bytes / (tp · bandwidth · eff_kv)) + tensor/pipeline-parallel
+  communication + per-step and per-sequence overheads. A step decoding n sequences and
+  prefilling k prompts of P tokens: 2·N·(n + kP) + 4·layers·n·ctx·attn_dim +
+  2·layers·k·P²·attn_dim FLOPs, the weights read once for all of it. Static batching: one
+  prefill step for the batch, then decode steps. Continuous batching: n / G new prompts a step,
+  prefilled together in the steps that carry them (TPOT is the mean step); a new prompt waits
+  half a step, its carrying step, and an M/D/1 queue for prefill work (times a calibrated
+  queueing factor). Pipeline stages run one after the other, so only tensor parallelism
+  divides a step's time.
 * **Communication**: two all-reduces per layer under tensor parallelism: 2(tp−1)/tp of the
   activations each way over the links a device can use for its group (links follow the machine
   records' convention: one link, one direction, `links` of them, a topology), plus two
   synchronisation steps where every peer is one hop away (switch, full mesh: reduce-scatter then
   all-gather) or 2(tp−1) around a ring; one activation hop per pipeline stage boundary.
-* **Queueing**: sequences are admitted while their KV fits; the others wait for a running one to
-  finish (a whole generation), which shows up in the tail of time-to-first-token.
+* **Waiting for KV room**: sequences are admitted while their KV fits (the engine's
+  kv_fraction of the memory left); in a steady closed loop every other request queues behind
+  C − n others, n served per generation (Little's law); static batches wait whole rounds.
 * **Energy** = power × devices × wall time ÷ the work done in it: per request, the devices'
   energy over one generation of the batch ÷ the batch; per output token, that ÷ new tokens
   (= power × devices ÷ token throughput, so the prefills interleaved into decode steps count).

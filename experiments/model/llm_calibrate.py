@@ -130,7 +130,8 @@ def _check(r: dict, where: str, sources: dict, path: str) -> None:
 def engine(params: dict, vendors: list[str]) -> dict:
     """The serve() keys of calibrated engine figures, per state's accelerator vendor."""
     f = np.array([params.get("amd_factor", 1.0) if v == "amd" else 1.0 for v in vendors])
-    return {"eff_compute": np.minimum(params["compute"] * f, 1.0), "eff_bandwidth": np.minimum(params["bandwidth"] * f, 1.0),
+    return {"eff_compute": np.minimum(params["compute"] * f, 1.0),
+            "eff_bandwidth": np.minimum(params["bandwidth"] * f, 1.0),
             "eff_kv": np.minimum(params.get("kv_bandwidth", params["bandwidth"]) * f, 1.0),
             "step_overhead": params.get("step_overhead", 0.0), "seq_overhead": params.get("seq_overhead", 0.0),
             "queue_factor": params.get("queue_factor", 1.0)}
@@ -180,7 +181,8 @@ def _evaluate(prepared: list[tuple], n_records: int, params: dict) -> np.ndarray
     for idx, cfg, s, vendors, metrics, scale in prepared:
         m = llm.serve(cfg, {**s, **engine(params, vendors)})
         shape = (len(idx),)
-        values = {"token_throughput": m["token_throughput"], "token_throughput_per_device": m["token_throughput"] / s["count"],
+        values = {"token_throughput": m["token_throughput"],
+                  "token_throughput_per_device": m["token_throughput"] / s["count"],
                   "ttft": m["ttft"] + m["wait"] * m["wait_fraction"], "tpot": m["tpot"],
                   "latency": np.maximum(m["slots"], 1.0) / m["throughput"]}
         table = {k: np.broadcast_to(v, shape) for k, v in values.items()}
@@ -418,6 +420,9 @@ def run(home: Path, extra: Path | None = None) -> dict:
     return cal
 
 
+DOUBLE = "<http://www.w3.org/2001/XMLSchema#double>"
+
+
 def _lit(x) -> str:
     return json.dumps(str(x), ensure_ascii=False)
 
@@ -440,14 +445,14 @@ def turtle(doc: dict, cal: dict) -> tuple[str, str]:
             f"    luma:deviceCount {int(r['count'])} ; luma:precision {_lit(r['precision'])} ; "
             f"luma:scenario {_lit(r['scenario'])} ; luma:concurrency {int(r['concurrency'])} ;\n"
             f"    luma:promptTokens {int(r['context'])} ; luma:newTokens {int(r['new_tokens'])} ; "
-            f"luma:metric {_lit(r['metric'])} ; qudt:numericValue \"{float(r['value'])!r}\"^^<http://www.w3.org/2001/XMLSchema#double> ;\n"
+            f"luma:metric {_lit(r['metric'])} ; qudt:numericValue \"{float(r['value'])!r}\"^^{DOUBLE} ;\n"
             f"    luma:unitText {_lit(r['unit'])} ; luma:calibrationSet {_lit(r['set'])} .")
     errs = [head, f'<{root}/model> a luma:ModelCalibration ; rdfs:label "LLM serving model fitted to published measurements" .']
     fields = (("median", "heldOutMedianRelativeError"), ("p90", "heldOutP90RelativeError"),
               ("max", "heldOutMaxRelativeError"), ("bias", "heldOutMedianSignedError"))
     for metric, e in sorted(cal["errors"]["held-out"].items()):
-        props = [f'luma:contractName "llm-serving"', f"luma:metric {_lit(metric)}", f"luma:trials {int(e['n'])}"]
-        props += [f'luma:{p} "{float(e[k]):.6g}"^^<http://www.w3.org/2001/XMLSchema#double>' for k, p in fields]
+        props = ['luma:contractName "llm-serving"', f"luma:metric {_lit(metric)}", f"luma:trials {int(e['n'])}"]
+        props += [f'luma:{p} "{float(e[k]):.6g}"^^{DOUBLE}' for k, p in fields]
         errs.append(f"<{root}/model/{metric}> a luma:ModelError ;\n    " + " ;\n    ".join(props) + " .")
     return "\n".join(lines) + "\n", "\n".join(errs) + "\n"
 
