@@ -39,10 +39,15 @@ def _contract(ref: str):
 
 
 def _calibration():
-    from luma.experiments.model import calibrate
+    """This host's calibration, with the project's own LLM calibration when it has one."""
+    from luma.experiments.model import calibrate, llm_calibrate
     from luma.settings import Settings
 
-    return calibrate.load(Settings.from_env().home)
+    home = Settings.from_env().home
+    cal = calibrate.load(home) or {}
+    if llm_calibrate.path(home).is_file():
+        cal = {**cal, "llm": llm_calibrate.current(home)}
+    return cal or None
 
 
 def _fmt(value, unit: str) -> str:
@@ -94,7 +99,8 @@ def predict_cmd(contract_ref, state_text, llm_ref, space_ref, fmt) -> None:
                                  ("energy_per_token", "J")) if k in f]
     click.echo("p50 figures: " + ", ".join(f"{k} {_fmt(f[k], u)}" for k, u in shown))
     errs = ", ".join(f"{k} {v:.0%}" for k, v in p.errors.items())
-    click.echo(f"evidence: {p.evidence_class}" + (f"; calibrated error (held out, max): {errs}" if errs else ""))
+    which = "held-out published measurements, p90" if p.error_detail else "held out, max"
+    click.echo(f"evidence: {p.evidence_class}" + (f"; calibrated error ({which}): {errs}" if errs else ""))
     for note in p.notes:
         click.echo(f"note: {note}")
 
@@ -153,6 +159,9 @@ def explore_cmd(contract_ref, space_ref, plot_path, propose, fmt) -> None:
                    "enforces them): a deployment needs the level plus the runtime's footprint")
     click.echo(f"{out['states']:,} states in {out['seconds']:.3f} s: {out['states_per_second']:,} states/s; "
                f"{out['pass_states']:,} predicted PASS" + (f"; plot: {out['plot']}" if plot_path else ""))
+    for key in ("error_basis", "error_summary", "error_note"):
+        if out.get(key):
+            click.echo(f"{'projected: ' if key == 'error_basis' else ''}{out[key]}")
 
 
 _SHORT = {"accelerator_type": "", "precision": "", "variant": "", "accelerator_count": "x", "concurrency": "conc=",
@@ -173,10 +182,23 @@ def _state(state: dict | None) -> str:
               help="Rounds of the design (each point's figures are the median of its rounds).")
 @click.option("--record/--no-record", default=True, show_default=True,
               help="Ingest the error figures into the KB (evidence class simulated).")
+@click.option("--llm", "llm_mode", is_flag=True,
+              help="Calibrate the LLM serving model on published measurements instead (no trials run here).")
+@click.option("--published", type=click.Path(exists=True, dir_okay=False),
+              help="With --llm: a file of your own published figures (the format of "
+                   "experiments/model/published/llm-serving.json) to add.")
 @format_option(choices=("table", "json"))
-def calibrate_cmd(contract_refs, repeats, record, fmt) -> None:
+def calibrate_cmd(contract_refs, repeats, record, llm_mode, published, fmt) -> None:
     """Measure a short design of trials per contract (default: every shipped contract), fit the
-    model's efficiency figures, and report its error per metric."""
+    model's efficiency figures, and report its error per metric. With --llm: fit the LLM serving
+    model to published measurements and report its error on the held-out ones."""
+    if llm_mode or published:
+        if contract_refs:
+            raise click.UsageError("--llm calibrates on published measurements; it takes no CONTRACT")
+        from luma.cli.model_llm import calibrate_llm
+
+        calibrate_llm(published, record, fmt)
+        return
     import numpy as np
     from rich.console import Console
 

@@ -358,7 +358,8 @@ def _machine(w: nq.QuadWriter, rec: MachineRecord, meta: LedgerMeta, dims: dict[
     for text in rec.notes:
         w.add(m, LUMA + "note", nq.string(text))
     qualifiers = {"compute": "precision", "memory capacity": "memoryTier", "memory bandwidth": "memoryTier",
-                  "interconnect bandwidth": "linkName", "interconnect latency": "linkName"}
+                  "interconnect bandwidth": "linkName", "interconnect latency": "linkName",
+                  "interconnect links": "linkName"}
     for i, row in enumerate(rec.figures()):
         f = f"{m}/figure/{i}"
         section = row["section"]

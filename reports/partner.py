@@ -107,11 +107,20 @@ def build(ev: dict, record) -> Report:
     """The report of one evaluation (`Evaluation.as_dict()`) of `record`."""
     require()
     rec = ev["record"]
+    err = ev.get("model_error") or {}
+    held = err.get("held_out") or {}
+    error_rows = [[metric, str(e["n"]), f"{e['median']:.0%}", f"{e['p90']:.0%}", f"{e['max']:.0%}", f"{e['bias']:+.0%}"]
+                  for metric, e in held.items()]
     evidence = Section("evidence", "Evidence", [
         "Every figure of the frontier and the matrix is **projected**: the analytical model run on datasheet "
-        "figures, assumed efficiencies and the partner's stated figures. The record itself is a **"
-        f"{rec['evidence_class']}**. Neither qualifies anything: run the matrix with `luma sprint run`.",
-        *[f"Note: {n}" for n in ev["notes"]]])
+        "figures, engine figures fitted to published measurements and the partner's stated figures. The record "
+        f"itself is a **{rec['evidence_class']}**. Neither qualifies anything: run the matrix with `luma sprint run`.",
+        *([f"The model's own error, measured on published measurements its fit did not use, is below "
+           f"({err.get('basis', '')}); the partner's figures add theirs."] if held else []),
+        *[f"Note: {n}" for n in ev["notes"]]],
+        [Table("table-model-error", ["metric", "held-out n", "median", "p90", "max", "bias"], error_rows,
+               "Model error on held-out published measurements (relative; bias: median signed, + = the model "
+               "predicts more)")] if error_rows else [])
     return Report(
         "partner", f"Partner Evaluation Report — {rec['partner']}/{rec['name']} {rec['version']}",
         f"contract {ev['contract']} · {ev['model']} · {_state(ev['state'])}",

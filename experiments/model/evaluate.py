@@ -12,11 +12,14 @@ from __future__ import annotations
 import numpy as np
 
 from luma.errors import ConfigError
-from luma.experiments.model import hardware, judge, llm, services
+from luma.experiments.model import hardware, judge, llm, llm_calibrate, services
 from luma.experiments.model.space import Axis, Space
 
-#: Accelerator efficiencies assumed without measurements (share of the datasheet figure).
-LLM_EFFICIENCY = {"compute": 0.6, "bandwidth": 0.8, "interconnect": 0.7, "runtime_memory": "2 GiB"}
+#: Accelerator figures a datasheet does not give. compute and bandwidth are fallbacks only: the
+#: calibration on published measurements (llm_calibrate.py) replaces them. The link's: NCCL's
+#: ring all-reduce reaches a bus bandwidth of 365-370 GB/s on 8 x H100, about 80 % of NVLink's
+#: 450 GB/s each way (https://github.com/NVIDIA/nccl/issues/1455).
+LLM_EFFICIENCY = {"compute": 0.6, "bandwidth": 0.8, "interconnect": 0.8, "runtime_memory": "2 GiB"}
 #: Reference precisions: quality 1.0 by definition unless a space says otherwise.
 REFERENCE = ("fp32", "tf32", "fp16", "bf16")
 
@@ -41,6 +44,8 @@ class Evaluator:
             self._setup_service()
         self.errors = (self.calibration.get("errors_by_metric") or {}).get(
             "llm" if space.is_llm else contract.service) or {}
+        if space.is_llm and not self.errors:
+            self.errors = dict(self.llm_cal.get("errors_by_metric") or {})
         self.evidence_class = "projected" if space.is_llm else "simulated"
 
     # -- set-up ----------------------------------------------------------------------------
@@ -66,7 +71,8 @@ class Evaluator:
         self.precisions = precisions
         fig = [[hardware.figures(m, p) for p in precisions] for m in self.accels]
         self.tab = {k: np.array([[f[k] if f[k] is not None else np.nan for f in row] for row in fig], dtype=np.float64)
-                    for k in ("flops", "capacity", "bandwidth", "interconnect", "link_latency", "power")}
+                    for k in ("flops", "capacity", "bandwidth", "interconnect", "links", "topology", "link_latency",
+                              "power")}
         prices = [sp.cost.get(m.name, hardware.price(m)) for m in self.accels]
         currency = hardware.prices_currency(sp, self.accels)
         if all(p is not None for p in prices):
@@ -75,8 +81,21 @@ class Evaluator:
         else:
             self.price, self.cost_unit = self.tab["power"][:, 0] / 1000.0, "kW (no price for every accelerator)"
             self.cost_source = "the machines' power figures (no price for every accelerator)"
+        # Engine figures fitted to published measurements (the project's own calibration, else
+        # the shipped one); a space's [efficiency] overrides them, and then the stated error no
+        # longer describes the figures used.
+        own = self.calibration.get("llm")
+        self.llm_cal = own if isinstance(own, dict) and "fitted" in own else llm_calibrate.shipped()
+        fitted = self.llm_cal["fitted"]
+        self.overridden = sorted(set(sp.efficiency) & {"compute", "bandwidth"})
         eff = {**LLM_EFFICIENCY, **sp.efficiency}
         self.eff = {k: float(eff[k]) for k in ("compute", "bandwidth", "interconnect")}
+        vendors = [str(getattr(getattr(m, "architecture", None), "vendor", "") or "").lower() for m in self.accels]
+        self.engine = llm_calibrate.engine(fitted, vendors)
+        for key, name in (("eff_compute", "compute"), ("eff_bandwidth", "bandwidth"), ("eff_kv", "bandwidth")):
+            if name in sp.efficiency:
+                self.engine[key] = np.full(len(self.accels), self.eff[name])
+        self.kv_fraction = float(self.llm_cal.get("fixed", {}).get("kv_fraction", 1.0))
         self.runtime_bytes = hardware.quantity(eff["runtime_memory"], "bytes", "efficiency.runtime_memory",
                                                allow_zero=True)
         q = [sp.quality.get(p, 1.0 if p in REFERENCE else np.nan) for p in precisions]
@@ -144,13 +163,17 @@ class Evaluator:
         s = {"weight_bytes": wprec, "kv_bytes": kvb, "flops": np.nan_to_num(flops, nan=1.0),
              "capacity": self.values(idx, "hbm_capacity", self.tab["capacity"][a, p]),
              "bandwidth": self.values(idx, "memory_bandwidth", self.tab["bandwidth"][a, p]),
+             # An `interconnect` axis level is what one device sends each way, through a switch.
              "interconnect": self.values(idx, "interconnect", self.tab["interconnect"][a, p]),
+             "links": self.tab["links"][a, p] if "interconnect" not in idx else 1.0,
+             "topology": self.tab["topology"][a, p] if "interconnect" not in idx else 0.0,
              "link_latency": self.tab["link_latency"][a, p], "power": self.tab["power"][a, p],
              "count": cnt, "tp": tp, "pp": pp, "concurrency": C, "context": self._demand(idx, "context", 1024),
              "new_tokens": self._demand(idx, "max_new_tokens", 128),
              "max_batch": self.values(idx, "max_batch", C),
-             "eff_compute": self.eff["compute"], "eff_bandwidth": self.eff["bandwidth"],
-             "eff_link": self.eff["interconnect"], "runtime_bytes": self.runtime_bytes, "act_bytes": 2.0}
+             "eff_link": self.eff["interconnect"], "runtime_bytes": self.runtime_bytes, "act_bytes": 2.0,
+             "kv_fraction": self.kv_fraction,
+             **{k: (np.take(v, a) if np.ndim(v) else v) for k, v in self.engine.items()}}
         if self.effects is not None:
             self._apply(s)
         out = llm.serve(self.space.model, s)
@@ -158,7 +181,7 @@ class Evaluator:
         supported = supported & ~np.isnan(flops) & ((tp <= 1) | (s["interconnect"] > 0))
         latency = out["ttft"] + np.maximum(s["new_tokens"] - 1, 0) * out["tpot"]
         m = {**out, "latency": latency, "quality": np.take(self.quality, p), "memory_dimension": "hbm_capacity",
-             "slot_dimension": "hbm_capacity", "tail": {"latency": 1.2, "ttft": 1.2, "tpot": 1.2, **self._tail()},
+             "slot_dimension": "hbm_capacity", "tail": self._tail(),
              "supported": np.broadcast_to(supported, n),
              "terms": {**out["terms"], "latency": out["terms"]["tpot"]}}
         cost = np.broadcast_to(cnt * np.take(self.price, a), n)
@@ -178,7 +201,8 @@ class Evaluator:
                 s["kv_encode_rate"] = e.kv_encode_rate
 
     def _tail(self) -> dict:
-        return dict((self.calibration.get("llm") or {}).get("tail") or {})
+        """p95/p50 per metric from published median/p99 pairs (llm_calibrate.tails)."""
+        return {**llm_calibrate.shipped()["tail"], **(self.llm_cal.get("tail") or {})}
 
     def judge(self, m: dict) -> judge.Judgement:
         return judge.judge(self.checks, m, self.errors)

@@ -26,6 +26,17 @@ PRECISION_BYTES = {"fp32": 4.0, "tf32": 4.0, "fp16": 2.0, "bf16": 2.0, "fp8": 1.
 COMPUTE_PRECISION = {"fp32": "fp32", "tf32": "tf32", "fp16": "fp16", "bf16": "bf16", "fp8": "fp8",
                      "int8": "int8", "int4": "fp16"}
 
+#: How a node's devices reach each other over a link (Link.topology in kb/records/machine.py),
+#: as the code llm.serve takes: a switch (every link reaches every peer), a mesh (one direct link
+#: per peer), a ring (two neighbours).
+TOPOLOGY = {"switch": 0.0, "mesh": 1.0, "ring": 2.0}
+#: One synchronisation step between devices when a record states no link latency. A small
+#: all-reduce on a switch or mesh takes two such steps (reduce-scatter, then all-gather) whatever
+#: the device count: measured 3.7 / 4.8 / 5.9 us at tp 2 / 4 / 8 on H100 NVLink for 512 B
+#: (custom all-reduce, https://github.com/sgl-project/sglang/pull/2904) and ~6 us at tp 2
+#: with NCCL NVLS (https://github.com/NVIDIA/nccl/issues/1259).
+STEP_LATENCY_S = 2.5e-6
+
 #: What each kind of quantity normalises to, and the words an error uses for it.
 KINDS = {
     "bytes": ("byte", "a memory capacity in bytes (e.g. '80 GB', '512 MiB')"),
@@ -125,8 +136,10 @@ class Machine:
     bandwidth: dict[str, float]  # tier -> bytes/s per device
     power_w: float = 0.0
     count: int = 1
-    interconnect: float = 0.0  # bytes/s per device (0: no link, tensor parallelism impossible)
-    link_latency_s: float = 5e-6
+    interconnect: float = 0.0  # bytes/s of one link in one direction (0: no link, no tensor parallelism)
+    link_latency_s: float = STEP_LATENCY_S  # one synchronisation step
+    links: int = 1
+    topology: str = "switch"
     price_per_hour: float | None = None
     evidence_class: str = "vendor-claim"
     kind: str = "gpu"
@@ -159,7 +172,10 @@ def _tier(table: dict, tier: str, name: str) -> float:
 def machine_from_spec(name: str, spec: dict, field: str) -> Machine:
     """A machine declared in a space file:
     `{flops = {fp16 = "989 TFLOP/s"}, memory = {hbm = "80 GB"}, bandwidth = {hbm = "3.35 TB/s"},
-    interconnect = "450 GB/s", link_latency = "5 us", power = "700 W", price = 2.5}`."""
+    interconnect = "450 GB/s", link_latency = "2.5 us", power = "700 W", price = 2.5}`.
+    `interconnect` is what one device sends in one direction through a switch; or a table in the
+    machine records' convention: `{bandwidth = "25 GB/s", links = 18, topology = "switch"}` (one
+    link, one direction)."""
     known = {"flops", "memory", "bandwidth", "interconnect", "link_latency", "power", "price", "kind"}
     unknown = sorted(set(spec) - known)
     if unknown:
@@ -173,18 +189,33 @@ def machine_from_spec(name: str, spec: dict, field: str) -> Machine:
     price = spec.get("price")
     if price is not None and (isinstance(price, bool) or not isinstance(price, (int, float)) or price < 0):
         raise ConfigError(f"price must be a number >= 0 (per accelerator-hour), not {price!r}", field=f"{field}.price")
+    link, links, topology = _link_spec(spec.get("interconnect", "0 B/s"), f"{field}.interconnect")
     return Machine(
         name=name,
         flops={p: quantity(v, "flop/s", f"{field}.flops.{p}") for p, v in spec["flops"].items()},
         capacity={t: quantity(v, "bytes", f"{field}.memory.{t}") for t, v in spec["memory"].items()},
         bandwidth={t: quantity(v, "bytes/s", f"{field}.bandwidth.{t}") for t, v in spec["bandwidth"].items()},
         power_w=quantity(spec.get("power", "0 W"), "watt", f"{field}.power", allow_zero=True),
-        interconnect=quantity(spec.get("interconnect", "0 B/s"), "bytes/s", f"{field}.interconnect",
-                              allow_bits=True, allow_zero=True),
-        link_latency_s=quantity(spec.get("link_latency", "5 us"), "second", f"{field}.link_latency", allow_zero=True),
+        interconnect=link, links=links, topology=topology,
+        link_latency_s=quantity(spec.get("link_latency", f"{STEP_LATENCY_S * 1e6:g} us"), "second",
+                                f"{field}.link_latency", allow_zero=True),
         price_per_hour=None if price is None else float(price), evidence_class="projected",
         kind=str(spec.get("kind", "accelerator")),
     )
+
+
+def _link_spec(value, field: str) -> tuple[float, int, str]:
+    """(bytes/s of one link one way, links, topology) of a space file's `interconnect`."""
+    if not isinstance(value, dict) or set(value) <= {"value", "unit"}:
+        return quantity(value, "bytes/s", field, allow_bits=True, allow_zero=True), 1, "switch"
+    unknown = sorted(set(value) - {"bandwidth", "links", "topology"})
+    if unknown:
+        raise ConfigError(f"unknown key {unknown[0]!r} (known: bandwidth, links, topology)", field=f"{field}.{unknown[0]}")
+    topology = value.get("topology", "switch")
+    if topology not in TOPOLOGY:
+        raise ConfigError(f"unknown topology {topology!r} (known: {', '.join(TOPOLOGY)})", field=f"{field}.topology")
+    return (quantity(value.get("bandwidth"), "bytes/s", f"{field}.bandwidth", allow_bits=True, allow_zero=True),
+            count(value.get("links", 1), f"{field}.links"), topology)
 
 
 def load(name: str, declared: dict[str, Machine] | None = None) -> MachineLike:
@@ -215,22 +246,25 @@ def figures(machine: MachineLike, precision: str) -> dict:
         flops = machine.compute_flops(COMPUTE_PRECISION.get(precision, precision))
     except (LumaError, KeyError, ValueError):
         flops = float("nan")
-    link, latency = _link(machine)
+    link, links, topology, latency = _link(machine)
     return {"flops": flops, "capacity": machine.memory_capacity(tier), "bandwidth": machine.memory_bandwidth(tier),
-            "interconnect": link, "link_latency": latency, "power": float(machine.power_w or 0.0),
-            "price": price(machine)}
+            "interconnect": link, "links": float(links), "topology": TOPOLOGY[topology], "link_latency": latency,
+            "power": float(machine.power_w or 0.0), "price": price(machine)}
 
 
-def _link(machine) -> tuple[float, float]:
-    """(bytes/s, seconds) of the machine's first (fastest listed) interconnect link."""
+def _link(machine) -> tuple[float, int, str, float]:
+    """(bytes/s of one link in one direction, links, topology, seconds per synchronisation step)
+    of the machine's first (fastest listed) interconnect."""
     link = getattr(machine, "interconnect", 0.0)
     if isinstance(link, (int, float)):
-        return float(link), float(getattr(machine, "link_latency_s", 5e-6))
-    links = list(link or [])
-    if not links:
-        return 0.0, 5e-6
-    first = links[0]
-    return float(first.bandwidth.si), float(first.latency.si) if getattr(first, "latency", None) else 5e-6
+        return (float(link), int(getattr(machine, "links", 1)), getattr(machine, "topology", "switch"),
+                float(getattr(machine, "link_latency_s", STEP_LATENCY_S)))
+    listed = list(link or [])
+    if not listed:
+        return 0.0, 1, "switch", STEP_LATENCY_S
+    first = listed[0]
+    latency = float(first.latency.si) if getattr(first, "latency", None) else STEP_LATENCY_S
+    return float(first.bandwidth.si), int(first.links), str(first.topology), latency
 
 
 def price(machine) -> float | None:

@@ -34,7 +34,7 @@ import numpy as np
 
 from luma.errors import ConfigError
 from luma.experiments.model import effects as effects_mod
-from luma.experiments.model import simulate, space
+from luma.experiments.model import llm_calibrate, simulate, space
 from luma.experiments.model.evaluate import Evaluator
 from luma.experiments.model.predict import Prediction, predict
 
@@ -75,6 +75,9 @@ class Evaluation:
     evidence_class: str = "projected"
     cost_source: str = ""  # where the prices come from (a space's cost_source: "illustrative ...")
     notes: list[str] = field(default_factory=list)
+    #: the model's error on held-out published measurements (llm_calibrate): per metric n,
+    #: median, p90, max, bias, and where the engine figures come from
+    model_error: dict = field(default_factory=dict)
 
     def as_dict(self) -> dict:
         return _clean(asdict(self))
@@ -181,8 +184,8 @@ def evaluate(record, contract, state_text: str | None, *, llm_ref: str | None = 
     if "accelerator_type" not in state.axes:
         raise ConfigError("the state needs an accelerator_type (e.g. --state accelerator_type=NAME,accelerator_count=4)",
                           field="--state accelerator_type")
-    priced = Evaluator(contract, state, calibration)
-    cost_unit, cost_source = priced.cost_unit, priced.cost_source
+    ev0 = Evaluator(contract, state, calibration)
+    cost_unit, cost_source = ev0.cost_unit, ev0.cost_source
     counts = ([str(int(v)) for v in base.axes["accelerator_count"].values] if base and "accelerator_count" in base.axes
               else [str(c) for c in COUNTS])
     count_now = state.axes.get("accelerator_count")
@@ -232,11 +235,17 @@ def evaluate(record, contract, state_text: str | None, *, llm_ref: str | None = 
     notes = list(eff.notes)
     if "tp" in state.axes:
         notes.append("tp is left to follow the accelerator count while counts are swept")
-    notes.append("projected from datasheet figures, assumed efficiencies and the partner's stated figures; "
-                 "a PEX sprint on the matrix qualifies it")
+    notes.append("projected from datasheet figures, engine figures fitted to published measurements and the "
+                 "partner's stated figures; a PEX sprint on the matrix qualifies it")
+    notes.append("model " + llm_calibrate.summary_line(ev0.llm_cal) + " (the partner's figures add their own error)")
+    if ev0.overridden:
+        notes.append(f"the space's [efficiency] sets {', '.join(ev0.overridden)}: the stated error was measured with "
+                     "the fitted figures, not these")
+    error = {"basis": llm_calibrate.basis(ev0.llm_cal), "held_out": ev0.llm_cal.get("errors", {}).get("held-out", {}),
+             "p90": dict(ev0.errors)}
     return Evaluation(rec, contract.name, state.model.name, {n: a.labels[0] for n, a in state.axes.items()},
                       verdict, reasons, before, after, changes, eff.as_dict(), matrix, cost_unit, notes=notes,
-                      cost_source=cost_source)
+                      cost_source=cost_source, model_error=error)
 
 
 def _num(x: float) -> str:

@@ -9,6 +9,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from luma.experiments.model import judge as judge_mod
+from luma.experiments.model import llm_calibrate
 from luma.experiments.model.evaluate import Evaluator, figures_row
 from luma.experiments.model.space import Space
 
@@ -31,6 +32,9 @@ class Prediction:
     calibrated: bool
     errors: dict = field(default_factory=dict)  # the model's calibrated relative error per metric
     notes: list[str] = field(default_factory=list)
+    #: LLM projections: the error per metric on held-out published measurements (n, median, p90,
+    #: max, bias) -- `errors` holds the p90 the verdict margins are widened by
+    error_detail: dict = field(default_factory=dict)
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -64,15 +68,24 @@ def predict(contract, state: Space, calibration: dict | None = None, effects=Non
     notes = []
     if not bool(np.broadcast_to(m["supported"], (1,))[0]):
         notes.append("the machine cannot run this state (no figure for the precision, or tp x pp != count)")
-    if not _calibrated(ev):
-        notes.append("uncalibrated: default efficiency figures (run `luma model calibrate`)" if not state.is_llm else
-                     "projected from datasheet figures and assumed efficiencies (space [efficiency])")
+    detail = {}
+    if state.is_llm:
+        notes.append("projected: " + llm_calibrate.basis(ev.llm_cal))
+        notes.append(llm_calibrate.summary_line(ev.llm_cal))
+        if ev.overridden:
+            notes.append(f"the space's [efficiency] sets {', '.join(ev.overridden)}: the stated error was measured "
+                         "with the fitted figures, not these")
+        detail = dict(ev.llm_cal.get("errors", {}).get("held-out", {}))
+    elif not _calibrated(ev):
+        notes.append("uncalibrated: default efficiency figures (run `luma model calibrate`)")
     verdict = "PASS" if passed else ("UNKNOWN" if unknown and rows[0]["verdict"] == "PASS" and
                                      all(r["verdict"] != "FAIL" for r in rows) else "FAIL")
     resource = j.resource(0)
     return Prediction(contract.name, ev.label(0), verdict, rows, None if passed else resource, resource, fig,
-                      ev.evidence_class, _calibrated(ev), dict(ev.errors), notes)
+                      ev.evidence_class, _calibrated(ev), dict(ev.errors), notes, detail)
 
 
 def _calibrated(ev: Evaluator) -> bool:
-    return (not ev.space.is_llm) and ev.params.calibrated
+    """Services: fitted on this host; LLMs: fitted on published measurements, unless the space
+    overrides the fitted efficiencies."""
+    return not ev.overridden if ev.space.is_llm else ev.params.calibrated

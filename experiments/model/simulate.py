@@ -78,13 +78,26 @@ def explore(contract, space: Space, calibration: dict | None = None, *, chunk: i
     frontier = _frontier(ev, demand, dshape, best_idx)
     return {
         "contract": contract.name, "space": space.name, "model": space.model.name if space.model else contract.service,
-        "evidence_class": ev.evidence_class, "calibrated": bool(not space.is_llm and ev.params.calibrated),
-        "errors": ev.errors, "states": ev.size, "seconds": round(spent, 4),
+        "evidence_class": ev.evidence_class,
+        "calibrated": bool(not ev.overridden if space.is_llm else ev.params.calibrated),
+        "errors": ev.errors, **(_llm_error(ev) if space.is_llm else {}), "states": ev.size, "seconds": round(spent, 4),
         "states_per_second": round(ev.size / spent) if spent > 0 else None, "pass_states": passed_total,
         "cost_unit": ev.cost_unit, "cost_source": ev.cost_source, "demand_axes": demand, "frontier": frontier,
         "regions": _regions(ev, region, rshape, bind_counts, states_per_region, pass_per_region),
         "proposals": _proposals(ev, frontier, near_idx, near_val, propose),
     }
+
+
+def _llm_error(ev: Evaluator) -> dict:
+    """An LLM space's projection error on held-out published measurements, and its basis."""
+    from luma.experiments.model import llm_calibrate
+
+    out = {"error_detail": ev.llm_cal.get("errors", {}).get("held-out", {}),
+           "error_summary": llm_calibrate.summary_line(ev.llm_cal), "error_basis": llm_calibrate.basis(ev.llm_cal)}
+    if ev.overridden:
+        out["error_note"] = (f"the space's [efficiency] sets {', '.join(ev.overridden)}: the stated error was measured "
+                             "with the fitted figures, not these")
+    return out
 
 
 def _describe(ev: Evaluator, flat: np.ndarray) -> list[dict]:

@@ -117,12 +117,33 @@ class MemoryFigure(StrictModel):
         return self
 
 
+#: How the devices of a node reach each other over a device's links (see Link).
+Topology = Literal["switch", "mesh", "ring"]
+
+
 class Link(StrictModel):
-    """One interconnect (NVLink, PCIe, UPI, Infinity Fabric ...): bandwidth, optional latency."""
+    """One kind of interconnect link of a device (NVLink, PCIe, UPI, Infinity Fabric ...).
+
+    One convention for every vendor: `bandwidth` is ONE link in ONE direction; `links` is how many
+    such links the device has; `topology` is how a node's devices reach each other over them
+    (`switch`: every link reaches every peer through a switch, e.g. NVLink with NVSwitch; `mesh`:
+    one direct link to each peer, e.g. MI300X Infinity Fabric; `ring`: two neighbours). Sheets
+    quote other conventions -- NVIDIA the sum over all links and both directions (H100 "900
+    GB/s" = 18 links x 25 GB/s x 2 directions), AMD one link with both directions (MI300X "128
+    GB/s" = 64 GB/s each way) -- so `method` says how the figure was derived from the sheet's.
+    `latency` is one synchronisation step between two devices (small messages), when known."""
 
     name: Name
     bandwidth: Bandwidth
+    links: Count = 1
+    topology: Topology = "switch"
     latency: Latency | None = None
+    method: Name | None = None
+
+    @property
+    def device_bandwidth(self) -> float:
+        """Bytes/s one device sends in one direction over all its links of this kind."""
+        return self.bandwidth.si * self.links
 
 
 class Storage(StrictModel):
@@ -214,13 +235,18 @@ class MachineRecord(StrictModel):
         rows = [m for m in self.memory if m.tier == tier and m.bandwidth is not None]
         return _pick(self, rows, cores, f"{tier} memory bandwidth", lambda r: r.bandwidth.si).bandwidth.si
 
-    def interconnect_bandwidth(self, name: str | None = None) -> float:
-        """Bandwidth of the named link (or the first one) in bytes/s."""
+    def link(self, name: str | None = None) -> Link:
+        """The named interconnect (or the first one listed)."""
         rows = [x for x in self.interconnect if name is None or x.name == name]
         if not rows:
             have = ", ".join(x.name for x in self.interconnect) or "none"
             raise UnknownName(f"states no interconnect {name or ''} (links: {have})".replace("  ", " "), source=self.name)
-        return rows[0].bandwidth.si
+        return rows[0]
+
+    def interconnect_bandwidth(self, name: str | None = None) -> float:
+        """Bytes/s of ONE link of the named interconnect (or the first one) in ONE direction;
+        `link(name).device_bandwidth` is the device's total in one direction."""
+        return self.link(name).bandwidth.si
 
     @property
     def power_w(self) -> float | None:
@@ -263,7 +289,10 @@ class MachineRecord(StrictModel):
             if m.bandwidth:
                 add("memory bandwidth", m.tier, m.bandwidth, m.cores, m.method)
         for x in self.interconnect:
-            add("interconnect bandwidth", x.name, x.bandwidth)
+            add("interconnect bandwidth", x.name, x.bandwidth, method=x.method)
+            rows.append({"section": "interconnect links", "key": x.name, "cores": None, "dense": None,
+                         "value": x.links, "unit": "", "si": float(x.links), "si_unit": "dimensionless",
+                         "method": f"topology: {x.topology}"})
             if x.latency:
                 add("interconnect latency", x.name, x.latency)
         if self.storage:

@@ -37,7 +37,7 @@ def test_list_json_and_csv_show_the_catalog(luma_home):
     assert {r["name"] for r in rows} == set(catalog())
     h100 = next(r for r in rows if r["name"] == "nvidia-h100-sxm5-80gb")
     assert h100["evidence_class"] == "vendor-claim" and h100["where"] == "catalog"
-    assert h100["bf16_tflops"] == 989.5 and h100["memory_gb"] == 80 and h100["memory_bw_gbs"] == 3350
+    assert h100["bf16_tflops"] == 989.5 and h100["memory_gb"] == 85.5208 and h100["memory_bw_gbs"] == 3350
     table = list(csv.DictReader(io.StringIO(_run("machine", "list", "--format", "csv").stdout)))
     assert len(table) == len(rows) and "source" in table[0]
     assert "nvidia-h200-sxm-141gb" in _run("machine", "list").stdout

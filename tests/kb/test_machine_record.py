@@ -37,8 +37,8 @@ FULL = {
                 {"precision": "fp32", "throughput": {"value": 80, "unit": "GFLOP/s"}, "cores": 1, "method": "mm"}],
     "memory": [{"tier": "hbm", "capacity": {"value": 80, "unit": "GB"}, "bandwidth": {"value": 3.35, "unit": "TB/s"}},
                {"tier": "host", "capacity": {"value": 2, "unit": "TiB"}}],
-    "interconnect": [{"name": "NVLink", "bandwidth": {"value": 7200, "unit": "Gbit/s"},
-                      "latency": {"value": 2, "unit": "us"}}],
+    "interconnect": [{"name": "NVLink", "bandwidth": {"value": 200, "unit": "Gbit/s"}, "links": 18,
+                      "topology": "switch", "latency": {"value": 2, "unit": "us"}, "method": "sheet / 36"}],
     "storage": {"capacity": {"value": 30, "unit": "TB"}, "bandwidth": {"value": 25, "unit": "GB/s"}},
     "power": {"tdp": {"value": 700, "unit": "W"}},
     "price": {"value": 2.5, "unit": "USD/h"},
@@ -73,7 +73,8 @@ def test_full_record_gives_si_figures():
     assert m.memory_capacity("hbm") == pytest.approx(80e9)
     assert m.memory_capacity("host") == pytest.approx(2 * 2**40)
     assert m.memory_bandwidth("hbm") == pytest.approx(3.35e12)
-    assert m.interconnect_bandwidth("NVLink") == pytest.approx(900e9)  # 7200 Gbit/s = 900 GB/s
+    assert m.interconnect_bandwidth("NVLink") == pytest.approx(25e9)  # 200 Gbit/s = 25 GB/s, one link one way
+    assert m.link("NVLink").device_bandwidth == pytest.approx(450e9)  # x 18 links
     assert m.power_w == 700 and m.count == 8 and m.evidence_class == "vendor-claim" and m.name == "test-host"
     assert m.figure("memory_bandwidth", "hbm") == m.memory_bandwidth("hbm")
     assert m.price.currency == "USD"
@@ -211,7 +212,7 @@ def test_catalog_ships_vendor_claims_that_name_their_source():
         assert m.memory and m.power_w > 0
     h100 = load_machine("nvidia-h100-sxm5-80gb")
     assert h100.compute_flops("bf16") == pytest.approx(989.5e12)
-    assert h100.memory_capacity("hbm") == pytest.approx(80e9)
+    assert h100.memory_capacity("hbm") == 81_559 * 2**20  # as nvidia-smi reports it, not the sheet's 80 GB
     assert h100.memory_bandwidth("hbm") == pytest.approx(3.35e12)
 
 
@@ -243,7 +244,7 @@ def projected(doc: dict) -> list[tuple[str, str, str]]:
 def test_every_figure_node_carries_the_evidence_class():
     triples = projected(FULL)
     typed = {s for s, p, o in triples if p == str(RDF.type) and o == f"<{LUMA}MachineFigure>"}
-    assert len(typed) == len(validated(FULL).figures()) == 12
+    assert len(typed) == len(validated(FULL).figures()) == 13  # + the link count
     with_class = {s for s, p, o in triples if p == LUMA + "evidenceClass" and o == f"<{LUMA}VendorClaim>"}
     assert typed <= with_class
 

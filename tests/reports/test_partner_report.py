@@ -43,6 +43,7 @@ def test_the_report_has_every_section_table_and_the_plot(rendered):
                     "## Qualification plan: the frozen experiment matrix", "## Evidence"):
         assert heading in md
     assert "**Verdict: gain.**" in md and "(4.0 -> 2.0 accelerators)" in md
+    assert "Model error on held-out published measurements" in md  # the projection states its error
     for caption in ("What the partner states (vendor claim)", "Baseline vs intervention configurations",
                     "Accepted-service metrics", "Candidate boundary"):
         assert caption in md
