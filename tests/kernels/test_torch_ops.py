@@ -166,7 +166,7 @@ def test_fp16_bf16_fp64_levels_equal_the_reference(x, dtype, data):
 @pytest.mark.parametrize("dtype", EXACT_DTYPES)
 def test_fp16_bf16_fp64_agree_with_the_reference_on_a_million_values(dtype):
     """Short mantissas make exact half-step ties common: the float32 path put 82 (fp16) and 351
-    (bf16) of 10^6 values per channel one level off. These dtypes take the float64 path: 0."""
+    (bf16) of 10^6 values per channel one level off (as filed). These dtypes take the float64 path: 0."""
     x = torch.from_numpy(np.random.default_rng(0).standard_normal((1000, 1000))).to(dtype)
     x64 = x.double().numpy()
     q, _ = torch_ops.quantize_per_tensor(x)
