@@ -24,9 +24,8 @@ def _quantize_vectors(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     amax = x.abs().amax(dim=-1, keepdim=True).double()
     if not bool((amax <= RANGE_MAX).all()):
         raise TensorError(f"keys or values hold magnitudes beyond float32's range ({RANGE_MAX:.4g})", field="kv")
-    scale = (amax / QMAX).clamp(min=SCALE_MIN)
-    q = torch.clamp(torch.round(x.double() / scale), -QMAX, QMAX).to(torch.int8)
-    return q, scale.float()
+    scale = (amax / QMAX).clamp(min=SCALE_MIN).float()  # a normal float32: x / scale never divides by 0
+    return torch.clamp(torch.round(x.float() / scale), -QMAX, QMAX).to(torch.int8), scale
 
 
 class Int8KVCache:

@@ -108,21 +108,23 @@ class Int8Linear(nn.Module):
         where per-channel scales absorb them; the product is unchanged in exact arithmetic.
         A weight holding NaN, ±inf or values beyond float32's range is refused, naming `name`."""
         label = f"layer {name!r}" if name else f"Linear({linear.in_features}, {linear.out_features})"
-        w = linear.weight.detach().double()  # float64: the exact quantisation path
+        w = linear.weight.detach()
         _check_weight(w, label, "")
         smooth = None
         if act_amax is not None and mode == "dynamic":
-            w_amax = w.abs().amax(dim=0).clamp(min=1e-8) if w.numel() else torch.ones(w.shape[1], dtype=w.dtype)
-            smooth = (act_amax.double().clamp(min=1e-8) ** alpha / w_amax ** (1 - alpha)).clamp(min=1e-5, max=1e5)
+            w = w.float()
+            w_amax = w.abs().amax(dim=0).clamp(min=1e-8) if w.numel() else torch.ones(w.shape[1])
+            smooth = (act_amax.float().clamp(min=1e-8) ** alpha / w_amax ** (1 - alpha)).clamp(min=1e-5, max=1e5)
             w = w * smooth[None, :]
             _check_weight(w, label, " after smoothing")
+        # The exact path (float64 division block by block): the reference's levels, no float64 copy.
         if granularity == "per-channel":
-            q, scale = torch_ops.quantize_per_channel(w, 0, bits=bits)
+            q, scale = torch_ops.quantize_per_channel(w, 0, bits=bits, exact=True)
         else:
-            q, scale = torch_ops.quantize_per_tensor(w, bits=bits)
+            q, scale = torch_ops.quantize_per_tensor(w, bits=bits, exact=True)
         layer = cls(q, scale, linear.bias, mode, bits, backend, name)
         if smooth is not None:
-            layer.inv_smooth = (1.0 / smooth).float()
+            layer.inv_smooth = 1.0 / smooth
         return layer
 
     def weight_bytes(self) -> int:
@@ -219,14 +221,14 @@ class Int8Linear(nn.Module):
 def _check_weight(w: torch.Tensor, label: str, when: str) -> None:
     """Refuse a weight holding NaN, ±inf or values beyond float32 (it would silently zero or blow up
     an output channel's scale)."""
-    finite = torch.isfinite(w)
-    if not bool(finite.all()):
-        bad = int((~finite).sum())
-        raise TensorError(f"{label}: weight holds {bad} NaN or infinite value(s){when}; fix the model before "
-                          "quantising it", field="weight")
-    if w.numel() and float(w.abs().max()) > torch_ops.RANGE_MAX:
-        raise TensorError(f"{label}: weight holds values beyond float32's range{when} "
-                          f"(max |w| = {float(w.abs().max()):.4g})", field="weight")
+    amax = torch_ops.absmax(w)  # NaN or inf when w holds one
+    if not amax <= torch_ops.RANGE_MAX:
+        bad = int((~torch.isfinite(w)).sum())
+        if bad:
+            raise TensorError(f"{label}: weight holds {bad} NaN or infinite value(s){when}; fix the model before "
+                              "quantising it", field="weight")
+        raise TensorError(f"{label}: weight holds values beyond float32's range{when} (max |w| = {amax:.4g})",
+                          field="weight")
 
 
 def model_weight_bytes(model: nn.Module) -> int:

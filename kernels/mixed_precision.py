@@ -87,8 +87,8 @@ class _WeightBits:
             else:
                 key = (name, bits)
                 if key not in self.cache:
-                    # Exactly the levels and scales `Int8Linear.from_float` stores (float64 path).
-                    q, s = torch_ops.quantize_per_channel(self.orig[name].double(), 0, bits=bits)
+                    # Exactly the levels and scales `Int8Linear.from_float` stores (exact path).
+                    q, s = torch_ops.quantize_per_channel(self.orig[name], 0, bits=bits, exact=True)
                     self.cache[key] = torch_ops.dequantize(q, s, 0).to(self.orig[name].dtype)
                 mod.weight.data = self.cache[key]
         return self.model

@@ -118,13 +118,14 @@ def _front(x: torch.Tensor, axis: int) -> torch.Tensor:
 
 
 def quantize_into(x: torch.Tensor, scale: torch.Tensor | float, out: torch.Tensor, saturate: bool,
-                  tmp: torch.Tensor | None = None, bits: int = 8) -> torch.Tensor:
+                  tmp: torch.Tensor | None = None, bits: int = 8, exact: bool | None = None) -> torch.Tensor:
     """out = round(x / scale) as int8, block by block along the first dimension.
 
     `scale`: a float (per tensor) or a 1-d float64 tensor with one value per row of x (per
-    channel along dimension 0). float32 x multiplies by the float32 reciprocal; any other dtype
-    divides in float64 (the reference's arithmetic). `saturate` clamps to ±qmax (needed when the
-    scale was calibrated, not taken from this x).
+    channel along dimension 0). float32 x multiplies by the float32 reciprocal; any other dtype,
+    or `exact=True`, divides in float64 block by block (the reference's arithmetic, no float64
+    copy of x). `saturate` clamps to ±qmax (needed when the scale was calibrated, not taken from
+    this x).
     """
     if x.numel() == 0:
         return out
@@ -132,7 +133,7 @@ def quantize_into(x: torch.Tensor, scale: torch.Tensor | float, out: torch.Tenso
     rows = x.shape[0] if x.ndim else 1
     x2 = x.reshape(rows, x.numel() // rows)
     o2 = out.view(rows, -1)
-    fast = x.dtype == torch.float32
+    fast = x.dtype == torch.float32 if exact is None else not exact
     tmp_dtype = torch.float32 if fast else torch.float64
     per_row = max(1, BLOCK // max(x2.shape[1], 1))
     if tmp is None or tmp.numel() < per_row * x2.shape[1] or tmp.dtype != tmp_dtype:
@@ -164,11 +165,12 @@ def quantize_into(x: torch.Tensor, scale: torch.Tensor | float, out: torch.Tenso
 
 
 def quantize_per_tensor(x: torch.Tensor, scale: torch.Tensor | None = None, check: bool = True,
-                        out: torch.Tensor | None = None, bits: int = 8):
+                        out: torch.Tensor | None = None, bits: int = 8, exact: bool | None = None):
     """(int8 levels, float32 scale). With a given (calibrated) scale, values beyond it saturate.
 
     `check=False` skips the finiteness pass when a scale is given (the caller vouches for x);
-    without a scale, max|x| finds any NaN or Inf for free and they are always refused."""
+    without a scale, max|x| finds any NaN or Inf for free and they are always refused.
+    `exact=True` takes the float64 path (the reference's integers) whatever x's dtype."""
     if not torch.is_floating_point(x):
         raise TensorError(f"tensor must be a floating-point tensor, got {x.dtype}", field="tensor")
     x = x.detach().contiguous()
@@ -180,13 +182,13 @@ def quantize_per_tensor(x: torch.Tensor, scale: torch.Tensor | None = None, chec
         s, saturate = _given_scale(scale, bits), True
     if out is None:
         out = torch.empty(x.shape, dtype=torch.int8)
-    quantize_into(x, float(s), out, saturate=saturate, bits=bits)
+    quantize_into(x, float(s), out, saturate=saturate, bits=bits, exact=exact)
     return out, s.float()
 
 
 def quantize_per_channel(x: torch.Tensor, axis: int = 0, scale: torch.Tensor | None = None, check: bool = True,
-                         bits: int = 8):
-    """(int8 levels, float32 scales along `axis`)."""
+                         bits: int = 8, exact: bool | None = None):
+    """(int8 levels, float32 scales along `axis`); `exact` as in `quantize_per_tensor`."""
     if not torch.is_floating_point(x):
         raise TensorError(f"tensor must be a floating-point tensor, got {x.dtype}", field="tensor")
     axis = normalise_axis(axis, x.ndim)
@@ -201,7 +203,7 @@ def quantize_per_channel(x: torch.Tensor, axis: int = 0, scale: torch.Tensor | N
         if s.numel() != front.shape[0]:
             raise TensorError(f"{s.numel()} scales given for {front.shape[0]} channels", field="scale")
     q = torch.empty(front.shape, dtype=torch.int8)
-    quantize_into(front, s, q, saturate=saturate, bits=bits)
+    quantize_into(front, s, q, saturate=saturate, bits=bits, exact=exact)
     moved = list(x.movedim(axis, 0).shape)
     return q.reshape(moved).movedim(0, axis).contiguous(), s.float()
 

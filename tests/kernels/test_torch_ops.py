@@ -151,15 +151,17 @@ def test_float64_input_beyond_float32_range_is_refused(per_channel):
 
 
 @settings(deadline=None)
-@given(TENSORS, st.sampled_from(EXACT_DTYPES), st.data())
+@given(TENSORS, st.sampled_from([*EXACT_DTYPES, "float32 exact"]), st.data())
 def test_fp16_bf16_fp64_levels_equal_the_reference(x, dtype, data):
-    t = torch.from_numpy(x).to(dtype)
+    """Also float32 with exact=True, the path Int8Linear.from_float quantises weights on."""
+    exact = True if dtype == "float32 exact" else None
+    t = torch.from_numpy(x).to(torch.float32 if exact else dtype)
     ref_x = t.double().numpy()
-    q, _ = torch_ops.quantize_per_tensor(t)
+    q, _ = torch_ops.quantize_per_tensor(t, exact=exact)
     assert np.array_equal(q.numpy(), reference.quantize(ref_x).q)
     if x.ndim:
         axis = data.draw(st.integers(-x.ndim, x.ndim - 1))
-        qc, _ = torch_ops.quantize_per_channel(t, axis)
+        qc, _ = torch_ops.quantize_per_channel(t, axis, exact=exact)
         assert np.array_equal(qc.numpy(), reference.quantize(ref_x, 8, axis).q)
 
 
