@@ -142,6 +142,8 @@ def activation_step(x: torch.Tensor, backend: str) -> torch.Tensor:
     tensor for error bounds: int_mm quantises each row on its own (max|x_row| / 127), the
     engines the whole batch on one asymmetric 7-bit grid ((max - min) / 127)."""
     if backend == "int_mm":
-        return (x.abs().amax(dim=1, keepdim=True) / 127).clamp(min=SCALE_MIN) if x.shape[1] else x.new_zeros((len(x), 1))
+        if x.shape[1] == 0:
+            return x.new_zeros((len(x), 1))
+        return (x.abs().amax(dim=1, keepdim=True) / 127).clamp(min=SCALE_MIN)
     lo, hi = min(float(x.min()), 0.0), max(float(x.max()), 0.0)
     return torch.full((x.shape[0], 1), (hi - lo) / 127)

@@ -175,7 +175,8 @@ def quantize_per_tensor(x: torch.Tensor, scale: torch.Tensor | None = None, chec
         raise TensorError(f"tensor must be a floating-point tensor, got {x.dtype}", field="tensor")
     x = x.detach().contiguous()
     if scale is None:
-        s, saturate = scales_from_absmax(torch.tensor(absmax(x), dtype=torch.float64), bits, x), False  # |x| / s <= qmax
+        amax = torch.tensor(absmax(x), dtype=torch.float64)
+        s, saturate = scales_from_absmax(amax, bits, x), False  # |x| / s <= qmax: nothing to clamp
     else:
         if check:
             _check(x)

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import array_shapes, arrays
 
 from luma.errors import TensorError
-from luma.kernels.reference import RANGE_MAX, SCALE_MIN, error_metrics, fake_quantize, qmax, quantize
+from luma.kernels.reference import SCALE_MIN, error_metrics, fake_quantize, qmax, quantize
 
 FINITE = st.floats(min_value=-1e6, max_value=1e6, allow_nan=False, allow_infinity=False, allow_subnormal=False, width=64)
 TENSORS = arrays(np.float64, array_shapes(min_dims=1, max_dims=3, min_side=1, max_side=6), elements=FINITE)
