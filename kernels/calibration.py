@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from luma.errors import TensorError
-from luma.kernels.reference import absmax, check_bits, check_finite, normalise_axis, qmax
+from luma.kernels.reference import SCALE_MIN, absmax, check_bits, check_finite, normalise_axis, qmax
 
 METHODS = ("minmax", "percentile", "mse")
 #: Values kept per channel for percentile and MSE calibration (a uniform sample beyond that).
@@ -74,7 +74,7 @@ def _search(flat, bits, lo, hi, points, best, best_err):
 
 def _sq_error(flat: np.ndarray, clip: np.ndarray, bits: int) -> np.ndarray:
     m = qmax(bits)
-    scale = np.where(clip > 0, clip / m, 1.0)[:, None]
+    scale = np.maximum(clip / m, SCALE_MIN)[:, None]  # the reference's rule
     x_hat = np.clip(np.rint(flat / scale), -m, m) * scale
     return np.square(flat - x_hat).sum(axis=1)
 

@@ -1,14 +1,16 @@
 """Which int8 GEMM a dynamic `Int8Linear` runs on, chosen by measuring this machine.
 
 * ``int_mm``: `torch._int_mm` (int8 x int8 -> int32) and LUMA's own symmetric activation
-  quantisation and rescale: the exact reference pipeline. Fast where the hardware has int8 dot
+  quantisation (one scale per row) and rescale: the exact reference pipeline. Fast where the hardware has int8 dot
   products that PyTorch uses for it (CUDA; CPUs with AVX-512 VNNI / AVX-VNNI / AMX).
 * ``x86`` / ``fbgemm`` / ``onednn``: the prepacked int8 GEMM of PyTorch's quantized engine (what
   `quantize_dynamic` runs), fed LUMA's int8 weights unchanged. Its activations are quantized by
   the engine: uint8, asymmetric (min..max), per call, with 7 bits ("reduce range"). Without
   reduce range, AVX2's u8 x s8 pair sums overflow int16 and saturate: measured here, onednn's
   relative error against fp64 rose from 2.1e-2 to 1.1e-1 on a 512x512 layer. So the weight
-  integers are the reference's and the activation step is (max - min) / 127.
+  integers are the reference's and the activation step is (max - min) / 127 over the batch.
+  `Int8Linear` keeps rows holding NaN or ±inf out of the engine's batch (they are computed in
+  float), so they cannot move that grid for the other rows.
 
 On an AVX2-only CPU `torch._int_mm` has no fast kernel (measured here: 3.7 s for 256x4096x4096
 against 0.19 s in fp32), so `auto` picks an engine there: x86 for small products, onednn from
@@ -25,6 +27,7 @@ from functools import lru_cache
 import torch
 
 from luma.errors import TensorError
+from luma.kernels.reference import SCALE_MIN
 
 BACKENDS = ("auto", "int_mm", "x86", "fbgemm", "onednn")
 #: x86 dispatches to fbgemm or onednn by shape; measured here it was the fastest at M <= 16 and
@@ -134,13 +137,13 @@ def linear_dynamic(x2: torch.Tensor, packed, engine: str) -> torch.Tensor:
         return torch.ops.quantized.linear_dynamic(x2, packed, True)  # reduce range: see the module docstring
 
 
-def activation_step(x: torch.Tensor, backend: str) -> float:
-    """The activation quantisation step the backend uses for this input (for error bounds)."""
+def activation_step(x: torch.Tensor, backend: str) -> torch.Tensor:
+    """The activation quantisation step the backend uses for each row of x (M, K), as a (M, 1)
+    tensor for error bounds: int_mm quantises each row on its own (max|x_row| / 127), the
+    engines the whole batch on one asymmetric 7-bit grid ((max - min) / 127)."""
     if backend == "int_mm":
-        return torch_absmax(x) / 127
+        if x.shape[1] == 0:
+            return x.new_zeros((len(x), 1))
+        return (x.abs().amax(dim=1, keepdim=True) / 127).clamp(min=SCALE_MIN)
     lo, hi = min(float(x.min()), 0.0), max(float(x.max()), 0.0)
-    return (hi - lo) / 127
-
-
-def torch_absmax(x: torch.Tensor) -> float:
-    return float(x.abs().max()) if x.numel() else 0.0
+    return torch.full((x.shape[0], 1), (hi - lo) / 127)

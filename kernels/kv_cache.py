@@ -13,14 +13,18 @@ import math
 import torch
 
 from luma.errors import TensorError
+from luma.kernels.reference import RANGE_MAX, SCALE_MIN
 
 QMAX = 127
 
 
 def _quantize_vectors(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """Symmetric int8 per last-dimension vector: (levels, scales with a trailing 1)."""
-    amax = x.abs().amax(dim=-1, keepdim=True).float()
-    scale = torch.where(amax > 0, amax / QMAX, torch.ones_like(amax))
+    """Symmetric int8 per last-dimension vector: (levels, float32 scales with a trailing 1), the
+    reference's scale rule max(max|x| / 127, 2^-126), so tiny vectors never get a zero scale."""
+    amax = x.abs().amax(dim=-1, keepdim=True).double()
+    if not bool((amax <= RANGE_MAX).all()):
+        raise TensorError(f"keys or values hold magnitudes beyond float32's range ({RANGE_MAX:.4g})", field="kv")
+    scale = (amax / QMAX).clamp(min=SCALE_MIN).float()  # a normal float32: x / scale never divides by 0
     return torch.clamp(torch.round(x.float() / scale), -QMAX, QMAX).to(torch.int8), scale
 
 

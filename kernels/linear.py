@@ -16,6 +16,7 @@ accuracy of a lower bit width, not its memory (see `weight_bytes`, which counts 
 from __future__ import annotations
 
 import fnmatch
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
@@ -63,13 +64,24 @@ class QuantConfig:
 
 
 class Int8Linear(nn.Module):
-    """y = x Wᵀ + b with W stored as int8 levels and float32 scales."""
+    """y = x Wᵀ + b with W stored as int8 levels and float32 scales.
+
+    It computes in float32 and returns the input's dtype (float16 and bfloat16 models keep
+    working after `quantize_model`). Rows are independent: a row holding NaN or ±inf (or, from a
+    float64 input, values beyond float32's range) is computed in float against the dequantized
+    weight, so its output is non-finite where fp32's would be, and no other row changes. Empty
+    batches and zero-width layers give empty or bias-only outputs, as `nn.Linear` does.
+    """
 
     def __init__(self, q_weight: torch.Tensor, w_scale: torch.Tensor, bias: torch.Tensor | None,
-                 mode: str = "dynamic", bits: int = 8, backend: str = "auto"):
+                 mode: str = "dynamic", bits: int = 8, backend: str = "auto", name: str | None = None):
         super().__init__()
         self.out_features, self.in_features = q_weight.shape
-        self.mode, self.bits = mode, bits
+        self.mode, self.bits, self.name = mode, bits, name
+        if mode == "dynamic" and self.in_features > torch_ops.MAX_K:
+            raise TensorError(f"{self._label()}: {self.in_features:,} input features is too many for the dynamic int8 "
+                              f"mode (int32 sums overflow beyond {torch_ops.MAX_K:,}); use mode weight-only",
+                              field="in_features")
         self.backend = gemm_backend.resolve(backend) if mode == "dynamic" else "-"
         self._auto = backend == "auto"
         self._packed: dict[str, object] = {}  # engine -> its packed weight, made on first use
@@ -82,29 +94,35 @@ class Int8Linear(nn.Module):
         #: 1/s per input feature when the layer was smoothed (see `from_float`), else None
         self.register_buffer("inv_smooth", None)
 
+    def _label(self) -> str:
+        return f"layer {self.name!r}" if self.name else f"Linear({self.in_features}, {self.out_features})"
+
     @classmethod
     def from_float(cls, linear: nn.Linear, mode: str = "dynamic", granularity: str = "per-channel", bits: int = 8,
-                   backend: str = "auto", act_amax: torch.Tensor | None = None, alpha: float = 0.5):
-        """Quantize a float Linear. With `act_amax` (calibrated max|x| per input feature, dynamic
-        mode), the layer is smoothed first (SmoothQuant): x' = x / s and W' = W · s with
+                   backend: str = "auto", act_amax: torch.Tensor | None = None, alpha: float = 0.5,
+                   name: str | None = None):
+        """Quantize a float Linear (any float dtype; its levels are the reference's exactly).
+        With `act_amax` (calibrated max|x| per input feature, dynamic mode), the layer is
+        smoothed first (SmoothQuant): x' = x / s and W' = W · s with
         s_j = act_amax_j^α / max_i|W_ij|^(1-α), which moves activation outliers into the weights,
-        where per-channel scales absorb them; the product is unchanged in exact arithmetic."""
-        w = linear.weight.detach().float()
+        where per-channel scales absorb them; the product is unchanged in exact arithmetic.
+        A weight holding NaN, ±inf or values beyond float32's range is refused, naming `name`."""
+        label = f"layer {name!r}" if name else f"Linear({linear.in_features}, {linear.out_features})"
+        w = linear.weight.detach()
+        _check_weight(w, label, "")
         smooth = None
         if act_amax is not None and mode == "dynamic":
-            w_amax = w.abs().amax(dim=0).clamp(min=1e-8)
+            w = w.float()
+            w_amax = w.abs().amax(dim=0).clamp(min=1e-8) if w.numel() else torch.ones(w.shape[1])
             smooth = (act_amax.float().clamp(min=1e-8) ** alpha / w_amax ** (1 - alpha)).clamp(min=1e-5, max=1e5)
             w = w * smooth[None, :]
-        m = 2 ** (bits - 1) - 1
+            _check_weight(w, label, " after smoothing")
+        # The exact path (float64 division block by block): the reference's levels, no float64 copy.
         if granularity == "per-channel":
-            amax = w.abs().amax(dim=1)
-            scale = torch.where(amax > 0, amax / m, torch.ones_like(amax))
-            q = torch.clamp(torch.round(w / scale[:, None]), -m, m).to(torch.int8)
+            q, scale = torch_ops.quantize_per_channel(w, 0, bits=bits, exact=True)
         else:
-            amax = w.abs().amax()
-            scale = torch.where(amax > 0, amax / m, torch.ones_like(amax))
-            q = torch.clamp(torch.round(w / scale), -m, m).to(torch.int8)
-        layer = cls(q, scale, linear.bias, mode, bits, backend)
+            q, scale = torch_ops.quantize_per_tensor(w, bits=bits, exact=True)
+        layer = cls(q, scale, linear.bias, mode, bits, backend, name)
         if smooth is not None:
             layer.inv_smooth = 1.0 / smooth
         return layer
@@ -118,40 +136,68 @@ class Int8Linear(nn.Module):
         return self.q_weight.float() * s
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        shape = x.shape
-        x2 = x.reshape(-1, self.in_features)
+        if not torch.is_floating_point(x):
+            raise TensorError(f"{self._label()}: input must be a floating-point tensor, got {x.dtype}", field="input")
+        if x.ndim == 0 or x.shape[-1] != self.in_features:
+            raise TensorError(f"{self._label()}: input of shape {tuple(x.shape)} does not end in "
+                              f"{self.in_features} features", field="input")
+        shape, dtype = x.shape, x.dtype
+        x2 = x.reshape(math.prod(shape[:-1]), self.in_features)
         if self.inv_smooth is not None:
             x2 = x2 * self.inv_smooth
-        if self.mode == "weight-only":
+        if 0 in (x2.shape[0], self.in_features, self.out_features):
+            y = self._float_rows(x2)  # nothing to quantise: the float product is exact (zeros + bias)
+        elif self.mode == "weight-only":
             y = self._weight_only(x2)
         else:
             y = self._dynamic(x2)
-        return y.reshape(*shape[:-1], self.out_features)
+        return y.to(dtype).reshape(*shape[:-1], self.out_features)
+
+    def _float_rows(self, x2: torch.Tensor) -> torch.Tensor:
+        """The rows in float32 against the dequantized weight: fp32's semantics for NaN and ±inf."""
+        y = x2.float() @ self.dequantized_weight().t()
+        return y if self.bias is None else y.add_(self.bias)
 
     def _weight_only(self, x2: torch.Tensor) -> torch.Tensor:
         if self._per_channel_w and x2.dtype == torch.float32 and gemm_backend.weight_int8pack_is_fast():
             y = torch._weight_int8pack_mm(x2.contiguous(), self.q_weight, self.w_scale)
-        else:
-            y = x2.float() @ self.dequantized_weight().t()
-        return y if self.bias is None else y.add_(self.bias)
+            return y if self.bias is None else y.add_(self.bias)
+        return self._float_rows(x2)
 
     def _dynamic(self, x2: torch.Tensor) -> torch.Tensor:
         if self.backend != "int_mm":
-            engine = gemm_backend.engine_for(self.backend, x2.shape[0], self._auto)
-            packed = self._packed.get(engine)
-            if packed is None:
-                packed = self._packed[engine] = gemm_backend.prepack(self.q_weight, self.w_scale, self.bias, engine)
-            return gemm_backend.linear_dynamic(x2.float().contiguous(), packed, engine)
+            return self._engine(x2.float().contiguous())
         m = x2.shape[0]
         buf = self._activation_buffer(m)
-        _, s_x = torch_ops.quantize_per_tensor(x2, check=False, out=buf[:m])
+        # One scale per row: no row (a NaN, an Inf, an outlier) changes another row's levels.
+        _, s_x, bad = torch_ops.quantize_rows(x2, out=buf[:m])
         acc = torch_ops.int8_matmul(buf, self.q_weight_t)
         if buf.shape[0] != m:
             acc = acc[:m]
-        col = self.w_scale * s_x  # (N,) or scalar: one multiply per output element below
-        if self.bias is not None:
-            return torch.addcmul(self.bias, acc, col)
-        return acc * col
+        y = torch_ops.rescale(acc, s_x, self.w_scale, bias=self.bias)
+        if bad is not None:
+            y[bad] = self._float_rows(x2[bad])
+        return y
+
+    def _engine(self, xf: torch.Tensor) -> torch.Tensor:
+        """PyTorch's engine GEMM quantizes the whole batch with one (min, max): rows holding NaN or
+        ±inf are kept out of it (computed in float), so they cannot change the other rows."""
+        bad = torch_ops.non_finite_rows(xf)
+        if bad is None:
+            return self._engine_call(xf)
+        y = torch.empty((xf.shape[0], self.out_features), dtype=torch.float32)
+        good = ~bad
+        if bool(good.any()):
+            y[good] = self._engine_call(xf[good])
+        y[bad] = self._float_rows(xf[bad])
+        return y
+
+    def _engine_call(self, xf: torch.Tensor) -> torch.Tensor:
+        engine = gemm_backend.engine_for(self.backend, xf.shape[0], self._auto)
+        packed = self._packed.get(engine)
+        if packed is None:
+            packed = self._packed[engine] = gemm_backend.prepack(self.q_weight, self.w_scale, self.bias, engine)
+        return gemm_backend.linear_dynamic(xf, packed, engine)
 
     def _activation_buffer(self, m: int) -> torch.Tensor:
         """A reused int8 buffer for m rows of activations (fresh large allocations page-fault).
@@ -170,6 +216,19 @@ class Int8Linear(nn.Module):
         gran = "per-channel" if self._per_channel_w else "per-tensor"
         return (f"in={self.in_features}, out={self.out_features}, mode={self.mode}, {gran}, bits={self.bits}, "
                 f"backend={self.backend}")
+
+
+def _check_weight(w: torch.Tensor, label: str, when: str) -> None:
+    """Refuse a weight holding NaN, ±inf or values beyond float32 (it would silently zero or blow up
+    an output channel's scale)."""
+    amax = torch_ops.absmax(w)  # NaN or inf when w holds one
+    if not amax <= torch_ops.RANGE_MAX:
+        bad = int((~torch.isfinite(w)).sum())
+        if bad:
+            raise TensorError(f"{label}: weight holds {bad} NaN or infinite value(s){when}; fix the model before "
+                              "quantising it", field="weight")
+        raise TensorError(f"{label}: weight holds values beyond float32's range{when} (max |w| = {amax:.4g})",
+                          field="weight")
 
 
 def model_weight_bytes(model: nn.Module) -> int:
@@ -204,7 +263,8 @@ def quantize_model(model: nn.Module, config: QuantConfig | None = None,
     for module, child_name, child, full in targets:
         bits = config.layer_bits.get(full, config.bits)
         setattr(module, child_name, Int8Linear.from_float(child, config.mode, config.granularity, bits,
-                                                          config.backend, amax.get(full), config.smooth_alpha))
+                                                          config.backend, amax.get(full), config.smooth_alpha,
+                                                          name=full))
     return [full for *_, full in targets]
 
 

@@ -20,6 +20,8 @@ from pathlib import Path
 import torch
 from torch import nn
 
+from luma.kernels import torch_ops
+
 Score = Callable[[nn.Module], float]
 
 
@@ -85,11 +87,9 @@ class _WeightBits:
             else:
                 key = (name, bits)
                 if key not in self.cache:
-                    w = self.orig[name]
-                    m = 2 ** (bits - 1) - 1
-                    amax = w.abs().amax(dim=1, keepdim=True)
-                    scale = torch.where(amax > 0, amax / m, torch.ones_like(amax))
-                    self.cache[key] = torch.clamp(torch.round(w / scale), -m, m) * scale
+                    # Exactly the levels and scales `Int8Linear.from_float` stores (exact path).
+                    q, s = torch_ops.quantize_per_channel(self.orig[name], 0, bits=bits, exact=True)
+                    self.cache[key] = torch_ops.dequantize(q, s, 0).to(self.orig[name].dtype)
                 mod.weight.data = self.cache[key]
         return self.model
 

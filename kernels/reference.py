@@ -4,8 +4,17 @@
 
 per tensor (one scale) or per channel (one scale per index along `axis`), for 2 to 8 bits.
 `round` is round-half-to-even (NumPy's `rint`, like `torch.round`), so the fast paths can match
-the integers exactly. An all-zero tensor (or channel) gets scale 1: q = 0 and x̂ = 0 exactly, with
-no division by zero. A clip value (from calibration) replaces max|x|; values beyond it saturate.
+the integers exactly. A clip value (from calibration) replaces max|x|; values beyond it saturate.
+
+Scales are stored as float32 (`SCALE_BYTES`), so they are kept inside float32's normal range:
+
+    s = max(max|x| / qmax, SCALE_MIN),   SCALE_MIN = 2^-126 (float32's smallest normal, ~1.2e-38)
+
+An all-zero tensor (or channel) gets SCALE_MIN: q = 0 and x̂ = 0 exactly, with no division by
+zero. A tensor smaller than qmax · SCALE_MIN (~1.5e-36 at 8 bits) is quantised on that floor step
+(fewer than qmax levels, absolute error at most 2^-127), never on a scale float32 cannot hold. A
+zero clip is no exception: every non-zero value saturates to ±qmax · SCALE_MIN (~0). A max|x| or
+clip beyond float32's largest value (~3.4e38) is refused: the scale and x̂ would not fit.
 
 Everything else in `luma.kernels` is checked against this module.
 """
@@ -22,6 +31,10 @@ from luma.errors import TensorError
 MIN_BITS, MAX_BITS = 2, 8
 #: Bytes per stored scale (float32, as the fast paths keep them).
 SCALE_BYTES = 4
+#: Smallest scale: float32's smallest normal number (2^-126), so every scale is a normal float32.
+SCALE_MIN = float(np.finfo(np.float32).tiny)
+#: Largest max|x| or clip: float32's largest finite value (x̂ and the scale must fit in float32).
+RANGE_MAX = float(np.finfo(np.float32).max)
 
 
 def qmax(bits: int) -> int:
@@ -64,12 +77,16 @@ def absmax(x: np.ndarray, axis: int | None = None) -> np.ndarray:
     return np.abs(x).max(axis=others, keepdims=True, initial=0.0)
 
 
-def scales_for(amax: np.ndarray, bits: int) -> np.ndarray:
-    """s = amax / qmax, and 1 where amax is 0 (nothing to represent but zero)."""
+def scales_for(amax: np.ndarray, bits: int, field: str = "clip") -> np.ndarray:
+    """s = max(amax / qmax, SCALE_MIN): amax 0 (nothing to represent but zero) gets the floor."""
     amax = np.asarray(amax, dtype=np.float64)
     if (amax < 0).any() or not np.isfinite(amax).all():
-        raise TensorError("clip values must be finite and non-negative", field="clip")
-    return np.where(amax > 0, amax / qmax(bits), 1.0)
+        raise TensorError("clip values must be finite and non-negative", field=field)
+    if (amax > RANGE_MAX).any():
+        what = "max|x|" if field == "tensor" else "clip"
+        raise TensorError(f"{what} = {float(amax.max()):.4g} is beyond float32's range ({RANGE_MAX:.4g}); "
+                          "int8 scales and dequantised values are float32", field=field)
+    return np.maximum(amax / qmax(bits), SCALE_MIN)
 
 
 @dataclass(frozen=True)
@@ -95,14 +112,15 @@ def quantize(x, bits: int = 8, axis: int | None = None, clip=None) -> Quantized:
     arr = check_finite(x)
     ax = normalise_axis(axis, arr.ndim)
     if clip is None:
-        amax = absmax(arr, ax)
+        amax, field = absmax(arr, ax), "tensor"
     else:
+        field = "clip"
         amax = np.asarray(clip, dtype=np.float64)
         if ax is not None and amax.ndim == 1:
             shape = [1] * arr.ndim
             shape[ax] = -1
             amax = amax.reshape(shape)
-    scale = scales_for(amax, bits)
+    scale = scales_for(amax, bits, field)
     m = qmax(bits)
     q = np.clip(np.rint(arr / scale), -m, m).astype(np.int8)
     return Quantized(q, np.asarray(scale), bits, ax)

@@ -59,3 +59,13 @@ def test_capacity_and_bad_input_are_errors_not_resizes():
     zero = Int8KVCache(1, 1, 4, capacity=2)
     zero.append(torch.zeros(1, 1, 1, 4), torch.zeros(1, 1, 1, 4))
     assert torch.equal(zero.keys(), torch.zeros(1, 1, 1, 4))
+
+
+def test_tiny_vectors_never_get_a_zero_scale():
+    """max|x| / 127 underflowed to 0 for vectors near 1e-44 (x / 0: NaN levels); the scale now
+    has the reference's floor 2^-126, so x̂ stays within half a step."""
+    cache = Int8KVCache(1, 1, 4, capacity=2)
+    k = torch.tensor([[[[1e-44, -1e-44, 0.0, 5e-45]]]])
+    cache.append(k, k)
+    assert bool(torch.isfinite(cache.keys()).all()) and float(cache.k_scale[0, 0, 0, 0]) > 0
+    assert bool(((cache.keys() - k).abs() <= cache.k_scale[:, :, :1] / 2).all())

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import array_shapes, arrays
 
 from luma.errors import TensorError
-from luma.kernels.reference import error_metrics, fake_quantize, qmax, quantize
+from luma.kernels.reference import SCALE_MIN, error_metrics, fake_quantize, qmax, quantize
 
 FINITE = st.floats(min_value=-1e6, max_value=1e6, allow_nan=False, allow_infinity=False, allow_subnormal=False, width=64)
 TENSORS = arrays(np.float64, array_shapes(min_dims=1, max_dims=3, min_side=1, max_side=6), elements=FINITE)
@@ -45,15 +45,18 @@ def test_levels_are_int8_within_the_symmetric_range_and_the_extreme_reaches_it(c
     m = qmax(bits)
     assert qt.q.dtype == np.int8
     assert qt.q.min() >= -m and qt.q.max() <= m
+    # The extreme reaches qmax unless the tensor (channel) is below the floor step's range.
     if axis is None:
-        if np.abs(x).max() > 0:
+        if np.abs(x).max() >= m * SCALE_MIN:
             assert np.abs(qt.q).max() == m
+        elif np.abs(x).max() == 0:
+            assert (qt.q == 0).all()
     else:
         ax = axis % x.ndim
         others = tuple(i for i in range(x.ndim) if i != ax)
         reached = np.abs(qt.q).max(axis=others)
-        nonzero = np.abs(x).max(axis=others) > 0
-        assert (reached[nonzero] == m).all() and (reached[~nonzero] == 0).all()
+        amax = np.abs(x).max(axis=others)
+        assert (reached[amax >= m * SCALE_MIN] == m).all() and (reached[amax == 0] == 0).all()
 
 
 @given(cases())
@@ -86,7 +89,7 @@ def test_per_channel_error_is_lower_when_channel_ranges_differ():
 def test_zero_tensor_is_exact_without_division_by_zero(n, bits, axis):
     x = np.zeros((n, 3))
     qt = quantize(x, bits, axis)
-    assert (qt.q == 0).all() and (qt.scale == 1).all()
+    assert (qt.q == 0).all() and (qt.scale == SCALE_MIN).all()
     assert (qt.dequantize() == 0).all()
     assert error_metrics(x, qt.dequantize()).sqnr_db == math.inf
 
@@ -95,8 +98,11 @@ def test_zero_tensor_is_exact_without_division_by_zero(n, bits, axis):
 def test_constant_tensor_maps_to_the_extreme_level(c, bits):
     x = np.full((4, 5), c)
     qt = quantize(x, bits)
-    assert (qt.q == np.sign(c) * qmax(bits)).all()
-    np.testing.assert_allclose(qt.dequantize(), x, rtol=1e-14)
+    if abs(c) >= qmax(bits) * SCALE_MIN:
+        assert (qt.q == np.sign(c) * qmax(bits)).all()
+        np.testing.assert_allclose(qt.dequantize(), x, rtol=1e-14)
+    else:  # below the floor step's range: on that step, within half of it
+        assert float(qt.scale) == SCALE_MIN and (np.abs(qt.dequantize() - x) <= SCALE_MIN / 2).all()
 
 
 @pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
@@ -152,3 +158,33 @@ def test_fewer_bits_never_give_finer_steps(case):
     if bits == 8:
         return
     assert (quantize(x, bits, axis).scale >= quantize(x, bits + 1, axis).scale).all()
+
+
+@settings(max_examples=200)
+@given(cases(), st.integers(min_value=-330, max_value=38))
+def test_scales_are_normal_float32_numbers_at_any_magnitude(case, exponent):
+    """The scale is stored as float32, so it must be one: never 0, subnormal or infinite, from
+    denormal-sized inputs up to float32's largest values (x̂ within half a step either way)."""
+    x, bits, axis = case
+    x = x / max(float(np.abs(x).max()), 1.0) * 10.0**exponent
+    qt = quantize(x, bits, axis)
+    s = np.asarray(qt.scale)
+    s32 = s.astype(np.float32)
+    assert (s >= SCALE_MIN).all() and np.isfinite(s32).all() and (s32 >= np.finfo(np.float32).tiny).all()
+    assert (np.abs(x - qt.dequantize()) <= s / 2 * (1 + 1e-12) + 4 * np.finfo(np.float64).eps * np.abs(x)).all()
+
+
+@pytest.mark.parametrize("clip", [None, 1e39, [1.0, 1e39]])
+def test_ranges_float32_cannot_hold_are_refused(clip):
+    x = np.array([[1e39, 1.0], [2.0, 3.0]]) if clip is None else np.ones((2, 2))
+    with pytest.raises(TensorError, match="beyond float32's range"):
+        quantize(x, axis=None if clip is None or np.ndim(clip) == 0 else 0, clip=clip)
+
+
+@given(arrays(np.float64, array_shapes(min_dims=0, max_dims=3, min_side=0, max_side=4), elements=FINITE), BITS)
+def test_empty_and_zero_dimensional_tensors_quantise(x, bits):
+    qt = quantize(x, bits)
+    assert qt.q.shape == x.shape and float(qt.scale) >= SCALE_MIN
+    for axis in range(x.ndim):
+        qc = quantize(x, bits, axis)
+        assert qc.q.shape == x.shape and qc.scale.size == x.shape[axis]
