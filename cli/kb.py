@@ -11,6 +11,7 @@ from pathlib import Path
 import click
 
 from luma.cli.output import echo_bytes, format_option, print_rows, print_sparql_table, submitter_option
+from luma.cli.project import NONE, READ, WRITE, project
 
 _EXTENSIONS = {
     ".ttl": "turtle", ".nt": "ntriples", ".nq": "nquads", ".trig": "trig",
@@ -44,6 +45,7 @@ def kb() -> None:
 
 
 @kb.command()
+@project(WRITE, announce=False)
 def init() -> None:
     """Create the project's ledger and knowledge base (idempotent)."""
     with _open() as base:
@@ -69,6 +71,7 @@ def _total_bytes(files) -> int:
 @click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False, path_type=Path))
 @submitter_option()
 @format_option()
+@project(WRITE)
 def ingest(files: tuple[Path, ...], submitter: str | None, fmt: str) -> None:
     """Validate record FILES (JSON, JSONL, YAML) and add them, all or nothing."""
     from luma.kb.evidence_gate import check_before_open
@@ -118,6 +121,7 @@ def ingest(files: tuple[Path, ...], submitter: str | None, fmt: str) -> None:
               help="What kind of evidence these facts are (measured evidence comes from attested runners' "
                    "records, never from plain RDF).")
 @submitter_option()
+@project(WRITE)
 def load(file: Path, rdf_format: str | None, evidence_class: str, submitter: str | None) -> None:
     """Add a plain RDF FILE (Turtle, N-Triples, N-Quads, TriG, JSON-LD) as one record."""
     fmt = rdf_format or _EXTENSIONS.get(file.suffix.lower())
@@ -178,6 +182,7 @@ class _ExploratoryView:
 @click.option("--exploratory", is_flag=True,
               help="Query the last `luma rules run --exploratory` (its copy of the KB) instead of the KB.")
 @format_option()
+@project(READ)
 def query(sparql, query_file, query_name, list_names, timeout, memory, scope, exploratory, fmt) -> None:
     """Run a read-only SPARQL query (argument, --file or --name) over all named graphs, or over
     what --scope partner:NAME may see (never another partner's records). FROM / FROM NAMED are
@@ -279,6 +284,7 @@ def _ends_with_newline(answer) -> bool:
 @click.option("--exploratory", is_flag=True,
               help="Explain from the last `luma rules run --exploratory` (its copy of the KB), not the KB.")
 @format_option(choices=("table", "json"))
+@project(READ)
 def explain(iri: str, depth: int, max_supports: int, exploratory: bool, fmt: str) -> None:
     """The derivation tree of IRI (full or prefixed, e.g. id:chain/…) down to the ingested records.
 
@@ -352,6 +358,7 @@ def _tree_lines(node: dict, prefix: str = "", last: bool = True, root: bool = Tr
 @kb.command()
 @click.option("--format", "fmt", type=click.Choice(["nquads", "trig", "turtle", "jsonld"]), default="nquads", show_default=True)
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None, help="Write to a file instead of stdout.")
+@project(READ)
 def export(fmt: str, out: Path | None) -> None:
     """Export every named graph (N-Quads lines are sorted, so two exports diff cleanly)."""
     with open_for_reading() as base:
@@ -365,6 +372,7 @@ def export(fmt: str, out: Path | None) -> None:
 
 @kb.command()
 @format_option()
+@project(READ)
 def stats(fmt: str) -> None:
     """Counts: quads, record graphs, ledger records by kind and evidence class."""
     with open_for_reading() as base:
@@ -378,6 +386,7 @@ def stats(fmt: str) -> None:
 
 
 @kb.command()
+@project(READ)
 def rebuild() -> None:
     """Recreate the knowledge base from the ledger alone."""
     t0 = time.perf_counter()
@@ -399,6 +408,7 @@ def _safe(url: str) -> str:
 @click.option("--rdflib-timeout", type=float, default=120.0, show_default=True, help="Seconds per rdflib query before giving up.")
 @click.option("--keep", type=click.Path(file_okay=False, path_type=Path), default=None, help="Keep the work directories here.")
 @format_option(choices=("table", "json"))
+@project(NONE)
 def bench(records: str, repeat: int, rdflib_max: int, rdflib_timeout: float, keep: Path | None, fmt: str) -> None:
     """Benchmark ingest and named queries on synthetic records against raw Oxigraph and rdflib."""
     from rich.console import Console
@@ -427,6 +437,7 @@ def bench(records: str, repeat: int, rdflib_max: int, rdflib_timeout: float, kee
                                                   "intervention-parameters"]), default="pex-chain",
               show_default=True, help="Which record format.")
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None, help="Write to a file instead of stdout.")
+@project(NONE)
 def schema(record_type: str, out: Path | None) -> None:
     """Print the JSON Schema of a record format (PEX chain or kernel result)."""
     from luma.kb.records.schema import schema_text

@@ -8,6 +8,7 @@ import math
 import click
 
 from luma.cli.output import format_option, print_rows
+from luma.cli.project import NONE, WRITE, project
 
 
 @click.group()
@@ -58,6 +59,7 @@ def _fmt(value, unit: str) -> str:
               "of the contract's own service.")
 @click.option("--space", "space_ref", help="A space file whose machines, prices and quality table to use.")
 @format_option(choices=("table", "json"))
+@project(NONE)
 def predict_cmd(contract_ref, state_text, llm_ref, space_ref, fmt) -> None:
     """Predict PASS/FAIL per clause of CONTRACT on one machine state, and the binding resource."""
     from luma.experiments.model import predict, space
@@ -95,6 +97,7 @@ def predict_cmd(contract_ref, state_text, llm_ref, space_ref, fmt) -> None:
 @click.option("--propose", type=click.IntRange(1, 1000), default=10, show_default=True,
               help="How many states to propose for physical trials.")
 @format_option(choices=("table", "json"))
+@project(NONE)
 def explore_cmd(contract_ref, space_ref, plot_path, propose, fmt) -> None:
     """Sweep a state space: the minimum-cost PASS frontier, the binding resource per region and
     the states a PEX sprint should measure."""
@@ -144,6 +147,7 @@ def _state(state: dict | None) -> str:
 @click.option("--record/--no-record", default=True, show_default=True,
               help="Ingest the error figures into the KB (evidence class simulated).")
 @format_option(choices=("table", "json"))
+@project(WRITE)
 def calibrate_cmd(contract_refs, repeats, record, fmt) -> None:
     """Measure a short design of trials per contract (default: every shipped contract), fit the
     model's efficiency figures, and report its error per metric."""
@@ -156,6 +160,10 @@ def calibrate_cmd(contract_refs, repeats, record, fmt) -> None:
 
     home = Settings.from_env().home
     contracts = [_contract(r) for r in contract_refs] or [contract.load(p) for _, p in sorted(contract.shipped().items())]
+    from luma.cli.sprint import import_service
+
+    for c in contracts:
+        import_service(c)  # the trials run the services in child processes: a missing extra is one line here
     err = Console(stderr=True)
     with err.status("calibrating") as status:
         cal = calibrate.calibrate(contracts, home, repeats=repeats,
@@ -198,6 +206,7 @@ def _pct(x) -> str:
 @click.argument("contract_ref", metavar="CONTRACT", default="llm-chat")
 @click.option("--space", "space_ref", default="llm-70b-whatif", show_default=True, help="The space to evaluate.")
 @format_option(choices=("table", "json"))
+@project(NONE)
 def bench_cmd(contract_ref, space_ref, fmt) -> None:
     """States per second of the model over a space (evaluation and verdicts, best of 3)."""
     from luma.experiments.model import simulate, space

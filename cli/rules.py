@@ -7,6 +7,7 @@ import json
 import click
 
 from luma.cli.output import format_option, print_rows
+from luma.cli.project import NONE, READ, project
 
 
 @click.group()
@@ -25,6 +26,7 @@ def _load():
 
 @rules.command("list")
 @format_option(choices=("table", "json"))
+@project(NONE)
 def list_cmd(fmt: str) -> None:
     """The rules, in the order they run, with their parameters."""
     _, ordered = _load()
@@ -38,6 +40,7 @@ def list_cmd(fmt: str) -> None:
 
 
 @rules.command("check")
+@project(NONE)
 def check_cmd() -> None:
     """Validate every rule file and the dependency graph (no cycle through negation)."""
     analysed, ordered = _load()
@@ -65,6 +68,7 @@ def _overrides(values: tuple[str, ...]) -> dict[str, str]:
 @click.option("--workers", type=click.IntRange(1, 64), default=None,
               help="Threads for strata that do not depend on each other  [default: usable cores, at most 4]")
 @format_option(choices=("table", "json"))
+@project(READ)
 def run_cmd(params: tuple[str, ...], full: bool, exploratory: bool, workers: int | None, fmt: str) -> None:
     """Derive: every stratum to its fixpoint; prints facts, new and removed per rule, how each was
     evaluated (full, delta = over new records only, skip = nothing it reads changed), with timing."""
@@ -102,6 +106,7 @@ def run_cmd(params: tuple[str, ...], full: bool, exploratory: bool, workers: int
 @click.option("--rdflib-max", default=1000, show_default=True, help="Largest size also run on rdflib's store.")
 @click.option("--rdflib-timeout", default=600.0, show_default=True, help="Seconds rdflib gets per size.")
 @format_option(choices=("table", "json"))
+@project(NONE)
 def bench_cmd(records: str, incremental: int, rdflib_max: int, rdflib_timeout: float, fmt: str) -> None:
     """The rule set to fixpoint on synthetic chains: full run, re-run, incremental run, rdflib beside it."""
     from rich.console import Console

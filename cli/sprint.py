@@ -7,11 +7,24 @@ import json
 import click
 
 from luma.cli.output import format_option, print_rows
+from luma.cli.project import NONE, WRITE, project
 
 
 @click.group()
 def sprint() -> None:
     """Qualify resource boundaries with physical trials on this machine."""
+
+
+def import_service(contract) -> None:
+    """Import the contract's service before anything runs: its trials run in child processes,
+    where a missing extra (torch for the MiniLM, digits and decoder services) would otherwise
+    surface as failed trials, not as one line naming what to install."""
+    import importlib
+
+    from luma.experiments.services import SERVICES
+
+    if contract.service in SERVICES:  # an unknown service is the contract loader's error
+        importlib.import_module(SERVICES[contract.service].partition(":")[0])
 
 
 def _levels(text: str | None) -> list[str] | None:
@@ -20,6 +33,7 @@ def _levels(text: str | None) -> list[str] | None:
 
 @sprint.command("contracts")
 @format_option(choices=("table", "json"))
+@project(NONE)
 def contracts_cmd(fmt: str) -> None:
     """List the example contracts shipped with LUMA."""
     from luma.experiments import contract
@@ -48,6 +62,7 @@ def contracts_cmd(fmt: str) -> None:
 @click.option("--record/--no-record", default=True, show_default=True,
               help="Ingest every trial and the chain into the ledger and KB.")
 @format_option(choices=("table", "json"))
+@project(WRITE)
 def run_cmd(contract_ref, dimension, levels, intervention, repetitions, start_level, use_model, record, fmt) -> None:
     """Find the minimum PASS and adjacent FAIL along one dimension, diagnose the binding resource,
     recover PASS with an intervention and re-qualify the boundary with it in place."""
@@ -58,6 +73,7 @@ def run_cmd(contract_ref, dimension, levels, intervention, repetitions, start_le
     from luma.settings import Settings
 
     c = contract.load(contract_ref)
+    import_service(c)
     plan = sprint_mod.plan(c, dimension, _levels(levels), intervention, repetitions, start_level)
     home = Settings.from_env().home
     err = Console(stderr=True)
@@ -123,6 +139,7 @@ def _boundary_rows(out: dict) -> list[dict]:
                    "`luma model calibrate` has run).")
 @click.option("--sweep/--no-sweep", default=True, show_default=True, help="Run the exhaustive sweep too.")
 @format_option(choices=("table", "json"))
+@project(WRITE)
 def bench_cmd(contract_ref, dimension, levels, repetitions, use_model, sweep, fmt) -> None:
     """Physical trials per boundary: bisection vs an exhaustive sweep of the same levels (same run),
     and bisection started at the model's predicted boundary (--model)."""
@@ -131,7 +148,9 @@ def bench_cmd(contract_ref, dimension, levels, repetitions, use_model, sweep, fm
     from luma.experiments import bench, contract, sprint as sprint_mod
     from luma.settings import Settings
 
-    plan = sprint_mod.plan(contract.load(contract_ref), dimension, _levels(levels), None, repetitions)
+    c = contract.load(contract_ref)
+    import_service(c)
+    plan = sprint_mod.plan(c, dimension, _levels(levels), None, repetitions)
     err = Console(stderr=True)
     home = Settings.from_env().home
     start = _model_start(plan, home, use_model, err)
@@ -205,6 +224,7 @@ def _ints(text: str | None, name: str) -> list[int] | None:
 @click.option("--variants", help="Precision variants to try, e.g. 'fp32,int8-ffn' (default: all the service has).")
 @click.option("--record/--no-record", default=True, show_default=True, help="Ingest every trial into the KB.")
 @format_option(choices=("table", "json"))
+@project(WRITE)
 def optimize_cmd(contract_ref, state_text, threads, batches, variants, record, fmt) -> None:
     """Highest accepted throughput on a fixed machine state, over precision, batch size and threads."""
     from datetime import datetime, timezone
@@ -216,6 +236,7 @@ def optimize_cmd(contract_ref, state_text, threads, batches, variants, record, f
     from luma.settings import Settings
 
     c = contract.load(contract_ref)
+    import_service(c)
     state = _state(c, state_text)
     home = Settings.from_env().home
     err = Console(stderr=True)
