@@ -411,8 +411,7 @@ def _safe(url: str) -> str:
 @project(NONE)
 def bench(records: str, repeat: int, rdflib_max: int, rdflib_timeout: float, keep: Path | None, fmt: str) -> None:
     """Benchmark ingest and named queries on synthetic records against raw Oxigraph and rdflib."""
-    from rich.console import Console
-
+    from luma.cli.progress import Tracker, sizes_plan
     from luma.kb.bench import run_bench
 
     try:
@@ -421,9 +420,8 @@ def bench(records: str, repeat: int, rdflib_max: int, rdflib_timeout: float, kee
         raise click.BadParameter("give whole numbers separated by commas", param_hint="--records") from None
     if keep:
         keep.mkdir(parents=True, exist_ok=True)
-    console = Console(stderr=True)
-    with console.status("benchmarking") as status:
-        results = run_bench(sizes, repeat, rdflib_max, rdflib_timeout, keep, progress=lambda m: status.update(m))
+    with Tracker("kb bench", sizes_plan(sizes, rdflib_max)) as progress:
+        results = run_bench(sizes, repeat, rdflib_max, rdflib_timeout, keep, progress=progress)
     if fmt == "json":
         click.echo(json.dumps(results, indent=2))
         return

@@ -55,19 +55,18 @@ def characterize_cmd(quick, cores, name, ingest, out, fmt) -> None:
     """Measure this host (memory bandwidth, fp32/bf16/int8 matmul throughput per core count,
     usable memory) and record it as a measured machine record, signed with the project's runner
     key (made on first use; with --no-ingest only a key the project has signs it)."""
-    from rich.console import Console
-
-    from luma.experiments.characterize import characterize
+    from luma.cli.progress import Tracker
+    from luma.experiments.characterize import characterize, usable_cpus
     from luma.extras import require
-
-    require("kernels", "luma machine characterize")  # its matmul probes run torch in child processes
     from luma.kb.records.loader import validate_document
     from luma.kb.runners import project_signer
     from luma.settings import Settings
 
-    err = Console(stderr=True)
-    with err.status("measuring") as status:
-        doc = characterize(quick=quick, cores=cores, name=name, progress=status.update)
+    require("kernels", "luma machine characterize")  # its matmul probes run torch in child processes
+    counts = cores or list(range(1, len(usable_cpus()) + 1))
+    plan = [("bandwidth", float(k)) for k in counts] + [("matmul", float(k)) for k in counts]
+    with Tracker("machine characterize", plan, unit="probe") as progress:
+        doc = characterize(quick=quick, cores=cores, name=name, progress=progress)
     # A key is made only for a record that goes into the project; --no-ingest signs with one it has.
     signer = project_signer(Settings.from_env(), create=ingest)
     if signer is not None:

@@ -164,10 +164,15 @@ def calibrate_cmd(contract_refs, repeats, record, fmt) -> None:
 
     for c in contracts:
         import_service(c)  # the trials run the services in child processes: a missing extra is one line here
-    err = Console(stderr=True)
-    with err.status("calibrating") as status:
+    from luma.cli.sprint import _trials
+    from luma.experiments.model import trials
+
+    # The host's figures first (one step), then every design point of every contract per round.
+    expected = 1 + repeats * sum(len(trials.design(c)) for c in contracts)
+    with _trials("model calibrate", expected, Console(stderr=True)) as progress:
+        progress("measuring the host")
         cal = calibrate.calibrate(contracts, home, repeats=repeats,
-                                  progress=lambda m: (status.update(m), err.print(f"  {m}", soft_wrap=True)))
+                                  progress=lambda m: progress(f"host measured -> {m[6:]}" if m.startswith("host: ") else m))
     cal["ledger_check"] = facts.ledger_check(home, cal)
     if record:
         cal["facts"] = str(facts.record(home, cal))

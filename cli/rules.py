@@ -109,17 +109,15 @@ def run_cmd(params: tuple[str, ...], full: bool, exploratory: bool, workers: int
 @project(NONE)
 def bench_cmd(records: str, incremental: int, rdflib_max: int, rdflib_timeout: float, fmt: str) -> None:
     """The rule set to fixpoint on synthetic chains: full run, re-run, incremental run, rdflib beside it."""
-    from rich.console import Console
-
+    from luma.cli.progress import Tracker, sizes_plan
     from luma.rules.bench import run_bench
 
     try:
         sizes = [int(x) for x in records.split(",") if x.strip()]
     except ValueError:
         raise click.BadParameter(f"expected comma-separated whole numbers, got {records!r}") from None
-    err = Console(stderr=True)
-    with err.status("benchmarking") as status:
-        results = run_bench(sizes, incremental, rdflib_max, rdflib_timeout, status.update)
+    with Tracker("rules bench", sizes_plan(sizes, rdflib_max)) as progress:
+        results = run_bench(sizes, incremental, rdflib_max, rdflib_timeout, progress)
     if fmt == "json":
         click.echo(json.dumps(results, indent=2))
         return
