@@ -29,9 +29,10 @@ def _open(sync: bool = True):
 def open_for_reading():
     """The project's KB for a command that only reads: concurrent with other readers, and with a
     running writer it reads the state that writer started from (said on stderr)."""
+    from luma.cli.project import require
     from luma.kb.knowledge_base import KnowledgeBase
 
-    base = KnowledgeBase.open(read_only=True)
+    base = KnowledgeBase.open(require(), read_only=True)
     writer = base.snapshot_writer
     if writer:
         click.echo(f"note: pid {writer.get('pid')} ({writer.get('command', '?')}) is writing the knowledge base "
@@ -199,6 +200,7 @@ def query(sparql, query_file, query_name, list_names, timeout, memory, scope, ex
     from luma.kb.isolated_query import QueryLimits
     from luma.kb.named_queries import get_named_query, named_queries
     from luma.kb.query_safety import check_user_query
+    from luma.cli.project import require
     from luma.kb.scope import Scope, scoped_query
     from luma.settings import MIN_QUERY_MEMORY, Settings, parse_size
 
@@ -228,7 +230,7 @@ def query(sparql, query_file, query_name, list_names, timeout, memory, scope, ex
     checked = check_user_query(sparql, source)
     limits = QueryLimits(timeout, limit, settings.query_answer_bytes)
     results = "csv" if fmt == "csv" and checked.kind != "graph" else "json"
-    settings.home.mkdir(parents=True, exist_ok=True)
+    require(settings)
     with (tempfile.TemporaryDirectory(prefix=".luma-query-", dir=settings.home) as spool, open_for_reading() as base,
           _maybe_exploratory(base, exploratory) as view):
         answer = scoped_query(view, checked, where, results=results, limits=limits, spool=Path(spool))
@@ -389,6 +391,9 @@ def stats(fmt: str) -> None:
 @project(READ)
 def rebuild() -> None:
     """Recreate the knowledge base from the ledger alone."""
+    from luma.cli.project import require
+
+    require()  # a rebuild needs a ledger to rebuild from
     t0 = time.perf_counter()
     with _open(sync=False) as base:
         quads = base.rebuild()

@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 
 from luma.cli.output import format_option, print_rows, submitter_option
-from luma.cli.project import READ, WRITE, project
+from luma.cli.project import READ, WRITE, project, require
 
 _SLUG = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
 
@@ -26,23 +26,12 @@ def _open():
     return KnowledgeBase.open()
 
 
-def _ledger_only():
-    """The project's ledger for reading, or None when the project has none yet (reading creates nothing)."""
-    from luma.kb.ledger import Ledger
-    from luma.settings import Settings
-
-    settings = Settings.from_env()
-    if settings.db_url.startswith("sqlite:///") and not Path(settings.db_url[len("sqlite:///"):]).is_file():
-        return None
-    return Ledger(settings.db_url)
-
-
 def _book():
-    from luma.kb.partners import PartnerLedger, read_ledger
+    """The project's partner records (reading creates nothing: no project is an error)."""
+    from luma.kb.ledger import Ledger
+    from luma.kb.partners import read_ledger
 
-    ledger = _ledger_only()
-    if ledger is None:
-        return PartnerLedger()
+    ledger = Ledger(require().db_url)
     try:
         return read_ledger(ledger)
     finally:
@@ -158,6 +147,7 @@ def remove_cmd(name: str, record: str | None, reason: str | None, submitter: str
     records a retraction; the KB drops their graphs, and `luma kb rebuild` leaves them out."""
     from luma.kb.partners import remove
 
+    require()  # nothing to remove from a project that does not exist
     with _open() as kb:
         targets, report = remove(kb, name, record, reason, submitter)
     click.echo(f"removed {len(targets)} record(s) of partner {name}: "

@@ -52,12 +52,16 @@ def _not_a_directory(home: Path) -> None:
         raise ConfigError(f"{home} is not a directory", source=where())
 
 
-def require(s) -> None:
-    """ConfigError unless the project exists (a reader never creates one)."""
+def require(s=None):
+    """The project's settings; ConfigError unless the project exists (a reader never creates
+    one). READ commands call it when they open the project, after their arguments are checked
+    (a usage error stays a usage error)."""
+    s = s or settings()
     _not_a_directory(s.home)
     if not exists(s):
         raise ConfigError(f"no LUMA project at {s.home} (no ledger {ledger_file(s).name} there): `luma kb init` "
                           "creates one, or point LUMA_HOME / --home at your project", source=where())
+    return s
 
 
 def make_home(s) -> list[Path]:
@@ -83,6 +87,16 @@ def make_home(s) -> list[Path]:
     return list(reversed(missing))
 
 
+def interactive() -> bool:
+    """Whether a person watches stderr (notes for people; scripts get the output alone)."""
+    import sys
+
+    try:
+        return sys.stderr.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
 def _remove_empty(dirs: list[Path]) -> None:
     for d in reversed(dirs):  # innermost first
         try:
@@ -92,8 +106,9 @@ def _remove_empty(dirs: list[Path]) -> None:
 
 
 def project(use: str, when=None, announce: bool = True):
-    """Declare what a command does with the project: READ (needs an existing one), WRITE (makes
-    it on first use and says so), OPTIONAL (reads it when there is one), NONE. `when(params)`:
+    """Declare what a command does with the project: READ (needs an existing one: the command
+    calls `require` where it opens it), WRITE (makes
+    it on first use and says so on a terminal), OPTIONAL (reads it when there is one), NONE. `when(params)`:
     for WRITE, whether this invocation writes (e.g. not with --no-record); `announce=False`: the
     command says itself where the project is (`luma kb init`)."""
     assert use in (READ, WRITE, OPTIONAL, NONE), use
@@ -116,13 +131,12 @@ def project(use: str, when=None, announce: bool = True):
         def _run(fn, args, kwargs):
             if use == NONE or (use == WRITE and when is not None and not when(kwargs)):
                 return fn(*args, **kwargs)
-            s = settings()
             if use == READ:
-                require(s)
-                return fn(*args, **kwargs)
+                return fn(*args, **kwargs)  # checked where it opens the project (`require`)
+            s = settings()
             if use == OPTIONAL:
                 _not_a_directory(s.home)
-                if not exists(s):
+                if not exists(s) and interactive():
                     click.echo(f"note: no LUMA project at {s.home}: nothing of a project shown", err=True)
                 return fn(*args, **kwargs)
             existed = exists(s)
@@ -135,7 +149,7 @@ def project(use: str, when=None, announce: bool = True):
             finally:
                 if not ok:
                     _remove_empty(made)  # a failed first command leaves no empty directory behind
-                elif announce and not existed and exists(s):
+                elif announce and not existed and exists(s) and interactive():
                     click.echo(f"note: created a new LUMA project at {s.home} ({where()})", err=True)
 
         wrapper.luma_project = use

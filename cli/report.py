@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 
 from luma.cli.partner_evaluate import evaluation_options, run_evaluation
-from luma.cli.project import NONE, READ, project
+from luma.cli.project import NONE, READ, project, require
 
 _OUT = click.option("--out", "out", type=click.Path(file_okay=False, path_type=Path), required=True,
                     help="Folder to write report.md, report.html and plots/*.svg into (created if missing).")
@@ -43,7 +43,7 @@ def boundary_cmd(chain: str | None, sprint: str | None, latest: bool, out: Path)
     if sum(bool(x) for x in (chain, sprint, latest)) > 1:
         raise click.UsageError("give one of CHAIN, --sprint ID or --latest")
     start = time.perf_counter()
-    with KnowledgeBase.open(read_only=True) as kb:
+    with KnowledgeBase.open(require(), read_only=True) as kb:
         rep = boundary.build(kb, chain=chain, sprint=sprint)
     _written(write(rep, out), start)
 
@@ -64,7 +64,7 @@ def design_in_cmd(scope: str, max_rows: int, out: Path) -> None:
     from luma.reports.render import write
 
     start = time.perf_counter()
-    with KnowledgeBase.open(read_only=True) as kb:
+    with KnowledgeBase.open(require(), read_only=True) as kb:
         rep = design_in.build(kb, scope=scope, max_rows=max_rows)
     _written(write(rep, out), start)
 

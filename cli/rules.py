@@ -77,9 +77,11 @@ def run_cmd(params: tuple[str, ...], full: bool, exploratory: bool, workers: int
     from luma.rules.engine import Engine
     from luma.rules.loader import BelowFloor
 
+    from luma.cli.project import require
+
     overrides = _overrides(params)
     try:
-        with KnowledgeBase.open() as kb:
+        with KnowledgeBase.open(require()) as kb:
             if exploratory:
                 report = explore.run(kb, overrides, workers=workers)
             else:

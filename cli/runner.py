@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from luma.cli.output import format_option, print_rows, submitter_option
-from luma.cli.project import NONE, READ, WRITE, project
+from luma.cli.project import NONE, READ, WRITE, project, require
 
 _SLUG = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
 _COLUMNS = ["name", "fingerprint", "partner", "since", "revoked"]
@@ -86,17 +86,12 @@ def list_cmd(fmt: str) -> None:
     """Every runner key this project has trusted: name, fingerprint, partner, since, revoked."""
     from luma.kb.ledger import Ledger
     from luma.kb.runners import trusted_keys
-    from luma.settings import Settings
 
-    settings = Settings.from_env()
-    if settings.db_url.startswith("sqlite:///") and not Path(settings.db_url[len("sqlite:///"):]).is_file():
-        keys = {}  # no project yet: reading creates nothing
-    else:
-        ledger = Ledger(settings.db_url)
-        try:
-            keys = trusted_keys(ledger)
-        finally:
-            ledger.dispose()
+    ledger = Ledger(require().db_url)  # reading creates nothing: no project is an error
+    try:
+        keys = trusted_keys(ledger)
+    finally:
+        ledger.dispose()
     ordered = sorted(keys.values(), key=lambda k: (k.trusted_since, k.name))
     if fmt == "table":
         rows = [{**k.row(), "since": f"{k.trusted_since:%Y-%m-%d %H:%M}Z",
@@ -117,6 +112,7 @@ def revoke_cmd(name: str, reason: str | None, submitter: str | None) -> None:
     from luma.kb import attestation
     from luma.kb.runners import revoke
 
+    require()  # nothing to revoke in a project that does not exist
     with _open() as kb:
         key = revoke(kb, name, reason, submitter)
         home = kb.settings.home
