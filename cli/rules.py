@@ -72,15 +72,17 @@ def _overrides(values: tuple[str, ...]) -> dict[str, str]:
 def run_cmd(params: tuple[str, ...], full: bool, exploratory: bool, workers: int | None, fmt: str) -> None:
     """Derive: every stratum to its fixpoint; prints facts, new and removed per rule, how each was
     evaluated (full, delta = over new records only, skip = nothing it reads changed), with timing."""
+    from luma.cli.project import require
     from luma.kb.knowledge_base import KnowledgeBase
     from luma.rules import exploratory as explore
     from luma.rules.engine import Engine
-    from luma.rules.loader import BelowFloor
-
-    from luma.cli.project import require
+    from luma.rules.loader import BelowFloor, resolve_params
 
     overrides = _overrides(params)
     try:
+        # The rule files and the parameters first: a bad one is the answer, project or not.
+        analysed, _ = _load()
+        resolve_params([a.rule for a in analysed], overrides, exploratory=exploratory)
         with KnowledgeBase.open(require()) as kb:
             if exploratory:
                 report = explore.run(kb, overrides, workers=workers)
