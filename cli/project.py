@@ -1,9 +1,10 @@
-"""What each command does with the project directory (`LUMA_HOME` / `--home`), checked before
-it runs: a command that reads a project refuses to run where there is none (a mistyped
-`LUMA_HOME` or a command before `luma kb init` is one line, never an empty project answering
-"0 rows"); a command that writes makes the directory first, in one line if it cannot.
+"""What each command does with the project directory (`LUMA_HOME` / `--home`). A command that
+reads a project refuses to run where there is none — a mistyped `LUMA_HOME` or a command before
+`luma kb init` is one line, never an empty project answering "0 rows"; a command that writes
+makes the directory before it starts, in one line if it cannot (a file, under /proc, read-only).
 
-Every command declares its use with `@project(...)`; a test checks that none is left out."""
+Every command declares its use with `@project(...)`, which also turns a missing optional extra
+into one line naming the command; a test checks that no command is left undeclared."""
 
 from __future__ import annotations
 
@@ -106,11 +107,15 @@ def _remove_empty(dirs: list[Path]) -> None:
 
 
 def project(use: str, when=None, announce: bool = True):
-    """Declare what a command does with the project: READ (needs an existing one: the command
-    calls `require` where it opens it), WRITE (makes
-    it on first use and says so on a terminal), OPTIONAL (reads it when there is one), NONE. `when(params)`:
-    for WRITE, whether this invocation writes (e.g. not with --no-record); `announce=False`: the
-    command says itself where the project is (`luma kb init`)."""
+    """Declare what a command does with the project:
+
+    * READ: needs an existing one; the command calls `require` where it opens it, so that its
+      arguments are checked first.
+    * WRITE: makes it on first use (and says so on a terminal); `when(params)` tells whether
+      this invocation writes (not with --no-record); `announce=False` for `luma kb init`, which
+      says where the project is itself.
+    * OPTIONAL: reads it when there is one (`luma machine list`).
+    * NONE: never uses it."""
     assert use in (READ, WRITE, OPTIONAL, NONE), use
 
     def decorate(fn):
@@ -129,10 +134,8 @@ def project(use: str, when=None, announce: bool = True):
                 raise missing from None
 
         def _run(fn, args, kwargs):
-            if use == NONE or (use == WRITE and when is not None and not when(kwargs)):
+            if use in (NONE, READ) or (use == WRITE and when is not None and not when(kwargs)):
                 return fn(*args, **kwargs)
-            if use == READ:
-                return fn(*args, **kwargs)  # checked where it opens the project (`require`)
             s = settings()
             if use == OPTIONAL:
                 _not_a_directory(s.home)

@@ -160,3 +160,13 @@ def test_a_failed_first_write_leaves_no_directory(tmp_path, monkeypatch, clean_e
     bad.write_text("{")
     one_line_error(CliRunner().invoke(cli, ["kb", "ingest", str(bad)]), f"{bad}: invalid JSON")
     assert not (tmp_path / "new").exists()
+
+
+def test_an_os_error_is_one_line_naming_the_path(tmp_path, monkeypatch, clean_env):
+    """A file a command cannot write (here `--out` under /proc) is `PATH: reason`, exit 1."""
+    if not Path("/proc/self").is_dir():
+        pytest.skip("no /proc here")
+    monkeypatch.setenv("LUMA_HOME", str(tmp_path / "project"))
+    assert CliRunner().invoke(cli, ["kb", "init"]).exit_code == 0
+    result = CliRunner().invoke(cli, ["kb", "export", "--out", "/proc/luma-nope/kb.nq"], catch_exceptions=False)
+    one_line_error(result, "Error: /proc/luma-nope/kb.nq: No such file or directory")
