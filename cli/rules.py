@@ -76,13 +76,14 @@ def run_cmd(params: tuple[str, ...], full: bool, exploratory: bool, workers: int
     from luma.kb.knowledge_base import KnowledgeBase
     from luma.rules import exploratory as explore
     from luma.rules.engine import Engine
-    from luma.rules.loader import BelowFloor, resolve_params
+    from luma.rules.loader import BelowFloor, load_all, resolve_params
+    from luma.settings import Settings
 
     overrides = _overrides(params)
     try:
-        # The rule files and the parameters first: a bad one is the answer, project or not.
-        analysed, _ = _load()
-        resolve_params([a.rule for a in analysed], overrides, exploratory=exploratory)
+        # The parameters first (cheap: the rule files' headers): a value below its floor is a
+        # usage error whether or not the project exists.
+        resolve_params(load_all(Settings.from_env().home / "rules"), overrides, exploratory=exploratory)
         with KnowledgeBase.open(require()) as kb:
             if exploratory:
                 report = explore.run(kb, overrides, workers=workers)

@@ -67,6 +67,7 @@ def test_a_rule_file_with_service_is_refused_by_check_and_run(luma_home, tmp_pat
     listener.listen(4)
     listener.settimeout(0.5)
     port = listener.getsockname()[1]
+    assert CliRunner().invoke(cli, ["kb", "init"]).exit_code == 0
     (luma_home / "rules").mkdir()
     (luma_home / "rules" / "90-fetch.rq").write_text(
         "# id: fetch\n# version: 1\n# description: calls out\nPREFIX luma: <https://w3id.org/luma/ns#>\n"
