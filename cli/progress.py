@@ -5,9 +5,10 @@ and an estimate of the time left.
 The library reports progress as messages (`progress(text)`); the command knows the plan — the
 steps it expects, each with a kind and a size in work units (records, trials, probes) — and
 passes a `Tracker` as that callback. The time left is estimated per kind of step from the
-steps of that kind already done (seconds per unit), else from all steps done so far: a bench's
-100k-record step is predicted from its 10k one, not from a fast rdflib-free one. On a terminal
-it is a live line; elsewhere (a log, a pipe) one line per step."""
+steps of that kind already done — a fixed cost plus a cost per unit once two sizes are known
+(a bench's 100k-record step from its 1k and 10k ones), in proportion to the units with one —
+else from all steps done so far. On a terminal it is a live line; elsewhere (a log, a pipe) one
+line per step."""
 
 from __future__ import annotations
 
@@ -45,7 +46,7 @@ class Tracker:
         self.console = console or Console(stderr=True)
         self.done = 0  # steps finished
         self.started = self._step_start = time.monotonic()
-        self._spent: dict[str, list[float]] = {}  # kind -> [seconds, units] of finished steps
+        self._done_steps: dict[str, list[tuple[float, float]]] = {}  # kind -> [(units, seconds)] finished
         self._begun = False  # "starts" mode: whether the first step has begun
         self._live: Progress | None = None
         self._task = None
@@ -74,9 +75,7 @@ class Tracker:
     def _finish_step(self) -> None:
         now = time.monotonic()
         kind, units = self._planned(self.done)
-        spent = self._spent.setdefault(kind, [0.0, 0.0])
-        spent[0] += now - self._step_start
-        spent[1] += units
+        self._done_steps.setdefault(kind, []).append((units, now - self._step_start))
         self.done += 1
         self._step_start = now
 
@@ -87,24 +86,28 @@ class Tracker:
     def total(self) -> int:
         return max(len(self.plan), self.done + 1)
 
+    def predict(self, kind: str, units: float) -> float | None:
+        """Seconds a step of `kind` and `units` should take, from the finished steps."""
+        steps = self._done_steps.get(kind) or [s for same in self._done_steps.values() for s in same]
+        if not steps:
+            return None
+        sizes = {u for u, _ in steps}
+        if len(sizes) >= 2:  # least squares: seconds = fixed + per_unit * units (both >= 0)
+            n = len(steps)
+            mu = sum(u for u, _ in steps) / n
+            ms = sum(s for _, s in steps) / n
+            per_unit = max(sum((u - mu) * (s - ms) for u, s in steps) / sum((u - mu) ** 2 for u, _ in steps), 0.0)
+            return max(ms - per_unit * mu, 0.0) + per_unit * units
+        total_units = sum(u for u, _ in steps)
+        return sum(s for _, s in steps) / total_units * units if total_units else None
+
     def remaining(self) -> float | None:
         """Seconds left, or None before anything is known (no step finished yet)."""
-        seconds = sum(s for s, _ in self._spent.values())
-        units = sum(u for _, u in self._spent.values())
-        if not units:
+        if not self._done_steps:
             return None
-        overall = seconds / units
-
-        def rate(kind: str) -> float:
-            s, u = self._spent.get(kind, (0.0, 0.0))
-            return s / u if u else overall
-
-        left = 0.0
-        for i in range(self.done, len(self.plan)):
-            kind, units = self.plan[i]
-            left += rate(kind) * units
-        if self.done < len(self.plan):
-            left -= min(time.monotonic() - self._step_start, rate(self.plan[self.done][0]) * self.plan[self.done][1])
+        left = sum(self.predict(kind, units) for kind, units in self.plan[self.done:])
+        if self.done < len(self.plan):  # the running step's time is partly spent
+            left -= min(time.monotonic() - self._step_start, self.predict(*self.plan[self.done]))
         return max(left, 0.0)
 
     def status(self) -> str:

@@ -53,6 +53,19 @@ def test_time_left_is_estimated_per_kind_of_step(fake_clock):
     assert t.status().startswith("done in 1:40")
 
 
+def test_two_sizes_of_a_kind_give_a_fixed_cost_and_a_cost_per_unit(fake_clock):
+    """A bench step has a fixed part (a process, the incremental batch): from its 1k and 10k
+    steps the 100k one is 9.3 s + 3.67 ms per record, not 13 ms per record as 1k alone says."""
+    with Tracker("bench", sizes_plan([1000, 10_000, 100_000], rdflib_max=0), console=quiet_console()) as t:
+        t("1000")
+        fake_clock.now += 13
+        t("10000")
+        assert t.remaining() == pytest.approx(130.0 + 1300.0)  # one size: in proportion
+        fake_clock.now += 46
+        t("100000")
+        assert t.remaining() == pytest.approx(13 - 33 / 9 + 33 / 9000 * 100_000)
+
+
 def test_trials_count_when_a_verdict_comes(fake_clock):
     with Tracker("sprint", [("trial", 1.0)] * 3, unit="trial", ends=lambda m: "->" in m,
                  console=quiet_console()) as t:
