@@ -12,6 +12,7 @@ from pathlib import Path
 import click
 
 from luma.cli.output import ERROR_PREFIX, print_rows, print_sparql_table
+from luma.cli.project import NONE, project
 
 
 @click.command()
@@ -19,6 +20,7 @@ from luma.cli.output import ERROR_PREFIX, print_rows, print_sparql_table
               help="Project directory (default: $LUMA_HOME, else ./.luma-demo so a real project is not mixed with examples).")
 @click.option("--quick", is_flag=True, help="Only the example records and queries (no sprint, rules or reports).")
 @click.pass_context
+@project(NONE)
 def demo(ctx: click.Context, demo_home: Path | None, quick: bool) -> None:
     """The whole loop: example records and RDF, a rejected record, a short qualification sprint
     (matvec-memory, measured on this machine), the rules, `luma kb query`, a partner's record with
@@ -32,7 +34,10 @@ def demo(ctx: click.Context, demo_home: Path | None, quick: bool) -> None:
     from luma.kb.named_queries import get_named_query
     from luma.settings import Settings
 
+    from luma.cli.project import make_home
+
     home = demo_home or Path(os.environ.get("LUMA_HOME") or ".luma-demo")
+    make_home(Settings.from_env(home))  # one line if it cannot be made or written
     os.environ["LUMA_HOME"] = str(home)
     examples = importlib.resources.files("luma.kb.examples")
     with importlib.resources.as_file(examples) as folder:

@@ -11,6 +11,7 @@ from pathlib import Path
 import click
 
 from luma.cli.output import echo_bytes, format_option, print_rows, print_sparql_table, submitter_option
+from luma.cli.project import NONE, READ, WRITE, project
 from luma.kb.records.kinds import SCHEMA_KINDS
 from luma.kb.vocab import LOADABLE_CLASSES
 
@@ -30,9 +31,10 @@ def _open(sync: bool = True):
 def open_for_reading():
     """The project's KB for a command that only reads: concurrent with other readers, and with a
     running writer it reads the state that writer started from (said on stderr)."""
+    from luma.cli.project import require
     from luma.kb.knowledge_base import KnowledgeBase
 
-    base = KnowledgeBase.open(read_only=True)
+    base = KnowledgeBase.open(require(), read_only=True)
     writer = base.snapshot_writer
     if writer:
         click.echo(f"note: pid {writer.get('pid')} ({writer.get('command', '?')}) is writing the knowledge base "
@@ -46,6 +48,7 @@ def kb() -> None:
 
 
 @kb.command()
+@project(WRITE, announce=False)
 def init() -> None:
     """Create the project's ledger and knowledge base (idempotent)."""
     with _open() as base:
@@ -71,6 +74,7 @@ def _total_bytes(files) -> int:
 @click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False, path_type=Path))
 @submitter_option()
 @format_option()
+@project(WRITE)
 def ingest(files: tuple[Path, ...], submitter: str | None, fmt: str) -> None:
     """Validate record FILES (JSON, JSONL, YAML) and add them, all or nothing."""
     from luma.kb.evidence_gate import check_before_open
@@ -120,6 +124,7 @@ def ingest(files: tuple[Path, ...], submitter: str | None, fmt: str) -> None:
               help="What kind of evidence these facts are (measured evidence comes from attested runners' "
                    "records, never from plain RDF).")
 @submitter_option()
+@project(WRITE)
 def load(file: Path, rdf_format: str | None, evidence_class: str, submitter: str | None) -> None:
     """Add a plain RDF FILE (Turtle, N-Triples, N-Quads, TriG, JSON-LD) as one record."""
     fmt = rdf_format or _EXTENSIONS.get(file.suffix.lower())
@@ -180,6 +185,7 @@ class _ExploratoryView:
 @click.option("--exploratory", is_flag=True,
               help="Query the last `luma rules run --exploratory` (its copy of the KB) instead of the KB.")
 @format_option()
+@project(READ)
 def query(sparql, query_file, query_name, list_names, timeout, memory, scope, exploratory, fmt) -> None:
     """Run a read-only SPARQL query (argument, --file or --name) over all named graphs, or over
     what --scope partner:NAME may see (never another partner's records). FROM / FROM NAMED are
@@ -196,6 +202,7 @@ def query(sparql, query_file, query_name, list_names, timeout, memory, scope, ex
     from luma.kb.isolated_query import QueryLimits
     from luma.kb.named_queries import get_named_query, named_queries
     from luma.kb.query_safety import check_user_query
+    from luma.cli.project import require
     from luma.kb.scope import Scope, scoped_query
     from luma.settings import MIN_QUERY_MEMORY, Settings, parse_size
 
@@ -225,7 +232,7 @@ def query(sparql, query_file, query_name, list_names, timeout, memory, scope, ex
     checked = check_user_query(sparql, source)
     limits = QueryLimits(timeout, limit, settings.query_answer_bytes)
     results = "csv" if fmt == "csv" and checked.kind != "graph" else "json"
-    settings.home.mkdir(parents=True, exist_ok=True)
+    require(settings)
     with (tempfile.TemporaryDirectory(prefix=".luma-query-", dir=settings.home) as spool, open_for_reading() as base,
           _maybe_exploratory(base, exploratory) as view):
         answer = scoped_query(view, checked, where, results=results, limits=limits, spool=Path(spool))
@@ -281,6 +288,7 @@ def _ends_with_newline(answer) -> bool:
 @click.option("--exploratory", is_flag=True,
               help="Explain from the last `luma rules run --exploratory` (its copy of the KB), not the KB.")
 @format_option(choices=("table", "json"))
+@project(READ)
 def explain(iri: str, depth: int, max_supports: int, exploratory: bool, fmt: str) -> None:
     """The derivation tree of IRI (full or prefixed, e.g. id:chain/…) down to the ingested records.
 
@@ -354,6 +362,7 @@ def _tree_lines(node: dict, prefix: str = "", last: bool = True, root: bool = Tr
 @kb.command()
 @click.option("--format", "fmt", type=click.Choice(["nquads", "trig", "turtle", "jsonld"]), default="nquads", show_default=True)
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None, help="Write to a file instead of stdout.")
+@project(READ)
 def export(fmt: str, out: Path | None) -> None:
     """Export every named graph (N-Quads lines are sorted, so two exports diff cleanly)."""
     with open_for_reading() as base:
@@ -367,6 +376,7 @@ def export(fmt: str, out: Path | None) -> None:
 
 @kb.command()
 @format_option()
+@project(READ)
 def stats(fmt: str) -> None:
     """Counts: quads, record graphs, ledger records by kind and evidence class."""
     with open_for_reading() as base:
@@ -380,8 +390,12 @@ def stats(fmt: str) -> None:
 
 
 @kb.command()
+@project(READ)
 def rebuild() -> None:
     """Recreate the knowledge base from the ledger alone."""
+    from luma.cli.project import require
+
+    require()  # a rebuild needs a ledger to rebuild from
     t0 = time.perf_counter()
     with _open(sync=False) as base:
         quads = base.rebuild()
@@ -401,10 +415,10 @@ def _safe(url: str) -> str:
 @click.option("--rdflib-timeout", type=float, default=120.0, show_default=True, help="Seconds per rdflib query before giving up.")
 @click.option("--keep", type=click.Path(file_okay=False, path_type=Path), default=None, help="Keep the work directories here.")
 @format_option(choices=("table", "json"))
+@project(NONE)
 def bench(records: str, repeat: int, rdflib_max: int, rdflib_timeout: float, keep: Path | None, fmt: str) -> None:
     """Benchmark ingest and named queries on synthetic records against raw Oxigraph and rdflib."""
-    from rich.console import Console
-
+    from luma.cli.progress import Tracker, sizes_plan
     from luma.kb.bench import run_bench
 
     try:
@@ -413,9 +427,8 @@ def bench(records: str, repeat: int, rdflib_max: int, rdflib_timeout: float, kee
         raise click.BadParameter("give whole numbers separated by commas", param_hint="--records") from None
     if keep:
         keep.mkdir(parents=True, exist_ok=True)
-    console = Console(stderr=True)
-    with console.status("benchmarking") as status:
-        results = run_bench(sizes, repeat, rdflib_max, rdflib_timeout, keep, progress=lambda m: status.update(m))
+    with Tracker("kb bench", sizes_plan(sizes, rdflib_max)) as progress:
+        results = run_bench(sizes, repeat, rdflib_max, rdflib_timeout, keep, progress=progress)
     if fmt == "json":
         click.echo(json.dumps(results, indent=2))
         return
@@ -428,6 +441,7 @@ def bench(records: str, repeat: int, rdflib_max: int, rdflib_timeout: float, kee
 @click.option("--record-type", type=click.Choice(SCHEMA_KINDS), default="pex-chain",
               show_default=True, help="Which record format.")
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None, help="Write to a file instead of stdout.")
+@project(NONE)
 def schema(record_type: str, out: Path | None) -> None:
     """Print the JSON Schema of a record format."""
     from luma.kb.records.schema import schema_text

@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from luma.cli.output import format_option, print_rows
+from luma.cli.project import WRITE, project
 from luma.errors import TensorError
 
 GRANULARITIES = ("per-tensor", "per-channel")
@@ -40,6 +41,7 @@ def kernels() -> None:
 @click.option("--record/--no-record", default=True, show_default=True,
               help="Ingest the figures into the KB as measured kernel-result records.")
 @format_option(choices=("table", "json"))
+@project(WRITE, when=lambda p: p["record"])
 def evaluate(model_name: str, bits: str, granularity: str, mode: str, seed: int, record: bool, fmt: str) -> None:
     """Accuracy of fp32 against quantized variants of a real model."""
     widths = _bits(bits)
@@ -70,6 +72,7 @@ def evaluate(model_name: str, bits: str, granularity: str, mode: str, seed: int,
 @click.option("--record/--no-record", default=True, show_default=True,
               help="Ingest the figures into the KB as measured kernel-result records.")
 @format_option(choices=("table", "json"))
+@project(WRITE, when=lambda p: p["record"])
 def bench(threads: int, quick: bool, record: bool, fmt: str) -> None:
     """Quantize throughput vs copy bandwidth; int8 Linear vs fp32 and the peers."""
     from luma.kernels.bench import run
@@ -122,6 +125,7 @@ def _fmt(row: dict) -> dict:
 @click.option("--record/--no-record", default=True, show_default=True,
               help="Ingest the front's points into the KB as measured kernel-result records.")
 @format_option(choices=("table", "json"))
+@project(WRITE, when=lambda p: p["record"] or p["out"] is None)
 def pareto(model_name: str, bits: str, out: Path | None, record: bool, fmt: str) -> None:
     """Per-layer sensitivity on calibration data, then the accuracy-memory Pareto front (plot + data)."""
     from luma.kernels import mixed_precision as mp

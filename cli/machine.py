@@ -10,6 +10,7 @@ from pathlib import Path
 import click
 
 from luma.cli.output import format_option, print_rows
+from luma.cli.project import NONE, OPTIONAL, WRITE, project
 
 _SLUG = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
 
@@ -49,20 +50,23 @@ def _name(ctx, param, text: str | None) -> str | None:
               help="Record the machine in the ledger and KB of LUMA_HOME.")
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), help="Also write the record to this file.")
 @format_option(choices=("table", "json"))
+@project(WRITE, when=lambda p: p["ingest"])
 def characterize_cmd(quick, cores, name, ingest, out, fmt) -> None:
     """Measure this host (memory bandwidth, fp32/bf16/int8 matmul throughput per core count,
     usable memory) and record it as a measured machine record, signed with the project's runner
     key (made on first use; with --no-ingest only a key the project has signs it)."""
-    from rich.console import Console
-
-    from luma.experiments.characterize import characterize
+    from luma.cli.progress import Tracker
+    from luma.experiments.characterize import characterize, usable_cpus
+    from luma.extras import require
     from luma.kb.records.loader import validate_document
     from luma.kb.runners import project_signer
     from luma.settings import Settings
 
-    err = Console(stderr=True)
-    with err.status("measuring") as status:
-        doc = characterize(quick=quick, cores=cores, name=name, progress=status.update)
+    require("kernels", "luma machine characterize")  # its matmul probes run torch in child processes
+    counts = cores or list(range(1, len(usable_cpus()) + 1))
+    plan = [("bandwidth", float(k)) for k in counts] + [("matmul", float(k)) for k in counts]
+    with Tracker("machine characterize", plan, unit="probe") as progress:
+        doc = characterize(quick=quick, cores=cores, name=name, progress=progress)
     # A key is made only for a record that goes into the project; --no-ingest signs with one it has.
     signer = project_signer(Settings.from_env(), create=ingest)
     if signer is not None:
@@ -138,6 +142,7 @@ _TABLE_HEADS = {"name": "name", "evidence_class": "evidence", "where": "where", 
 
 @machine.command("list")
 @format_option()
+@project(OPTIONAL)
 def list_cmd(fmt) -> None:
     """The shipped catalog (vendor claims) and the machines recorded in this project's KB."""
     from luma.kb.records.machine import catalog, read_machine, stored_machines
@@ -188,6 +193,7 @@ def _print_list(rows: list[dict]) -> None:
 @machine.command("show")
 @click.argument("name")
 @format_option(choices=("table", "json"))
+@project(NONE)
 def show_cmd(name, fmt) -> None:
     """One machine's figures: a machine in this project's KB (the latest of that name), a
     shipped catalog entry, or a machine record file."""

@@ -12,13 +12,38 @@ from luma.errors import LumaError
 
 
 class LumaGroup(click.Group):
-    """Turns every LumaError raised below into a one-line message and exit code 1."""
+    """Turns every LumaError raised below into a one-line message and exit code 1; so too a
+    missing optional extra and an operating-system error (a file or directory that cannot be
+    made, read or written), which name what to do or the path at fault."""
 
     def invoke(self, ctx):
+        from luma.extras import from_import_error
+
         try:
             return super().invoke(ctx)
         except LumaError as exc:
             raise click.ClickException(exc.one_line()) from None
+        except ModuleNotFoundError as exc:
+            missing = from_import_error(exc)
+            if missing is None:
+                raise  # not an optional extra: a broken install, worth its traceback
+            raise click.ClickException(missing.one_line()) from None
+        except BrokenPipeError:
+            # The reader of our output went away (`luma kb export | head`): stop quietly.
+            try:
+                os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            except (OSError, ValueError):
+                pass  # no real file descriptor (a test runner's stream)
+            sys.exit(1)
+        except OSError as exc:
+            raise click.ClickException(_os_error(exc)) from None
+
+
+def _os_error(exc: OSError) -> str:
+    """`PATH: reason` of an operating-system error, on one line."""
+    reason = exc.strerror or str(exc) or type(exc).__name__
+    where = ": ".join(str(f) for f in (exc.filename, exc.filename2) if f)
+    return " ".join((f"{where}: {reason}" if where else reason).split())
 
 
 @click.group(cls=LumaGroup, context_settings={"help_option_names": ["-h", "--help"]})

@@ -8,6 +8,7 @@ import math
 import click
 
 from luma.cli.output import format_option, print_rows
+from luma.cli.project import NONE, WRITE, project
 
 
 @click.group()
@@ -71,6 +72,7 @@ def _fmt(value, unit: str) -> str:
               "of the contract's own service.")
 @click.option("--space", "space_ref", help="A space file whose machines, prices and quality table to use.")
 @format_option(choices=("table", "json"))
+@project(NONE)
 def predict_cmd(contract_ref, state_text, llm_ref, space_ref, fmt) -> None:
     """Predict PASS/FAIL per clause of CONTRACT on one machine state, and the binding resource."""
     from luma.experiments.model import predict, space
@@ -124,6 +126,7 @@ def _memory_line(f: dict, llm: bool) -> str:
 @click.option("--propose", type=click.IntRange(1, 1000), default=10, show_default=True,
               help="How many states to propose for physical trials.")
 @format_option(choices=("table", "json"))
+@project(NONE)
 def explore_cmd(contract_ref, space_ref, plot_path, propose, fmt) -> None:
     """Sweep a state space: the minimum-cost PASS frontier, the binding resource per region and
     the states a PEX sprint should measure."""
@@ -188,6 +191,7 @@ def _state(state: dict | None) -> str:
               help="With --llm: a file of your own published figures (the format of "
                    "experiments/model/published/llm-serving.json) to add.")
 @format_option(choices=("table", "json"))
+@project(WRITE)
 def calibrate_cmd(contract_refs, repeats, record, llm_mode, published, fmt) -> None:
     """Measure a short design of trials per contract (default: every shipped contract), fit the
     model's efficiency figures, and report its error per metric. With --llm: fit the LLM serving
@@ -208,10 +212,19 @@ def calibrate_cmd(contract_refs, repeats, record, llm_mode, published, fmt) -> N
 
     home = Settings.from_env().home
     contracts = [_contract(r) for r in contract_refs] or [contract.load(p) for _, p in sorted(contract.shipped().items())]
-    err = Console(stderr=True)
-    with err.status("calibrating") as status:
+    from luma.cli.sprint import import_service
+
+    for c in contracts:
+        import_service(c)  # the trials run the services in child processes: a missing extra is one line here
+    from luma.cli.sprint import _trials
+    from luma.experiments.model import trials
+
+    # The host's figures first (one step), then every design point of every contract per round.
+    expected = 1 + repeats * sum(len(trials.design(c)) for c in contracts)
+    with _trials("model calibrate", expected, Console(stderr=True)) as progress:
+        progress("measuring the host")
         cal = calibrate.calibrate(contracts, home, repeats=repeats,
-                                  progress=lambda m: (status.update(m), err.print(f"  {m}", soft_wrap=True)))
+                                  progress=lambda m: progress(f"host measured -> {m[6:]}" if m.startswith("host: ") else m))
     cal["ledger_check"] = facts.ledger_check(home, cal)
     if record:
         cal["facts"] = str(facts.record(home, cal))
@@ -268,6 +281,7 @@ def _cost_short(unit: str) -> str:
 @click.argument("contract_ref", metavar="CONTRACT", default="llm-chat")
 @click.option("--space", "space_ref", default="llm-70b-whatif", show_default=True, help="The space to evaluate.")
 @format_option(choices=("table", "json"))
+@project(NONE)
 def bench_cmd(contract_ref, space_ref, fmt) -> None:
     """States per second of the model over a space (evaluation and verdicts, best of 3)."""
     from luma.experiments.model import simulate, space

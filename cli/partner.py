@@ -9,6 +9,7 @@ from pathlib import Path
 import click
 
 from luma.cli.output import format_option, print_rows, submitter_option
+from luma.cli.project import READ, WRITE, project, require
 
 _SLUG = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
 
@@ -25,23 +26,12 @@ def _open():
     return KnowledgeBase.open()
 
 
-def _ledger_only():
-    """The project's ledger for reading, or None when the project has none yet (reading creates nothing)."""
-    from luma.kb.ledger import Ledger
-    from luma.settings import Settings
-
-    settings = Settings.from_env()
-    if settings.db_url.startswith("sqlite:///") and not Path(settings.db_url[len("sqlite:///"):]).is_file():
-        return None
-    return Ledger(settings.db_url)
-
-
 def _book():
-    from luma.kb.partners import PartnerLedger, read_ledger
+    """The project's partner records (reading creates nothing: no project is an error)."""
+    from luma.kb.ledger import Ledger
+    from luma.kb.partners import read_ledger
 
-    ledger = _ledger_only()
-    if ledger is None:
-        return PartnerLedger()
+    ledger = Ledger(require().db_url)
     try:
         return read_ledger(ledger)
     finally:
@@ -58,6 +48,7 @@ def partner() -> None:
 @click.option("--partner", "name", callback=_slug, help="The partner: fills records that name none, refuses others.")
 @submitter_option()
 @format_option()
+@project(WRITE)
 def add_cmd(files: tuple[Path, ...], name: str | None, submitter: str | None, fmt: str) -> None:
     """Validate intervention parameter FILES (TOML, YAML, JSON; at most 1 MiB each) and add
     them, all or nothing. Any error names the file and field, and nothing is written."""
@@ -77,6 +68,7 @@ def add_cmd(files: tuple[Path, ...], name: str | None, submitter: str | None, fm
 
 @partner.command("list")
 @format_option()
+@project(READ)
 def list_cmd(fmt: str) -> None:
     """Every partner of this project: records live and removed, interventions, data classes."""
     from luma.kb.partners import summary
@@ -89,6 +81,7 @@ def list_cmd(fmt: str) -> None:
 @partner.command("show")
 @click.argument("key", metavar="NAME-or-RECORD")
 @format_option(choices=("table", "json"))
+@project(READ)
 def show_cmd(key: str, fmt: str) -> None:
     """A partner's records (NAME), or one record (a content-hash prefix or a record name) with
     its figures in the units given and in SI."""
@@ -148,11 +141,13 @@ _SI = {"byte": "B", "byte / second": "B/s", "second": "s", "watt": "W", "dimensi
 @click.option("--record", default=None, help="Only this record (content-hash prefix or record name).")
 @click.option("--reason", default=None, help="Why (kept in the retraction record).")
 @submitter_option("Who removes (default: user@host).")
+@project(READ)
 def remove_cmd(name: str, record: str | None, reason: str | None, submitter: str | None) -> None:
     """Withdraw a partner's records (all, or --record). The append-only ledger keeps them and
     records a retraction; the KB drops their graphs, and `luma kb rebuild` leaves them out."""
     from luma.kb.partners import remove
 
+    require()  # nothing to remove from a project that does not exist
     with _open() as kb:
         targets, report = remove(kb, name, record, reason, submitter)
     click.echo(f"removed {len(targets)} record(s) of partner {name}: "

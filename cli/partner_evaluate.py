@@ -10,6 +10,7 @@ from pathlib import Path
 import click
 
 from luma.cli.output import format_option, print_rows
+from luma.cli.project import NONE, project
 
 
 def _record(ref: str):
@@ -65,6 +66,42 @@ def evaluation_options(fn):
     return fn
 
 
+def _state_level(state_text: str | None, dimension: str) -> str | None:
+    for part in (state_text or "").split(","):
+        dim, sep, value = part.partition("=")
+        if sep and dim.strip() == dimension:
+            return value.strip()
+    return None
+
+
+def default_space(contract, state_text: str | None, llm_ref: str | None):
+    """The space an evaluation without --space uses: the first shipped LLM space (by name) that
+    fits the contract and prices the state's accelerator_type — its model (unless --llm),
+    prices, quality per precision and accelerator counts. None for a contract that is not an
+    LLM's, or with --llm when no shipped space prices the accelerator."""
+    from luma.errors import ConfigError
+    from luma.experiments.model import space
+
+    if contract.service != "decoder":
+        return None  # the evaluation itself says what it needs
+    wanted = _state_level(state_text, "accelerator_type")
+    for name, path in sorted(space.shipped().items()):
+        try:
+            candidate = space.load(path, contract)
+        except ConfigError:
+            continue  # a space for another kind of contract
+        if not candidate.is_llm or (wanted is not None and wanted not in candidate.cost):
+            continue
+        click.echo(f"note: no --space given: the shipped space {name} supplies "
+                   f"{'the prices' if llm_ref else 'the model (' + candidate.model.name + '), the prices'}, quality per "
+                   "precision and accelerator counts", err=True)
+        return candidate
+    if llm_ref:
+        return None
+    raise ConfigError(f"no shipped space prices accelerator_type {wanted!r}: give --space SPACE.toml with a [cost] "
+                      f"entry for it (shipped: {', '.join(sorted(space.shipped()))})", field="--space")
+
+
 def run_evaluation(record_ref, contract_ref, state_text, llm_ref, space_ref, repetitions):
     """(the evaluation as a dict, the InterventionParameters record) for the shared options."""
     from luma.cli.model import _calibration, _contract
@@ -72,7 +109,7 @@ def run_evaluation(record_ref, contract_ref, state_text, llm_ref, space_ref, rep
 
     record, source = _record(record_ref)
     c = _contract(contract_ref)
-    base = space.load(space_ref, c) if space_ref else None
+    base = space.load(space_ref, c) if space_ref else default_space(c, state_text, llm_ref)
     ev = partner.evaluate(record, c, state_text, llm_ref=llm_ref, base=base, calibration=_calibration(),
                           source=source, repetitions=repetitions)
     return ev.as_dict(), record
@@ -83,6 +120,7 @@ def run_evaluation(record_ref, contract_ref, state_text, llm_ref, space_ref, rep
 @click.option("--out", "out_path", type=click.Path(dir_okay=False, path_type=Path),
               help="Write the evaluation and the frozen experiment matrix as JSON.")
 @format_option(choices=("table", "json"))
+@project(NONE)
 def evaluate(record_ref, contract_ref, state_text, llm_ref, space_ref, repetitions, out_path, fmt) -> None:
     """Project whether the intervention of RECORD (a record file, or an ingested record's hash
     prefix or name) moves the accepted-service frontier of the contract after its own costs:

@@ -9,6 +9,7 @@ from pathlib import Path
 import click
 
 from luma.cli.partner_evaluate import evaluation_options, run_evaluation
+from luma.cli.project import NONE, READ, project, require
 
 _OUT = click.option("--out", "out", type=click.Path(file_okay=False, path_type=Path), required=True,
                     help="Folder to write report.md, report.html and plots/*.svg into (created if missing).")
@@ -31,6 +32,7 @@ def _written(written, start: float) -> None:
               "run` prints it).")
 @click.option("--latest", is_flag=True, help="The most recently ingested qualified chain (the default).")
 @_OUT
+@project(READ)
 def boundary_cmd(chain: str | None, sprint: str | None, latest: bool, out: Path) -> None:
     """Resource Boundary Report of one PEX chain: CHAIN (an IRI such as id:chain/…), --sprint ID,
     or --latest qualified chain."""
@@ -41,7 +43,7 @@ def boundary_cmd(chain: str | None, sprint: str | None, latest: bool, out: Path)
     if sum(bool(x) for x in (chain, sprint, latest)) > 1:
         raise click.UsageError("give one of CHAIN, --sprint ID or --latest")
     start = time.perf_counter()
-    with KnowledgeBase.open(read_only=True) as kb:
+    with KnowledgeBase.open(require(), read_only=True) as kb:
         rep = boundary.build(kb, chain=chain, sprint=sprint)
     _written(write(rep, out), start)
 
@@ -53,6 +55,7 @@ def boundary_cmd(chain: str | None, sprint: str | None, latest: bool, out: Path)
 @click.option("--max-rows", type=click.IntRange(1, 10_000), default=25, show_default=True,
               help="Rows per long table, and requirements whose derivation is drawn.")
 @_OUT
+@project(READ)
 def design_in_cmd(scope: str, max_rows: int, out: Path) -> None:
     """Design-In Report: hardware requirements, counter-evidence, recurring remedies, derivations,
     and the evidence of each class (needs `luma rules run` first)."""
@@ -61,7 +64,7 @@ def design_in_cmd(scope: str, max_rows: int, out: Path) -> None:
     from luma.reports.render import write
 
     start = time.perf_counter()
-    with KnowledgeBase.open(read_only=True) as kb:
+    with KnowledgeBase.open(require(), read_only=True) as kb:
         rep = design_in.build(kb, scope=scope, max_rows=max_rows)
     _written(write(rep, out), start)
 
@@ -72,6 +75,7 @@ def design_in_cmd(scope: str, max_rows: int, out: Path) -> None:
               help="Whose view: owner, or partner:NAME (then RECORD must be that partner's). "
                    "A view, not access control: see docs/security.md.")
 @_OUT
+@project(NONE)
 def partner_cmd(record_ref, contract_ref, state_text, llm_ref, space_ref, repetitions, scope: str, out: Path) -> None:
     """Partner Evaluation Report of RECORD (a record file, or an ingested record's hash prefix or
     name): the partner's stated figures, the projected frontier change after its own costs, and

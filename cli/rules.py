@@ -7,6 +7,7 @@ import json
 import click
 
 from luma.cli.output import format_option, print_rows
+from luma.cli.project import NONE, READ, project
 
 
 @click.group()
@@ -25,6 +26,7 @@ def _load():
 
 @rules.command("list")
 @format_option(choices=("table", "json"))
+@project(NONE)
 def list_cmd(fmt: str) -> None:
     """The rules, in the order they run, with their parameters."""
     _, ordered = _load()
@@ -38,6 +40,7 @@ def list_cmd(fmt: str) -> None:
 
 
 @rules.command("check")
+@project(NONE)
 def check_cmd() -> None:
     """Validate every rule file and the dependency graph (no cycle through negation)."""
     analysed, ordered = _load()
@@ -65,9 +68,11 @@ def _overrides(values: tuple[str, ...]) -> dict[str, str]:
 @click.option("--workers", type=click.IntRange(1, 64), default=None,
               help="Threads for strata that do not depend on each other  [default: usable cores, at most 4]")
 @format_option(choices=("table", "json"))
+@project(READ)
 def run_cmd(params: tuple[str, ...], full: bool, exploratory: bool, workers: int | None, fmt: str) -> None:
     """Derive: every stratum to its fixpoint; prints facts, new and removed per rule, how each was
     evaluated (full, delta = over new records only, skip = nothing it reads changed), with timing."""
+    from luma.cli.project import require
     from luma.kb.knowledge_base import KnowledgeBase
     from luma.rules import exploratory as explore
     from luma.rules.engine import Engine
@@ -81,7 +86,7 @@ def run_cmd(params: tuple[str, ...], full: bool, exploratory: bool, workers: int
         where = f"{exc.field}: " if exc.field and exc.field != "param" else ""
         raise click.BadParameter(where + exc.message, param_hint="--param") from None
     try:
-        with KnowledgeBase.open() as kb:
+        with KnowledgeBase.open(require()) as kb:
             if exploratory:
                 report = explore.run(kb, overrides, workers=workers)
             else:
@@ -108,19 +113,18 @@ def run_cmd(params: tuple[str, ...], full: bool, exploratory: bool, workers: int
 @click.option("--rdflib-max", default=1000, show_default=True, help="Largest size also run on rdflib's store.")
 @click.option("--rdflib-timeout", default=600.0, show_default=True, help="Seconds rdflib gets per size.")
 @format_option(choices=("table", "json"))
+@project(NONE)
 def bench_cmd(records: str, incremental: int, rdflib_max: int, rdflib_timeout: float, fmt: str) -> None:
     """The rule set to fixpoint on synthetic chains: full run, re-run, incremental run, rdflib beside it."""
-    from rich.console import Console
-
+    from luma.cli.progress import Tracker, sizes_plan
     from luma.rules.bench import run_bench
 
     try:
         sizes = [int(x) for x in records.split(",") if x.strip()]
     except ValueError:
         raise click.BadParameter(f"expected comma-separated whole numbers, got {records!r}") from None
-    err = Console(stderr=True)
-    with err.status("benchmarking") as status:
-        results = run_bench(sizes, incremental, rdflib_max, rdflib_timeout, status.update)
+    with Tracker("rules bench", sizes_plan(sizes, rdflib_max)) as progress:
+        results = run_bench(sizes, incremental, rdflib_max, rdflib_timeout, progress)
     if fmt == "json":
         click.echo(json.dumps(results, indent=2))
         return

@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from luma.cli.output import format_option, print_rows, submitter_option
+from luma.cli.project import NONE, READ, WRITE, project, require
 
 _SLUG = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
 _COLUMNS = ["name", "fingerprint", "partner", "since", "revoked"]
@@ -33,6 +34,7 @@ def runner() -> None:
 @runner.command("keygen")
 @click.option("--name", callback=_slug, help="The key's name (default: user@host as a slug).")
 @submitter_option()
+@project(WRITE)
 def keygen_cmd(name: str | None, submitter: str | None) -> None:
     """Make an Ed25519 key pair under $LUMA_HOME/keys/ (private key mode 0600, never printed)
     and trust it in this project. The first key is the one runners sign with."""
@@ -52,6 +54,7 @@ def keygen_cmd(name: str | None, submitter: str | None) -> None:
 @click.option("--name", required=True, callback=_slug, help="What to call the runner (a slug).")
 @click.option("--partner", callback=_slug, help="The partner lab the key belongs to.")
 @submitter_option()
+@project(WRITE)
 def trust_cmd(pubkey: str, name: str, partner: str | None, submitter: str | None) -> None:
     """Trust the runner key PUBKEY: base64 of the raw 32-byte Ed25519 public key, or a file
     holding it (a .pub file from `luma runner keygen`, or a PEM public key)."""
@@ -78,21 +81,17 @@ def _public_key(text: str) -> bytes:
 
 @runner.command("list")
 @format_option()
+@project(READ)
 def list_cmd(fmt: str) -> None:
     """Every runner key this project has trusted: name, fingerprint, partner, since, revoked."""
     from luma.kb.ledger import Ledger
     from luma.kb.runners import trusted_keys
-    from luma.settings import Settings
 
-    settings = Settings.from_env()
-    if settings.db_url.startswith("sqlite:///") and not Path(settings.db_url[len("sqlite:///"):]).is_file():
-        keys = {}  # no project yet: reading creates nothing
-    else:
-        ledger = Ledger(settings.db_url)
-        try:
-            keys = trusted_keys(ledger)
-        finally:
-            ledger.dispose()
+    ledger = Ledger(require().db_url)  # reading creates nothing: no project is an error
+    try:
+        keys = trusted_keys(ledger)
+    finally:
+        ledger.dispose()
     ordered = sorted(keys.values(), key=lambda k: (k.trusted_since, k.name))
     if fmt == "table":
         rows = [{**k.row(), "since": f"{k.trusted_since:%Y-%m-%d %H:%M}Z",
@@ -106,12 +105,14 @@ def list_cmd(fmt: str) -> None:
 @click.argument("name")
 @click.option("--reason", help="Why (kept in the revocation record).")
 @submitter_option("Who revokes (default: user@host).")
+@project(READ)
 def revoke_cmd(name: str, reason: str | None, submitter: str | None) -> None:
     """Stop trusting runner key NAME (or fingerprint). The ledger keeps its records; they stop
     qualifying as measured at the next `luma rules run`."""
     from luma.kb import attestation
     from luma.kb.runners import revoke
 
+    require()  # nothing to revoke in a project that does not exist
     with _open() as kb:
         key = revoke(kb, name, reason, submitter)
         home = kb.settings.home
@@ -127,6 +128,7 @@ def revoke_cmd(name: str, reason: str | None, submitter: str | None) -> None:
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path),
               help="Write the signed copies into this folder (default: in place).")
 @format_option()
+@project(NONE)
 def sign_cmd(files: tuple[Path, ...], key_name: str | None, out: Path | None, fmt: str) -> None:
     """Sign every record of FILES (JSON, JSON Lines, YAML) over its content hash, adding an
     attestation block. Every record is validated first; any error names the file and field,

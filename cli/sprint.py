@@ -7,11 +7,24 @@ import json
 import click
 
 from luma.cli.output import format_option, print_rows
+from luma.cli.project import NONE, WRITE, project
 
 
 @click.group()
 def sprint() -> None:
     """Qualify resource boundaries with physical trials on this machine."""
+
+
+def import_service(contract) -> None:
+    """Import the contract's service before anything runs: its trials run in child processes,
+    where a missing extra (torch for the MiniLM, digits and decoder services) would otherwise
+    surface as failed trials, not as one line naming what to install."""
+    import importlib
+
+    from luma.experiments.services import SERVICES
+
+    if contract.service in SERVICES:  # an unknown service is the contract loader's error
+        importlib.import_module(SERVICES[contract.service].partition(":")[0])
 
 
 def _levels(text: str | None) -> list[str] | None:
@@ -20,6 +33,7 @@ def _levels(text: str | None) -> list[str] | None:
 
 @sprint.command("contracts")
 @format_option(choices=("table", "json"))
+@project(NONE)
 def contracts_cmd(fmt: str) -> None:
     """List the example contracts shipped with LUMA."""
     from luma.experiments import contract
@@ -48,6 +62,7 @@ def contracts_cmd(fmt: str) -> None:
 @click.option("--record/--no-record", default=True, show_default=True,
               help="Ingest every trial and the chain into the ledger and KB.")
 @format_option(choices=("table", "json"))
+@project(WRITE)
 def run_cmd(contract_ref, dimension, levels, intervention, repetitions, start_level, use_model, record, fmt) -> None:
     """Find the minimum PASS and adjacent FAIL along one dimension, diagnose the binding resource,
     recover PASS with an intervention and re-qualify the boundary with it in place."""
@@ -58,6 +73,7 @@ def run_cmd(contract_ref, dimension, levels, intervention, repetitions, start_le
     from luma.settings import Settings
 
     c = contract.load(contract_ref)
+    import_service(c)
     plan = sprint_mod.plan(c, dimension, _levels(levels), intervention, repetitions, start_level)
     home = Settings.from_env().home
     err = Console(stderr=True)
@@ -65,11 +81,7 @@ def run_cmd(contract_ref, dimension, levels, intervention, repetitions, start_le
         plan.start = _model_start(plan, home, use_model, err)
     sprint_id = plan.new_id()
     recorder = Recorder(home, plan, sprint_id, ingest=record)
-    with err.status("starting") as status:
-        def progress(msg: str) -> None:
-            status.update(msg)
-            if "->" in msg:
-                err.print(f"  {msg}", soft_wrap=True)
+    with _trials("sprint run", sprint_trials(plan), err) as progress:
         result = sprint_mod.Sprint(plan, home / "artifacts", recorder.trial, progress, sprint_id).run()
     out = summary.summarize(result)
     chain = recorder.finish(result, out)
@@ -82,6 +94,35 @@ def run_cmd(contract_ref, dimension, levels, intervention, repetitions, start_le
                                "runtime_footprint_mib", "quality", "throughput"], "table",
                title=f"sprint {out['sprint']}: {out['dimension']} over {out['base_state']}")
     print_rows(_boundary_rows(out), ["item", "value"], "table", title="boundary")
+
+
+def _trials(title: str, expected: int, console):
+    """The progress line of a command that runs physical trials: a message with `->` is a
+    trial's verdict (kept on screen), any other says what runs."""
+    from luma.cli.progress import Tracker
+
+    class Trials(Tracker):
+        def __call__(self, message: str) -> None:
+            super().__call__(message)
+            if "->" in str(message):
+                self.log(f"  {message}")
+
+    return Trials(title, [("trial", 1.0)] * max(expected, 1), unit="trial", ends=lambda m: "->" in str(m),
+                  console=console)
+
+
+def sprint_trials(plan) -> int:
+    """At most how many trials a sprint runs: bisection within its budget (ceil(log2 L) +
+    repetitions), one restoration per other dimension, the intervention's repetitions, the
+    re-qualifying bisection and the next binding's restorations."""
+    import math
+
+    levels, reps = len(plan.levels), plan.repetitions
+    others = max(len(plan.state(0).levels) - 1, 0)
+    n = math.ceil(math.log2(levels)) + reps + others
+    if plan.variant:
+        n += reps + math.ceil(math.log2(levels)) + 1 + others
+    return n
 
 
 def _restorations(diagnosis: dict) -> str:
@@ -140,21 +181,27 @@ def _boundary_rows(out: dict) -> list[dict]:
                    "`luma model calibrate` has run).")
 @click.option("--sweep/--no-sweep", default=True, show_default=True, help="Run the exhaustive sweep too.")
 @format_option(choices=("table", "json"))
+@project(WRITE)
 def bench_cmd(contract_ref, dimension, levels, repetitions, use_model, sweep, fmt) -> None:
     """Physical trials per boundary: bisection vs an exhaustive sweep of the same levels (same run),
     and bisection started at the model's predicted boundary (--model)."""
     from rich.console import Console
 
+    import math
+
     from luma.experiments import bench, contract, sprint as sprint_mod
     from luma.settings import Settings
 
-    plan = sprint_mod.plan(contract.load(contract_ref), dimension, _levels(levels), None, repetitions)
+    c = contract.load(contract_ref)
+    import_service(c)
+    plan = sprint_mod.plan(c, dimension, _levels(levels), None, repetitions)
     err = Console(stderr=True)
     home = Settings.from_env().home
     start = _model_start(plan, home, use_model, err)
-    with err.status("benchmarking") as status:
-        out = bench.run(plan, home / "artifacts", lambda m: (status.update(m), err.print(f"  {m}", soft_wrap=True)),
-                        start=start, sweep=sweep)
+    budget = math.ceil(math.log2(len(plan.levels))) + plan.repetitions
+    expected = budget * (2 if start is not None else 1) + (len(plan.levels) * plan.repetitions if sweep else 0)
+    with _trials("sprint bench", expected, err) as progress:
+        out = bench.run(plan, home / "artifacts", progress, start=start, sweep=sweep)
     if fmt == "json":
         click.echo(json.dumps(out, indent=2))
         return
@@ -213,6 +260,20 @@ def _ints(text: str | None, name: str) -> list[int] | None:
     return values
 
 
+def _optimize_trials(contract, state, threads, batches, variants) -> int:
+    """At most how many trials `optimize` runs: every batch size of every variant and thread
+    count (the walk stops early once throughput stops rising), and two confirmations."""
+    from luma.experiments.services import get
+
+    service = get(contract.service)
+    known = variants or ["fp32", *dict.fromkeys(service.interventions.values())]
+    cores = state.enforced().get("compute") or 1
+    counts = [t for t in (threads or sorted({1, cores})) if 1 <= t <= cores]
+    if not getattr(service, "uses_torch", True):
+        counts = [cores]
+    return len(known) * max(len(counts), 1) * len(batches) + 2
+
+
 @sprint.command("optimize")
 @click.argument("contract_ref", metavar="CONTRACT")
 @click.option("--state", "state_text", help="Fixed machine state over the contract's, e.g. "
@@ -222,6 +283,7 @@ def _ints(text: str | None, name: str) -> list[int] | None:
 @click.option("--variants", help="Precision variants to try, e.g. 'fp32,int8-ffn' (default: all the service has).")
 @click.option("--record/--no-record", default=True, show_default=True, help="Ingest every trial into the KB.")
 @format_option(choices=("table", "json"))
+@project(WRITE)
 def optimize_cmd(contract_ref, state_text, threads, batches, variants, record, fmt) -> None:
     """Highest accepted throughput on a fixed machine state, over precision, batch size and threads."""
     from datetime import datetime, timezone
@@ -233,19 +295,16 @@ def optimize_cmd(contract_ref, state_text, threads, batches, variants, record, f
     from luma.settings import Settings
 
     c = contract.load(contract_ref)
+    import_service(c)
     state = _state(c, state_text)
     home = Settings.from_env().home
     err = Console(stderr=True)
     stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
     recorder = Recorder(home, optimize.plan_for(c, state.as_dict()), f"{c.name}-optimize-{stamp}", ingest=record)
-    with err.status("optimizing") as status:
-        def progress(msg: str) -> None:
-            status.update(msg)
-            if "->" in msg:
-                err.print(f"  {msg}", soft_wrap=True)
-        out = optimize.run(c, state, home / "artifacts", _ints(threads, "--threads"),
-                           _ints(batches, "--batches") or optimize.BATCHES, recorder.trial, progress,
-                           [v.strip() for v in variants.split(",") if v.strip()] if variants else None)
+    thread_counts, batch_sizes = _ints(threads, "--threads"), _ints(batches, "--batches") or optimize.BATCHES
+    chosen = [v.strip() for v in variants.split(",") if v.strip()] if variants else None
+    with _trials("sprint optimize", _optimize_trials(c, state, thread_counts, batch_sizes, chosen), err) as progress:
+        out = optimize.run(c, state, home / "artifacts", thread_counts, batch_sizes, recorder.trial, progress, chosen)
     out.pop("_trials")
     if fmt == "json":
         click.echo(json.dumps(out, indent=2))

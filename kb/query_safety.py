@@ -117,6 +117,7 @@ def check_query(sparql: str, source: str = "query", *, offset: int = 0) -> Check
                          source=source) from None
     except RecursionError:
         raise QueryError("the query is nested too deeply", source=source) from None
+    _check_prefixes(sparql, tree, source, offset)
     names = set(_node_names(tree))
     if "ServiceGraphPattern" in names:
         raise QueryRefused(_SERVICE_REFUSED, source=source)
@@ -125,6 +126,29 @@ def check_query(sparql: str, source: str = "query", *, offset: int = 0) -> Check
         raise QueryError("unsupported query form", source=source)
     default, named = _dataset_clause(tree, source)
     return CheckedQuery(sparql, kind, default, named)
+
+
+def _check_prefixes(text: str, tree, source: str, offset: int) -> None:
+    """QueryError at the first prefixed name whose prefix the query does not declare (rdflib
+    parses them; the engine would stop at its own position, not the user's)."""
+    declared = {decl["prefix"] if "prefix" in decl else "" for decl in tree[0] if decl.name == "PrefixDecl"}
+    code = code_only(text, source, offset=offset)
+    i, n = 0, len(code)
+    while i < n:
+        m = _NAME_TOKEN.match(code, i)
+        if m and m.end() > i:
+            word = m.group(0)
+            if word[0] not in "?$_@" and ":" in word:
+                prefix = word.split(":", 1)[0]
+                if prefix not in declared:
+                    line, col = _position(text, m.start(), offset)
+                    known = ", ".join(f"{p}:" for p in sorted(declared)) or "none declared"
+                    raise QueryError(f"invalid SPARQL at line {line}, column {col}: unknown prefix {prefix}: "
+                                     f"(known: {known})", source=source)
+            i = m.end()
+            continue
+        w = _BARE_WORD.match(code, i)
+        i = w.end() if w else i + 1
 
 
 def check_read_only(sparql: str, source: str = "query") -> str:

@@ -142,6 +142,7 @@ def test_query_knows_the_usual_prefixes_and_keeps_error_positions(luma_home):
     from luma.cli.main import cli as main_cli
 
     runner = CliRunner()
+    assert runner.invoke(main_cli, ["kb", "init"]).exit_code == 0
     ok = runner.invoke(main_cli, ["kb", "query", "--format", "json",
                                   "SELECT (COUNT(*) AS ?n) WHERE { ?c a luma:BoundaryQualification }"])
     assert ok.exit_code == 0, ok.output
@@ -151,3 +152,21 @@ def test_query_knows_the_usual_prefixes_and_keeps_error_positions(luma_home):
     assert own.exit_code == 0 and json.loads(own.stdout)["results"]["bindings"] == []
     bad = runner.invoke(main_cli, ["kb", "query", "SELECT ?c WHERE {\n ?c a luma:X ."])
     assert bad.exit_code == 1 and "line 2" in bad.output
+
+
+@pytest.mark.parametrize("sparql, where", [
+    ("SELECT ?x WHERE { ?x a foo:Bar }", "line 1, column 24"),
+    ("SELECT ?x WHERE {\n  ?x a luma:Chain .\n  ?x  foo:bar  ?y }", "line 3, column 7"),
+    ("PREFIX foo: <urn:foo#>\nSELECT ?x WHERE { ?x foo:a ?y . ?y ex:b 'foo:bar' }", "line 2, column 36"),
+])
+def test_an_unknown_prefix_is_named_at_its_position(sparql, where, luma_home):
+    """Not the engine's grammar dump at a column of the text with LUMA's prefixes in front."""
+    assert invoke("kb", "init").exit_code == 0
+    result = CliRunner().invoke(cli, ["kb", "query", sparql])
+    assert result.exit_code == 1 and result.stdout == ""
+    line = result.stderr.strip()
+    prefix = "ex" if "ex:b" in sparql else "foo"
+    assert line.startswith(f"Error: query: invalid SPARQL at {where}: unknown prefix {prefix}: (known: ")
+    assert "luma:" in line and "xsd:" in line and "\n" not in line and "expected one of" not in line
+    if prefix == "ex":
+        assert "foo:" in line  # the query's own declarations are known too

@@ -142,7 +142,8 @@ def test_nothing_is_created_when_the_first_command_fails(luma_home, tmp_path):
     bad = write(tmp_path, "bad.json", {**GOOD, "power": {"value": 5}})
     assert run("partner", "add", str(bad), ok=False).exit_code == 1
     assert list(luma_home.iterdir()) == []
-    assert json.loads(run("partner", "list", "--format", "json").output) == []
+    listed = run("partner", "list", "--format", "json", ok=False)  # there is no project to list
+    assert listed.exit_code == 1 and "no LUMA project at" in listed.stderr and listed.stdout == ""
     assert list(luma_home.iterdir()) == []  # reading creates nothing either
 
 
@@ -159,3 +160,28 @@ def test_kb_query_scope(luma_home):
     unknown = run("kb", "query", q, "--scope", "partner:nobody", ok=False)
     assert unknown.exit_code == 1 and "unknown partner 'nobody'" in unknown.output
     assert run("kb", "query", q, "--scope", "everyone", ok=False).exit_code == 2
+
+
+STATE = "accelerator_type=nvidia-h100-sxm5-80gb,accelerator_count=2,precision=fp16"
+
+
+def test_partner_report_without_space_uses_the_shipped_space_that_prices_the_accelerator(luma_home, tmp_path):
+    """The README marks --space optional: without it the first shipped LLM space pricing the
+    state's accelerator supplies model, prices and quality — the same report as naming it."""
+    args = ["report", "partner", str(KV), "--contract", "llm-long-context", "--state", STATE]
+    plain = run(*args, "--out", str(tmp_path / "plain"))
+    assert "the shipped space llm-70b supplies the model (llama-2-70b)" in plain.stderr
+    named = run(*args, "--space", "llm-70b", "--out", str(tmp_path / "named"))
+    for name in ("report.md", "matrix.json"):
+        assert (tmp_path / "plain" / name).read_bytes() == (tmp_path / "named" / name).read_bytes()
+    evaluated = json.loads(run("partner", "evaluate", str(KV), "--contract", "llm-long-context", "--state", STATE,
+                               "--format", "json").stdout)
+    assert evaluated["matrix"]["sha256"] == json.loads((tmp_path / "named" / "matrix.json").read_text())["sha256"]
+    assert named.exit_code == 0
+
+
+def test_partner_evaluation_without_space_names_what_to_give(luma_home):
+    result = run("partner", "evaluate", str(KV), "--state", "accelerator_type=acme-x1,accelerator_count=2", ok=False)
+    assert result.exit_code == 1 and result.stdout == ""
+    assert result.stderr.startswith("Error: --space: no shipped space prices accelerator_type 'acme-x1'")
+    assert len(result.stderr.strip().splitlines()) == 1

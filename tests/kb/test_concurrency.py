@@ -66,6 +66,7 @@ def _while_running(proc: subprocess.Popen, step, min_calls: int = 2, limit_s: fl
 def test_commands_during_an_endpoint_ingest_lose_no_record(store_url, tmp_path):
     """The race of issue 13: `luma kb stats` over and over while an ingest runs."""
     env = _env(tmp_path / "home", store_url)
+    assert _luma(env, "kb", "init").returncode == 0  # readers need a project (before it: one line, exit 1)
     # Two chunks (2,000 then 4,000): the second is projected while the first is loaded and not
     # committed -- the window in which the old recovery took the live ingest's graphs.
     records = write_jsonl(tmp_path / "batch.jsonl", 6000, seed=3)

@@ -202,6 +202,7 @@ def test_rendering_twice_gives_identical_bytes(full_home, tmp_path):
 
 def test_errors_are_one_line(tmp_path, env):
     empty = tmp_path / "empty"
+    assert _run(empty, "kb", "init").exit_code == 0  # a project with nothing in it
     for args, text in ((("boundary",), "no qualified chain"), (("design-in",), "no PEX chains"),
                        (("boundary", "id:chain/0000"), "not a PEX chain"),
                        (("boundary", "--sprint", "nope"), "no sprint 'nope'")):

@@ -67,6 +67,7 @@ def test_a_rule_file_with_service_is_refused_by_check_and_run(luma_home, tmp_pat
     listener.listen(4)
     listener.settimeout(0.5)
     port = listener.getsockname()[1]
+    assert CliRunner().invoke(cli, ["kb", "init"]).exit_code == 0
     (luma_home / "rules").mkdir()
     (luma_home / "rules" / "90-fetch.rq").write_text(
         "# id: fetch\n# version: 1\n# description: calls out\nPREFIX luma: <https://w3id.org/luma/ns#>\n"
@@ -130,6 +131,8 @@ def test_cli_rules_list_check_run(luma_home):
     assert runner.invoke(cli, ["rules", "check"]).exit_code == 0
     listed = json.loads(runner.invoke(cli, ["rules", "list", "--format", "json"]).stdout)
     assert [r["id"] for r in listed][:2] == ["qualified-boundary", "recurring-binding"]
+    assert runner.invoke(cli, ["rules", "run"]).exit_code == 1  # no project yet: nothing to derive from
+    assert runner.invoke(cli, ["kb", "init"]).exit_code == 0
     out = runner.invoke(cli, ["rules", "run", "--format", "json"])
     assert out.exit_code == 0, out.output
     assert {r["rule"] for r in json.loads(out.stdout)["rules"]} >= {"qualified-boundary", "recurring-binding"}

@@ -87,5 +87,6 @@ def test_an_exploratory_run_stays_out_of_the_kb(luma_home):
 
 
 def test_explain_and_query_say_when_there_is_no_exploratory_run(luma_home):
+    assert _run("kb", "init").exit_code == 0
     out = _run("kb", "query", "--exploratory", "ASK {}")
     assert out.exit_code == 1 and "no exploratory run yet" in out.output
