@@ -15,6 +15,7 @@ from luma.reports.derivation import compact
 from luma.reports.fmt import CLASS_ORDER, class_name, dim_key, local, num, quantity
 from luma.reports.plots import Span, bar_plot, range_plot, require
 from luma.reports.render import Plot, Report, Section, Table, Tree
+from luma.rules.derivations import derivation
 
 #: Rows per long table and requirements whose derivation is drawn.
 MAX_ROWS = 25
@@ -142,9 +143,11 @@ def _class_sections(r, counts: dict[str, dict[str, int]], limit: int) -> list[Se
                                     [[k, str(n)] for k, n in sorted(per.items())], f"{cls} records by kind"))
         if cls == "measured":
             rows, total = data.qualified(r, limit)
+            run = derivation(r.kb.store, "qualified-boundary")  # the rules have run: check_ready
             sec.paragraphs.append(f"{total} qualified boundaries (measured and signed by a runner key this project "
-                                  "trusts, recovered, ≥ 3 repetitions, states differing only in the crossed "
-                                  "dimension).")
+                                  "trusts, recovered, states differing only in the crossed dimension, ≥ "
+                                  f"{run.parameters.get('min_repetitions', '?') if run else '?'} repetitions: "
+                                  f"{run.text() if run else 'the rules'}).")
             synthetic = data.synthetic_count(r) if total else 0
             if synthetic:
                 sec.paragraphs.append(f"**{synthetic} of them are synthetic**: generated records (`kb/synthetic.py`, "
