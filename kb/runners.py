@@ -51,19 +51,11 @@ class TrustedKey:
 def trusted_keys(ledger) -> dict[str, TrustedKey]:
     """Every runner key the ledger has trusted, by fingerprint, revoked ones included (check
     `.revoked`). A key trusted twice keeps its first trust; a revocation is final."""
-    from sqlalchemy import select
-    from sqlalchemy.exc import SQLAlchemyError
-
-    from luma.kb.ledger import LedgerRecord, as_utc
+    from luma.kb.ledger import as_utc
     from luma.kb.records.runner import RunnerRevocation, RunnerTrust
 
-    c = LedgerRecord.__table__.c
-    try:
-        with ledger.engine.connect() as conn:
-            rows = conn.execute(select(c.kind, c.payload, c.ingested_at).where(c.kind.in_(_KINDS))
-                                .order_by(c.id)).all()
-    except SQLAlchemyError:
-        return {}  # no ledger table yet
+    # A ledger without its table yet trusts no key; one that cannot be read is a LedgerError.
+    rows = ledger.rows_of_kinds(_KINDS, "kind", "payload", "ingested_at")
     keys: dict[str, TrustedKey] = {}
     for kind, payload, at in rows:
         if kind == "runner-trust":
