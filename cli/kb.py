@@ -244,9 +244,9 @@ def query(sparql, query_file, query_name, list_names, timeout, memory, scope, ex
         try:
             answer = scoped_query(view, checked, where, results=results, limits=limits, spool=Path(spool))
         except LumaError as exc:
-            if exc.field != "scope":
+            if exc.field not in ("scope", "memory"):
                 raise
-            raise click.ClickException(f"--scope: {exc.message}") from None
+            raise click.ClickException(f"{_FLAGS[exc.field]}: {exc.message}") from None
         _print_answer(answer, fmt)
 
 

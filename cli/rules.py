@@ -81,7 +81,7 @@ def run_cmd(params: tuple[str, ...], full: bool, exploratory: bool, workers: int
             else:
                 report = Engine(kb).run(overrides, full=full, workers=workers)
     except BelowFloor as exc:
-        raise click.BadParameter(exc.message, param_hint="--param") from None
+        raise click.BadParameter(f"{exc.message} (--exploratory)", param_hint="--param") from None
     if exploratory:
         click.echo(f"exploratory run in {explore.store_path(kb.settings.home).parent}: its facts are not in the "
                    "KB's queries or reports", err=True)

@@ -50,7 +50,7 @@ def read_partner_files(paths: list[Path], partner: str | None = None, home: Path
                 if partner is not None:
                     named = doc.setdefault("partner", partner)
                     if named != partner:
-                        raise RecordError(f"the record names partner {named!r}, not {partner!r} (--partner)",
+                        raise RecordError(f"the record names partner {named!r}, not {partner!r}, the partner it is added for",
                                           source=source, field="partner")
             out.append(validate_document(doc, source, home, dims))
     return out

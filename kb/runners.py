@@ -124,7 +124,8 @@ def trust(kb, public_key: bytes, name: str, partner: str | None = None, submitte
         raise RecordError(f"key {fp} is {when} (as {known.name!r}); a revoked key is never trusted again",
                           source=f"runner {name}")
     if any(k.name == name and not k.revoked for k in keys.values()):
-        raise RecordError(f"a trusted key is called {name!r} already (choose another --name)", source=f"runner {name}")
+        raise RecordError(f"a trusted key is called {name!r} already (choose another name)", source=f"runner {name}",
+                          field="name")
     doc = {"record_type": "runner-trust", "name": att.check_name(name), "public_key": att.public_key_text(public_key),
            "fingerprint": fp, "provenance": _provenance()}
     if partner:

@@ -9,6 +9,7 @@ on; `build(kb, scope=...)` returns a `Report` for `luma.reports.render.write`.
 
 from __future__ import annotations
 
+from luma.kb.scope import Scope
 from luma.kb.vocab import EVIDENCE_CLASSES
 from luma.reports import design_in_data as data
 from luma.reports.derivation import compact
@@ -195,8 +196,8 @@ def _class_sections(r, counts: dict[str, dict[str, int]], limit: int) -> list[Se
     return out
 
 
-def build(kb, scope: str | None = None, max_rows: int = MAX_ROWS) -> Report:
-    """The Design-In Report of what `scope` may see (owner by default)."""
+def build(kb, scope: Scope | None = None, max_rows: int = MAX_ROWS) -> Report:
+    """The Design-In Report of what `scope` (kb/scope.py) may see (the owner's view by default)."""
     require()
     r = data.Reader(kb, scope)
     data.check_ready(r)
