@@ -51,7 +51,29 @@ def print_bench(results: list[dict]) -> None:
                 rtext = _ms(rq["s"])
             queries.add_row(f"{r['records']:,}", name, str(q["rows"]), _ms(q["min_s"]), _ms(q["median_s"]), rtext)
     console.print(queries)
+    _print_paging(console, results)
     for r in results:
         rd = r.get("rdflib", {})
         if "load_s" in rd:
             console.print(f"rdflib in-memory load of {r['quads']:,} quads: {rd['load_s']:.1f} s, peak RSS {rd['peak_rss_mb']:,.0f} MB")
+
+
+def _print_paging(console: Console, results: list[dict]) -> None:
+    """qualified-boundaries paged and exported, beside its whole answer (the table above)."""
+    rows = [r for r in results if "paging" in r and "error" not in r]
+    if not rows:
+        return
+    name = rows[0]["paging"]["query"]
+    table = Table(title=f"{name}: whole answer (JSON, as above), first page (--limit {rows[0]['paging']['page_rows']}) "
+                        "and whole answer as CSV; in the store, and through `luma kb query` (isolated query process)")
+    for col in ("records", "rules s", "rows", "whole answer ms", "first page ms", "CSV export ms", "CSV rows/s",
+                "kb query: first page ms", "kb query: CSV export ms", "kb query: CSV rows/s"):
+        table.add_column(col, justify="right")
+    for r in rows:
+        p, whole = r["paging"], r["queries"].get(name, {})
+        table.add_row(f"{r['records']:,}", f"{r.get('rules_s', float('nan')):.1f}", f"{p['export_csv']['rows']:,}",
+                      _ms(whole.get("median_s")), _ms(p["first_page"]["median_s"]), _ms(p["export_csv"]["median_s"]),
+                      f"{p['export_csv']['rows_per_s']:,.0f}", _ms(p["cli_first_page"]["median_s"]),
+                      _ms(p["cli_export_csv"]["median_s"]), f"{p['cli_export_csv']['rows_per_s']:,.0f}")
+    console.print(table)
+    console.print("medians of the runs; rows/s = rows / median seconds")

@@ -184,23 +184,30 @@ class _ExploratoryView:
                    "A view, not access control: see docs/security.md.")
 @click.option("--exploratory", is_flag=True,
               help="Query the last `luma rules run --exploratory` (its copy of the KB) instead of the KB.")
+@click.option("--limit", type=click.IntRange(min=0), default=None,
+              help="Rows of the answer to return (a page; see --offset). Without ORDER BY, pages follow the "
+                   "store's order, the same while the KB does not change.")
+@click.option("--offset", type=click.IntRange(min=0), default=0, show_default=True,
+              help="Rows of the answer to skip before the page.")
 @format_option()
 @project(READ)
-def query(sparql, query_file, query_name, list_names, timeout, memory, scope, exploratory, fmt) -> None:
+def query(sparql, query_file, query_name, list_names, timeout, memory, scope, exploratory, limit, offset, fmt) -> None:
     """Run a read-only SPARQL query (argument, --file or --name) over all named graphs, or over
     what --scope partner:NAME may see (never another partner's records). FROM / FROM NAMED are
-    honoured (within the scope).
+    honoured (within the scope). --limit/--offset return one page of the answer.
 
     json output is the standard SPARQL 1.1 Query Results JSON format; csv is SPARQL CSV.
     Updates, SERVICE, LOAD and \\u escapes are refused. On the embedded store the query runs in a
     child process without network access, stopped at --timeout, --memory or the answer size
-    limit ($LUMA_QUERY_MAX_ANSWER_BYTES, default 2GiB).
+    limit ($LUMA_QUERY_MAX_ANSWER_BYTES, default 2GiB). Named queries that read what the rules
+    derive (qualified-boundaries …) need `luma rules run` first, and say so.
     """
     import tempfile
 
     from luma.errors import LumaError
     from luma.kb.isolated_query import QueryLimits
     from luma.kb.named_queries import get_named_query, named_queries
+    from luma.kb.paging import paged
     from luma.kb.query_safety import check_user_query
     from luma.cli.project import require
     from luma.kb.scope import Scope, scoped_query
@@ -213,30 +220,65 @@ def query(sparql, query_file, query_name, list_names, timeout, memory, scope, ex
     given = [x for x in (sparql, query_file, query_name) if x]
     if len(given) != 1:
         raise click.UsageError("give exactly one of: a SPARQL argument, --file F, --name NAME")
-    source = "query"
-    if query_file:
-        from luma.kb.input_files import QUERY_FILE, read_text
-
-        sparql = read_text(query_file, QUERY_FILE)  # untrusted: no FIFO, no device, 1 MiB
-        source = str(query_file)
-    elif query_name:
-        sparql = get_named_query(query_name).sparql
-        source = f"--name {query_name}"
+    source, named = "query", None
     try:
+        if query_file:
+            from luma.kb.input_files import QUERY_FILE, read_text
+
+            sparql = read_text(query_file, QUERY_FILE)  # untrusted: no FIFO, no device, 1 MiB
+            source = str(query_file)
+        if query_name:
+            named = get_named_query(query_name)
+            sparql, source = named.text(limit, offset), f"--name {query_name}"
+        else:
+            sparql = paged(sparql, limit, offset, source)
         where = Scope.parse(scope)
         settings = Settings.from_env()
-        limit = parse_size(memory, "--memory", settings.query_memory, MIN_QUERY_MEMORY)
+        memory_limit = parse_size(memory, "--memory", settings.query_memory, MIN_QUERY_MEMORY)
     except LumaError as exc:
-        raise click.BadParameter(exc.message, param_hint=exc.source) from None
+        flag = _FLAGS.get(exc.field) or (exc.source if exc.source in _FLAGS.values() else None)
+        if flag is None:
+            raise
+        if flag == "--name":  # not a malformed value: a name this LUMA does not ship (exit 1)
+            raise click.ClickException(f"{flag}: {exc.message}") from None
+        raise click.BadParameter(exc.message, param_hint=flag) from None
     # LUMA's usual prefixes (`luma:` …) are declared in front; the check sees the text that runs.
     checked = check_user_query(sparql, source)
-    limits = QueryLimits(timeout, limit, settings.query_answer_bytes)
+    limits = QueryLimits(timeout, memory_limit, settings.query_answer_bytes)
     results = "csv" if fmt == "csv" and checked.kind != "graph" else "json"
     require(settings)
     with (tempfile.TemporaryDirectory(prefix=".luma-query-", dir=settings.home) as spool, open_for_reading() as base,
           _maybe_exploratory(base, exploratory) as view):
-        answer = scoped_query(view, checked, where, results=results, limits=limits, spool=Path(spool))
+        _check_derived(view, named)
+        try:
+            answer = scoped_query(view, checked, where, results=results, limits=limits, spool=Path(spool))
+        except LumaError as exc:
+            if exc.field not in ("scope", "memory"):
+                raise
+            raise click.ClickException(f"{_FLAGS[exc.field]}: {exc.message}") from None
         _print_answer(answer, fmt)
+
+
+#: Library fields (luma.errors.LumaError.field) that are this command's options.
+_FLAGS = {"name": "--name", "limit": "--limit", "offset": "--offset", "scope": "--scope", "memory": "--memory"}
+
+
+def _check_derived(view, named) -> None:
+    """A named query that reads derived facts: a one-line error before the rules have run, a note
+    on stderr when records came in after their last run."""
+    if named is None or not named.derived_by:
+        return
+    from luma.rules.derivations import require
+    from luma.rules.loader import load_all
+
+    rules = load_all(view.settings.home / "rules")
+    notes = set()
+    for rule in named.derived_by:
+        note = require(view.store, rule, f"named query {named.name}", rules).stale_note()
+        if note:
+            notes.add(note)
+    for note in sorted(notes):
+        click.echo(f"note: {note}", err=True)
 
 
 #: Largest answer shown as a table (bigger ones: --format json or csv, streamed).

@@ -75,11 +75,13 @@ def _fmt(value, unit: str) -> str:
 @project(NONE)
 def predict_cmd(contract_ref, state_text, llm_ref, space_ref, fmt) -> None:
     """Predict PASS/FAIL per clause of CONTRACT on one machine state, and the binding resource."""
+    from luma.cli.states import parse_state
     from luma.experiments.model import predict, space
 
+    levels = parse_state(state_text)
     c = _contract(contract_ref)
     base = space.load(space_ref, c) if space_ref else None
-    p = predict.predict(c, space.from_state(state_text, c, llm_ref, base), _calibration())
+    p = predict.predict(c, space.from_state(levels, c, llm_ref, base), _calibration())
     if fmt == "json":
         click.echo(json.dumps(p.as_dict(), indent=2, default=str))
         return

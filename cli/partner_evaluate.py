@@ -105,12 +105,14 @@ def default_space(contract, state_text: str | None, llm_ref: str | None):
 def run_evaluation(record_ref, contract_ref, state_text, llm_ref, space_ref, repetitions):
     """(the evaluation as a dict, the InterventionParameters record) for the shared options."""
     from luma.cli.model import _calibration, _contract
+    from luma.cli.states import parse_state
     from luma.experiments.model import partner, space
 
+    levels = parse_state(state_text)
     record, source = _record(record_ref)
     c = _contract(contract_ref)
     base = space.load(space_ref, c) if space_ref else default_space(c, state_text, llm_ref)
-    ev = partner.evaluate(record, c, state_text, llm_ref=llm_ref, base=base, calibration=_calibration(),
+    ev = partner.evaluate(record, c, levels, llm_ref=llm_ref, base=base, calibration=_calibration(),
                           source=source, repetitions=repetitions)
     return ev.as_dict(), record
 

@@ -59,13 +59,21 @@ def boundary_cmd(chain: str | None, sprint: str | None, latest: bool, out: Path)
 def design_in_cmd(scope: str, max_rows: int, out: Path) -> None:
     """Design-In Report: hardware requirements, counter-evidence, recurring remedies, derivations,
     and the evidence of each class (needs `luma rules run` first)."""
+    from luma.errors import LumaError
     from luma.kb.knowledge_base import KnowledgeBase
+    from luma.kb.scope import Scope
     from luma.reports import design_in
     from luma.reports.render import write
 
     start = time.perf_counter()
-    with KnowledgeBase.open(require(), read_only=True) as kb:
-        rep = design_in.build(kb, scope=scope, max_rows=max_rows)
+    try:
+        where = Scope.parse(scope)
+        with KnowledgeBase.open(require(), read_only=True) as kb:
+            rep = design_in.build(kb, scope=where, max_rows=max_rows)
+    except LumaError as exc:
+        if exc.field != "scope":
+            raise
+        raise click.ClickException(f"--scope: {exc.message}") from None
     _written(write(rep, out), start)
 
 

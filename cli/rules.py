@@ -76,7 +76,7 @@ def run_cmd(params: tuple[str, ...], full: bool, exploratory: bool, workers: int
     from luma.kb.knowledge_base import KnowledgeBase
     from luma.rules import exploratory as explore
     from luma.rules.engine import Engine
-    from luma.rules.loader import BadParam, load_all, resolve_params
+    from luma.rules.loader import BadParam, BelowFloor, load_all, resolve_params
     from luma.settings import Settings
 
     overrides = _overrides(params)
@@ -84,14 +84,17 @@ def run_cmd(params: tuple[str, ...], full: bool, exploratory: bool, workers: int
         resolve_params(load_all(Settings.from_env().home / "rules"), overrides, exploratory=exploratory)
     except BadParam as exc:
         where = f"{exc.field}: " if exc.field and exc.field != "param" else ""
-        raise click.BadParameter(where + exc.message, param_hint="--param") from None
+        hint = " (or run it --exploratory)" if isinstance(exc, BelowFloor) else ""
+        raise click.BadParameter(where + exc.message + hint, param_hint="--param") from None
     try:
         with KnowledgeBase.open(require()) as kb:
             if exploratory:
                 report = explore.run(kb, overrides, workers=workers)
             else:
                 report = Engine(kb).run(overrides, full=full, workers=workers)
-    except BadParam as exc:  # an unknown name, a value of the wrong type, one below its floor: usage
+    except BelowFloor as exc:
+        raise click.BadParameter(f"{exc.message} (--exploratory)", param_hint="--param") from None
+    except BadParam as exc:  # an unknown name, a value of the wrong type: usage
         raise click.BadParameter(exc.message, param_hint="--param") from None
     if exploratory:
         click.echo(f"exploratory run in {explore.store_path(kb.settings.home).parent}: its facts are not in the "

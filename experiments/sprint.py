@@ -57,7 +57,7 @@ def plan(contract: Contract, dimension: str | None = None, levels: list | None =
     spec = contract.sprint
     dimension = dimension or (spec.dimension if spec else None)
     if not dimension:
-        raise ConfigError("no dimension to sweep: pass --dimension or set [sprint].dimension", field="dimension")
+        raise ConfigError("no dimension to sweep: give one, or set [sprint].dimension in the contract", field="dimension")
     if dimension not in states.ENFORCED:
         raise ConfigError(f"unknown or unenforceable dimension {dimension!r} (this host enforces: "
                           f"{', '.join(states.ENFORCED)})", field="dimension")
@@ -66,7 +66,8 @@ def plan(contract: Contract, dimension: str | None = None, levels: list | None =
         raise ConfigError(f"the {contract.service} service has no {dimension}", field="dimension")
     raw = levels if levels is not None else (spec.levels if spec else None)
     if not raw or len(raw) < 2:
-        raise ConfigError("a sprint needs at least two levels (--levels or [sprint].levels)", field="levels")
+        raise ConfigError("a sprint needs at least two levels (give them, or set [sprint].levels in the contract)",
+                          field="levels")
     parsed = [states.parse_level(dimension, x) for x in raw]
     keys = [states.order_key(dimension, lv) for lv in parsed]  # raises on an impossible level
     if len(set(keys)) != len(keys):

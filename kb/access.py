@@ -102,7 +102,7 @@ def busy_message(home: Path, wait: float) -> str:
     by = f" by {who}" if who else " by another luma process"
     waited = f" for {wait:g} s" if wait > 0 else ""
     return (f"the knowledge base is in use{by}; waited{waited or ' not at all'} -- "
-            "retry when it ends, or give --wait SECONDS (or set LUMA_WAIT)")
+            "retry when it ends, or let writers wait for it (LUMA_WAIT=SECONDS)")
 
 
 def _me() -> dict:

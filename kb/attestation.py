@@ -216,7 +216,8 @@ def write_keypair(home: Path, name: str, private_key) -> tuple[Path, Path]:
 
 
 def _exists(path: Path) -> ConfigError:
-    return ConfigError("exists already; a key is never overwritten (choose another --name)", source=str(path))
+    return ConfigError("exists already; a key is never overwritten (choose another name)", source=str(path),
+                       field="name")
 
 
 def _write_new(path: Path, data: bytes, mode: int) -> None:

@@ -87,8 +87,6 @@ def check_before_open(settings, records: list) -> None:
     under the writer lock: a key may be revoked in between."""
     if not any(r.evidence_class == "measured" or getattr(r.model, "attestation", None) for r in records):
         return
-    from sqlalchemy.exc import SQLAlchemyError
-
     from luma.kb.dimensions import record_dimensions
     from luma.kb.ledger import Ledger
 
@@ -96,10 +94,8 @@ def check_before_open(settings, records: list) -> None:
     missing = url.startswith("sqlite:///") and not Path(url[len("sqlite:///"):]).is_file()
     ledger = None if missing else Ledger(url)
     try:
-        try:
-            existing = ledger.existing_hashes(r.content_hash for r in records) if ledger else set()
-        except SQLAlchemyError:  # a ledger without its table yet
-            existing = set()
+        # A ledger without its table yet holds nothing; one that cannot be read is a LedgerError.
+        existing = ledger.existing_hashes((r.content_hash for r in records), missing_ok=True) if ledger else set()
         gate = MeasuredGate(ledger, {"dimensions": record_dimensions(settings.home), "home": settings.home})
         for rec in records:
             if rec.content_hash not in existing:

@@ -72,9 +72,9 @@ def run_isolated(store_path: Path, text: str, spool: Path, limits: QueryLimits, 
     err = stderr.decode(errors="replace")
     if status.get("error"):
         cls = {"syntax": QueryError, "answer-size": QueryError, "memory": QueryError}.get(status.get("class"), StoreError)
-        raise cls(status["error"])
+        raise cls(status["error"], field="memory" if status.get("class") == "memory" else None)
     if _RUST_OOM in err or proc.returncode == -signal.SIGABRT:
-        raise QueryError(_memory_message(limits))
+        raise QueryError(_memory_message(limits), field="memory")
     if proc.returncode == -signal.SIGXFSZ:
         raise QueryError(_answer_message(limits))
     last = err.strip().splitlines()[-1][:300] if err.strip() else f"exit status {proc.returncode}"
@@ -102,7 +102,7 @@ def _last_json(stdout: bytes) -> dict:
 
 def _memory_message(limits: QueryLimits) -> str:
     return (f"the query needed more than {_mib(limits.memory_bytes)} of memory and was stopped "
-            "(--memory / LUMA_QUERY_MEMORY)")
+            "(its memory limit: LUMA_QUERY_MEMORY)")
 
 
 def answer_too_large(limits: QueryLimits) -> QueryError:

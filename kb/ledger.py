@@ -12,7 +12,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
-from sqlalchemy import event, func, insert, select, text
+from sqlalchemy import event, func, insert, inspect, select, text
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from sqlmodel import Field, SQLModel, create_engine
@@ -133,16 +133,47 @@ class Ledger:
                     continue
                 raise LedgerError(f"cannot open ledger: {db_message(exc)}", source=_safe_url(self.url)) from None
 
-    def existing_hashes(self, hashes: Iterable[str]) -> set[str]:
-        """The subset of `hashes` already in the ledger."""
+    def existing_hashes(self, hashes: Iterable[str], *, missing_ok: bool = False) -> set[str]:
+        """The subset of `hashes` already in the ledger. `missing_ok`: a ledger without its table
+        yet holds none (any other database error is still a LedgerError)."""
         hashes = list(hashes)
         found: set[str] = set()
         col = self._table.c.content_hash
-        with self.engine.connect() as conn:
-            for i in range(0, len(hashes), _CHUNK):
-                rows = conn.execute(select(col).where(col.in_(hashes[i : i + _CHUNK])))
-                found.update(r[0] for r in rows)
+        try:
+            with self.engine.connect() as conn:
+                for i in range(0, len(hashes), _CHUNK):
+                    rows = conn.execute(select(col).where(col.in_(hashes[i : i + _CHUNK])))
+                    found.update(r[0] for r in rows)
+        except SQLAlchemyError as exc:
+            if missing_ok and self._no_table():
+                return set()
+            raise self._read_error(exc) from None
         return found
+
+    def rows_of_kinds(self, kinds: Iterable[str], *columns: str) -> list[tuple]:
+        """`columns` of every record of these kinds, oldest first. A ledger without its table yet
+        (a project nothing was ingested into) has none; any other database error -- a login
+        refused, an unreachable server, a damaged file -- is a LedgerError, never "no records"."""
+        c = self._table.c
+        stmt = select(*(c[name] for name in columns)).where(c.kind.in_(list(kinds))).order_by(c.id)
+        try:
+            with self.engine.connect() as conn:
+                return [tuple(row) for row in conn.execute(stmt)]
+        except SQLAlchemyError as exc:
+            if self._no_table():
+                return []
+            raise self._read_error(exc) from None
+
+    def _no_table(self) -> bool:
+        """True only when the database answers and has no ledger table (False when it cannot
+        even be asked: that error is the news)."""
+        try:
+            return not inspect(self.engine).has_table(self._table.name)
+        except SQLAlchemyError:
+            return False
+
+    def _read_error(self, exc: SQLAlchemyError) -> LedgerError:
+        return LedgerError(f"cannot read the ledger: {db_message(exc)}", source=_safe_url(self.url))
 
     def append(self, records: list[NewRecord], at: datetime | None = None) -> list[LedgerEntry]:
         """Append all records in one transaction (all or nothing); return them with ids."""
@@ -231,15 +262,10 @@ def payloads_of_kind(home, kind: str) -> list[tuple[str, str]]:
     if settings.db_url.startswith("sqlite:///") and not Path(settings.db_url[len("sqlite:///"):]).is_file():
         return []
     ledger = Ledger(settings.db_url)
-    cols = LedgerRecord.__table__.c
     try:
-        with ledger.engine.connect() as conn:
-            rows = conn.execute(select(cols.content_hash, cols.payload).where(cols.kind == kind).order_by(cols.id)).all()
-    except SQLAlchemyError:
-        return []  # no ledger table yet
+        return ledger.rows_of_kinds([kind], "content_hash", "payload")
     finally:
         ledger.dispose()
-    return [(h, payload) for h, payload in rows]
 
 
 def db_message(exc: SQLAlchemyError) -> str:

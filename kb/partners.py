@@ -51,7 +51,7 @@ def read_partner_files(paths: list[Path], partner: str | None = None, home: Path
                 if partner is not None:
                     named = doc.setdefault("partner", partner)
                     if named != partner:
-                        raise RecordError(f"the record names partner {named!r}, not {partner!r} (--partner)",
+                        raise RecordError(f"the record names partner {named!r}, not {partner!r}, the partner it is added for",
                                           source=source, field="partner")
             out.append(validate_document(doc, source, home, dims))
     return out
@@ -100,19 +100,11 @@ class PartnerLedger:
 
 
 def read_ledger(ledger) -> PartnerLedger:
-    """The partner side of a Ledger (reads payloads of partner records only)."""
-    from sqlalchemy import select
-    from sqlalchemy.exc import SQLAlchemyError
+    """The partner side of a Ledger (reads payloads of partner records only). A ledger without its
+    table yet has no partners; a ledger that cannot be read is a LedgerError."""
+    from luma.kb.ledger import as_utc
 
-    from luma.kb.ledger import LedgerRecord, as_utc
-
-    c = LedgerRecord.__table__.c
-    try:
-        with ledger.engine.connect() as conn:
-            rows = conn.execute(select(c.kind, c.content_hash, c.payload, c.submitter, c.ingested_at)
-                                .where(c.kind.in_(_KINDS)).order_by(c.id)).all()
-    except SQLAlchemyError:
-        return PartnerLedger()  # no ledger table yet
+    rows = ledger.rows_of_kinds(_KINDS, "kind", "content_hash", "payload", "submitter", "ingested_at")
     out = PartnerLedger()
     by_hash: dict[str, PartnerEntry] = {}
     for kind, content_hash, payload, submitter, at in rows:

@@ -52,19 +52,11 @@ class TrustedKey:
 def trusted_keys(ledger) -> dict[str, TrustedKey]:
     """Every runner key the ledger has trusted, by fingerprint, revoked ones included (check
     `.revoked`). A key trusted twice keeps its first trust; a revocation is final."""
-    from sqlalchemy import select
-    from sqlalchemy.exc import SQLAlchemyError
-
-    from luma.kb.ledger import LedgerRecord, as_utc
+    from luma.kb.ledger import as_utc
     from luma.kb.records.runner import RunnerRevocation, RunnerTrust
 
-    c = LedgerRecord.__table__.c
-    try:
-        with ledger.engine.connect() as conn:
-            rows = conn.execute(select(c.kind, c.payload, c.ingested_at).where(c.kind.in_(_KINDS))
-                                .order_by(c.id)).all()
-    except SQLAlchemyError:
-        return {}  # no ledger table yet
+    # A ledger without its table yet trusts no key; one that cannot be read is a LedgerError.
+    rows = ledger.rows_of_kinds(_KINDS, "kind", "payload", "ingested_at")
     keys: dict[str, TrustedKey] = {}
     for kind, payload, at in rows:
         if kind == "runner-trust":
@@ -133,7 +125,8 @@ def trust(kb, public_key: bytes, name: str, partner: str | None = None, submitte
         raise RecordError(f"key {fp} is {when} (as {known.name!r}); a revoked key is never trusted again",
                           source=f"runner {name}")
     if any(k.name == name and not k.revoked for k in keys.values()):
-        raise RecordError(f"a trusted key is called {name!r} already (choose another --name)", source=f"runner {name}")
+        raise RecordError(f"a trusted key is called {name!r} already (choose another name)", source=f"runner {name}",
+                          field="name")
     doc = {"record_type": "runner-trust", "name": att.check_name(name), "public_key": att.public_key_text(public_key),
            "fingerprint": fp, "provenance": _provenance()}
     if partner:

@@ -62,7 +62,7 @@ class Scope:
         name = text.removeprefix("partner:")
         if not text.startswith("partner:") or not _SLUG.match(name):
             raise QueryError(f"unknown scope {text!r} (use owner or partner:NAME, NAME a partner's slug)",
-                             source="--scope")
+                             field="scope")
         return cls(name)
 
     @property
@@ -105,7 +105,7 @@ def check_partner(scope: Scope, known: Iterable[str]) -> None:
     lists the partners that do exist: the caller may be any one of them."""
     if scope.partner is not None and scope.partner not in set(known):
         raise UnknownName(f"unknown partner {scope.partner!r} (`luma partner list` names them, for the owner)",
-                          source="--scope")
+                          field="scope")
 
 
 class ScopedView:

@@ -53,11 +53,7 @@ def analyse(f: ChainFacts) -> Analysis:
     """Reconstruct each step from the sprint trials (or, without a sprint, the chain's own trials)."""
     x = f.crossed
     ctx = {d: lv for d, lv in f.fail_levels.items() if d != x}
-    reasons = [r for r, bad in ((f"evidence is {f.evidence}, not measured", f.evidence != "measured"),
-                                ("the intervention did not recover PASS", not f.recovered),
-                                (f"{_reps(f.repetitions)}, fewer than 3", f.repetitions < 3),
-                                ("PASS and FAIL states differ in more than the crossed dimension", not f.same_context))
-               if bad]
+    reasons = not_qualified_because(f)
     mp, af = f.pass_levels[x], f.fail_levels[x]
     if not f.sprint_trials:
         for t in f.chain_trials:
@@ -137,6 +133,30 @@ def _in_all(f: ChainFacts, a: Analysis, level: Level, variant: str) -> str:
         return " (a budget on top of the runtime's footprint, which this evidence does not report)"
     return (f" (a budget on top of the runtime's {quantity(foot, 'byte')} footprint: "
             f"{quantity(budget.total(level.value, foot), 'byte')} in all)")
+
+
+def not_qualified_because(f: ChainFacts) -> list[str]:
+    """Why the rules did not qualify the chain, in the terms of their last run ([] when they did).
+
+    Whether a chain is qualified is what rule qualified-boundary derived, never decided here; these
+    are the facts of the chain a reader checks against the rule's criteria and the parameters of
+    its run, to say why."""
+    if f.qualified:
+        return []
+    if f.run is None:
+        return ["the rules have not run on this KB (`luma rules run` qualifies chains)"]
+    reasons = [r for r, bad in ((f"evidence is {f.evidence}, not measured", f.evidence != "measured"),
+                                ("the intervention did not recover PASS", not f.recovered),
+                                ("PASS and FAIL states differ in more than the crossed dimension", not f.same_context))
+               if bad]
+    needed = f.run.parameters.get("min_repetitions")
+    if needed is not None and needed.isdigit() and f.repetitions < int(needed):
+        reasons.append(f"{_reps(f.repetitions)}, fewer than the {needed} of the rules' last run (min_repetitions)")
+    if f.evidence == "measured" and not f.record.get("runner"):
+        reasons.append("not signed by a runner key")
+    elif f.record.get("revoked"):
+        reasons.append(f"its runner key was revoked ({f.record['revoked']})")
+    return reasons or [f"not derived by {f.run.text()}" + (f" ({f.run.stale_note()})" if f.run.stale_note() else "")]
 
 
 def _clause_text(c: data.Clause) -> str:

@@ -16,6 +16,12 @@ from luma.errors import UnknownName
 from luma.kb.vocab import LUMA, PROV, QUDT, RDFS
 from luma.reports.fmt import class_name, dim_key, quantity
 from luma.reports.render import NothingToReport
+from luma.rules.derivations import Derivation, derivation
+from luma.rules.state import DERIVED
+
+#: The rule that qualifies chains: the report reads what it derived, never a copy of its logic.
+QUALIFYING_RULE = "qualified-boundary"
+_QUALIFIED = DERIVED + QUALIFYING_RULE
 
 PREFIXES = (f"PREFIX luma: <{LUMA}>\nPREFIX prov: <{PROV}>\nPREFIX qudt: <{QUDT}>\nPREFIX rdfs: <{RDFS}>\n"
             "PREFIX xsd: <http://www.w3.org/2001/XMLSchema#>\n")
@@ -79,6 +85,10 @@ class ChainFacts:
     sprint: str | None = None
     sprint_trials: list[TrialFact] = field(default_factory=list)
     rule_status: str = ""
+    #: The run of the qualifying rule whose facts the KB holds (None: the rules have not run).
+    run: Derivation | None = None
+    #: Whether that run derived a qualified boundary of this chain.
+    qualified: bool = False
 
     @property
     def crossed(self) -> str:
@@ -117,27 +127,30 @@ def _select(kb, body: str) -> list[dict[str, str]]:
 # -- which chain --------------------------------------------------------------------------------
 
 def latest_qualified(kb) -> str:
-    """The chain of the most recently ingested record that meets the qualification rule
-    (measured and signed by a live runner key, recovered, >= 3 repetitions, states differing only
-    in the crossed dimension); synthetic chains (kb/synthetic.py) only when nothing else qualifies."""
-    # Every fact from the chain's own record graph, as in kb/queries/qualified-boundaries.rq, and
-    # single-pattern subqueries for the same reason (hash joins: 0.7 s at 20k chains, 1.1 s joined).
-    rows = _select(kb, """SELECT ?c ?at WHERE {
-      { SELECT ?g ?at WHERE { GRAPH ?g { ?g luma:recordKind "pex-chain" ; prov:generatedAtTime ?at } } }
-      { SELECT ?g WHERE { GRAPH ?g { ?g luma:evidenceClass luma:Measured } } }
-      { SELECT ?g ?c WHERE { GRAPH ?g { ?c luma:evidenceClass luma:Measured } } }
-      { SELECT ?g ?runner WHERE { GRAPH ?g { ?g luma:attestedBy ?runner } } }
-      FILTER NOT EXISTS { ?runner luma:revokedAt ?revoked }
-      { SELECT ?g ?c WHERE { GRAPH ?g { ?c luma:recovered true } } }
-      { SELECT ?g ?c WHERE { GRAPH ?g { ?c luma:repetitions ?n } FILTER(?n >= 3) } }
-      { SELECT ?g ?c ?ctx WHERE { GRAPH ?g { ?c luma:passContext ?ctx } } }
-      { SELECT ?g ?c ?ctx WHERE { GRAPH ?g { ?c luma:failContext ?ctx } } }
-      OPTIONAL { SELECT ?g ?c (1 AS ?synthetic) WHERE { GRAPH ?g { ?c prov:wasGeneratedBy ?act .
-        ?act luma:tool ?tool FILTER(STRSTARTS(?tool, "luma synthetic")) } } }
-    } ORDER BY BOUND(?synthetic) DESC(?at) DESC(STR(?c)) LIMIT 1""")
+    """The chain of the most recently ingested record that the rules qualified (rule
+    qualified-boundary, with the parameters of its last run); synthetic chains (kb/synthetic.py)
+    only when nothing else qualifies. NothingToReport when there is none, saying why."""
+    run = derivation(kb.store, QUALIFYING_RULE)
+    if run is None:
+        if not _select(kb, 'SELECT ?g WHERE { GRAPH ?g { ?g luma:recordKind "pex-chain" } } LIMIT 1'):
+            raise NothingToReport("no qualified chain in this KB: it holds no PEX chain yet; run `luma sprint run "
+                                  "CONTRACT` (e.g. `luma sprint run matvec-memory`) or ingest a measured PEX chain, "
+                                  "then `luma rules run`")
+        raise NothingToReport("no qualified chain in this KB yet: the rules have not run on it (`luma rules run` "
+                              "qualifies its chains); or name the chain to report")
+    # The derived boundaries, and the time their chain's record came in: single-pattern subqueries
+    # for hash joins (DESIGN §9).
+    rows = _select(kb, f"""SELECT ?c ?at WHERE {{
+      {{ SELECT ?c WHERE {{ GRAPH <{_QUALIFIED}> {{ ?q luma:qualifies ?c }} }} }}
+      {{ SELECT ?g ?c WHERE {{ GRAPH ?g {{ ?c prov:wasDerivedFrom ?g }} }} }}
+      {{ SELECT ?g ?at WHERE {{ GRAPH ?g {{ ?g luma:recordKind "pex-chain" ; prov:generatedAtTime ?at }} }} }}
+      OPTIONAL {{ SELECT ?g ?c (1 AS ?synthetic) WHERE {{ GRAPH ?g {{ ?c prov:wasGeneratedBy ?act .
+        ?act luma:tool ?tool FILTER(STRSTARTS(?tool, "luma synthetic")) }} }} }}
+    }} ORDER BY BOUND(?synthetic) DESC(?at) DESC(STR(?c)) LIMIT 1""")
     if not rows:
-        raise NothingToReport("no qualified chain in this KB: run `luma sprint run CONTRACT` (e.g. "
-                              "`luma sprint run matvec-memory`) or ingest a measured PEX chain first")
+        raise NothingToReport(f"no qualified chain in this KB: {run.text()} qualified none of its chains; run "
+                              "`luma sprint run CONTRACT` (e.g. `luma sprint run matvec-memory`) or ingest a "
+                              "measured PEX chain, then `luma rules run`")
     return rows[0]["c"]
 
 
@@ -151,8 +164,8 @@ def chain_of(kb, iri: str) -> str:
       UNION {{ <{iri}> luma:qualifies ?c }} UNION {{ ?c a luma:BoundaryQualification ; prov:wasDerivedFrom <{iri}> }}
     }}""")
     if not rows:
-        raise UnknownName(f"{iri} is not a PEX chain in this KB (give a chain IRI, its record graph, or "
-                          "use --latest / --sprint ID)")
+        raise UnknownName(f"{iri} is not a PEX chain in this KB (give a chain IRI, its record graph or its "
+                          "qualified boundary; or report the latest qualified chain, or a sprint's)", field="chain")
     return rows[0]["c"]
 
 
@@ -169,9 +182,9 @@ def chain_of_sprint(kb, sprint: str) -> str:
     known = _select(kb, f"SELECT (COUNT(?t) AS ?n) WHERE {{ ?t luma:sprint {_lit(sprint)} }}")
     if not known or int(known[0]["n"]) == 0:
         raise UnknownName(f"no sprint {sprint!r} in this KB (`luma kb query` lists them: "
-                          "SELECT DISTINCT ?s WHERE { ?t luma:sprint ?s })", source="--sprint")
+                          "SELECT DISTINCT ?s WHERE { ?t luma:sprint ?s })", field="sprint")
     raise NothingToReport(f"sprint {sprint!r} recorded no PEX chain (no boundary found, or no intervention "
-                          "tried): its sprints/<id>/sprint.json says why", source="--sprint")
+                          "tried): its sprints/<id>/sprint.json says why", field="sprint")
 
 
 # -- the chain's facts --------------------------------------------------------------------------
@@ -224,7 +237,7 @@ def gather(kb, chain: str) -> ChainFacts:
     facts = ChainFacts(chain, graph, props, entity, clauses, states.get(props[LUMA + "passState"], {}),
                        states.get(props[LUMA + "failState"], {}), rec[0] if rec else {}, prov,
                        {k: sorted(v) for k, v in env.items()}, _chain_trials(kb, chain, props))
-    facts.rule_status = _rule_status(kb, chain)
+    _qualification(kb, facts)
     _sprint(kb, facts)
     return facts
 
@@ -252,12 +265,17 @@ def _observations(rows) -> dict[str, dict[str, tuple[float, str]]]:
     return out
 
 
-def _rule_status(kb, chain: str) -> str:
-    rows = _select(kb, f"SELECT ?q WHERE {{ ?q luma:qualifies <{chain}> ; a luma:QualifiedBoundary }}")
-    if rows and rows[0].get("q"):
-        return "derived by rule qualified-boundary"
-    token = kb.store.select(f"SELECT ?t WHERE {{ <https://w3id.org/luma/id/rules> <{LUMA}runToken> ?t }}", union=False)
-    return "not derived by the rules" if token else "the rules have not run on this KB"
+def _qualification(kb, facts: ChainFacts) -> None:
+    """Whether the qualifying rule's last run derived a boundary of the chain, and that run."""
+    facts.run = derivation(kb.store, QUALIFYING_RULE)
+    if facts.run is None:
+        facts.rule_status = "the rules have not run on this KB: `luma rules run` qualifies chains"
+        return
+    facts.qualified = bool(kb.store.select(
+        f"SELECT ?q WHERE {{ GRAPH <{_QUALIFIED}> {{ ?q <{LUMA}qualifies> <{facts.iri}> }} }} LIMIT 1", union=False))
+    status = f"{'derived' if facts.qualified else 'not derived'} by {facts.run.text()}"
+    stale = facts.run.stale_note()
+    facts.rule_status = status + (f"; {stale}" if stale else "")
 
 
 def _sprint(kb, facts: ChainFacts) -> None:

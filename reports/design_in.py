@@ -9,6 +9,7 @@ on; `build(kb, scope=...)` returns a `Report` for `luma.reports.render.write`.
 
 from __future__ import annotations
 
+from luma.kb.scope import Scope
 from luma.kb.vocab import EVIDENCE, EVIDENCE_CLASSES
 from luma.reports import budget
 from luma.reports import design_in_data as data
@@ -16,6 +17,7 @@ from luma.reports.derivation import compact
 from luma.reports.fmt import CLASS_ORDER, class_name, dim_key, local, num, quantity
 from luma.reports.plots import Span, bar_plot, range_plot, require
 from luma.reports.render import Plot, Report, Section, Table, Tree
+from luma.rules.derivations import derivation
 
 #: Rows per long table and requirements whose derivation is drawn.
 MAX_ROWS = 25
@@ -167,9 +169,11 @@ def _class_sections(r, counts: dict[str, dict[str, int]], limit: int) -> list[Se
                                     [[k, str(n)] for k, n in sorted(per.items())], f"{cls} records by kind"))
         if cls == "measured":
             rows, total = data.qualified(r, limit)
+            run = derivation(r.kb.store, "qualified-boundary")  # the rules have run: check_ready
             sec.paragraphs.append(f"{total} qualified boundaries (measured and signed by a runner key this project "
-                                  "trusts, recovered, ≥ 3 repetitions, states differing only in the crossed "
-                                  "dimension).")
+                                  "trusts, recovered, states differing only in the crossed dimension, ≥ "
+                                  f"{run.parameters.get('min_repetitions', '?') if run else '?'} repetitions: "
+                                  f"{run.text() if run else 'the rules'}).")
             synthetic = data.synthetic_count(r) if total else 0
             if synthetic:
                 sec.paragraphs.append(f"**{synthetic} of them are synthetic**: generated records (`kb/synthetic.py`, "
@@ -220,8 +224,8 @@ def _class_sections(r, counts: dict[str, dict[str, int]], limit: int) -> list[Se
     return out
 
 
-def build(kb, scope: str | None = None, max_rows: int = MAX_ROWS) -> Report:
-    """The Design-In Report of what `scope` may see (owner by default)."""
+def build(kb, scope: Scope | None = None, max_rows: int = MAX_ROWS) -> Report:
+    """The Design-In Report of what `scope` (kb/scope.py) may see (the owner's view by default)."""
     require()
     r = data.Reader(kb, scope)
     data.check_ready(r)

@@ -8,8 +8,8 @@ the store's order (DESIGN §9: Oxigraph spent 28 of 36 s sorting 36k rows by IRI
 
 from __future__ import annotations
 
-from luma.errors import QueryError
 from luma.kb.records import kinds
+from luma.kb.scope import Scope
 from luma.kb.vocab import LUMA
 from luma.reports.boundary_data import PREFIXES
 from luma.reports.render import NothingToReport
@@ -20,25 +20,15 @@ FULL_LIST = 2000
 class Reader:
     """SELECTs over what one scope may see, as rows of {variable: lexical value}."""
 
-    def __init__(self, kb, scope: str | None = None):
+    def __init__(self, kb, scope: Scope | None = None):
         self.kb = kb
-        try:
-            from luma.kb.scope import Scope
-        except ImportError:  # a LUMA without partner scopes: only the owner's view exists
-            if scope not in (None, "owner"):
-                raise QueryError(f"unknown scope {scope!r}: this LUMA has only the owner scope",
-                                 source="--scope") from None
-            self.scope = None
-        else:
-            self.scope = Scope.parse(scope)
+        self.scope = scope if scope is not None else Scope()
 
     @property
     def label(self) -> str:
-        return self.scope.label if self.scope is not None else "owner"
+        return self.scope.label
 
     def select(self, body: str) -> list[dict[str, str]]:
-        if self.scope is None:
-            return self.kb.store.select(PREFIXES + body)
         from luma.kb.scope import scoped_query
 
         answer = scoped_query(self.kb, PREFIXES + body, self.scope, trusted=True).json()

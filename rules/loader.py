@@ -229,9 +229,8 @@ def resolve_params(rules: list[Rule], overrides: dict[str, str], *,
             out[r.id][name] = value = _convert(r.params[name].kind, text, key, BadParam)
             if name in r.floors and value < r.floors[name][0] and not exploratory:
                 low, why = r.floors[name]
-                raise BelowFloor(f"{r.id}: {name} = {text} is below its floor {low:g} ({why}); "
-                                 "run with --exploratory to look below it, outside the official results",
-                                 field="param")
+                raise BelowFloor(f"{r.id}: {name} = {text} is below its floor {low:g} ({why}); only an "
+                                 "exploratory run looks below it, outside the official results", field="param")
     return out
 
 

@@ -51,6 +51,7 @@ class StateStore:
         self.folder = folder
         #: The `# context:` predicates of the rule set (see context_digest).
         self.context = tuple(sorted(set(context)))
+        self._through: int | None = None
 
     # -- the store side --------------------------------------------------------------------
 
@@ -58,9 +59,20 @@ class StateStore:
         rows = self.store.select(f"SELECT ?t WHERE {{ <{_RULES}> <{LUMA}runToken> ?t }}", union=False)
         return rows[0]["t"] if rows else None
 
-    def _set_token(self, token: str | None) -> None:
-        insert = f'; INSERT DATA {{ <{_RULES}> <{LUMA}runToken> "{token}" }}' if token else ""
-        self.store.update(f"DELETE WHERE {{ <{_RULES}> <{LUMA}runToken> ?t }} {insert}")
+    def _set_token(self, token: str | None, through: int | None = None) -> None:
+        """Set (or clear) the token; with a token, `through` is the KB's ledger watermark the run
+        saw, so that readers of derived facts can tell what came in after it (rules/derivations.py)."""
+        insert = ""
+        if token:
+            mark = f' ; <{LUMA}runThrough> {int(through)}' if through is not None else ""
+            insert = f'; INSERT DATA {{ <{_RULES}> <{LUMA}runToken> "{token}"{mark} }}'
+        self.store.update(f"DELETE WHERE {{ <{_RULES}> <{LUMA}runToken> ?t }} ; "
+                          f"DELETE WHERE {{ <{_RULES}> <{LUMA}runThrough> ?n }} {insert}")
+
+    def watermark(self) -> int | None:
+        """The ledger watermark of the KB (kb/knowledge_base.py), None when it has none."""
+        rows = self.store.select(f"SELECT ?n WHERE {{ <{_KB}> <{LUMA}projectedThrough> ?n }}", union=False)
+        return int(rows[0]["n"]) if rows else None
 
     def asserted_graphs(self) -> set[str]:
         """Every named graph that rules do not write (records, entities, ontology, documents), and the
@@ -113,6 +125,7 @@ class StateStore:
 
     def begin(self) -> None:
         """Called before the first write: a run killed half-way leaves no valid cache behind."""
+        self._through = self.watermark()  # what this run reads: the KB as it is now
         self._set_token(None)
 
     def commit(self, graphs: set[str], rules: dict[str, dict], outputs: dict[str, set[bytes]],
@@ -133,7 +146,7 @@ class StateStore:
         token = secrets.token_hex(16)
         _atomic_write(self.folder / "state.json",
                       json.dumps({"format": _FORMAT, "token": token, "rules": rules}, indent=1).encode())
-        self._set_token(token)
+        self._set_token(token, self._through)
 
 
 def _safe(rule_id: str) -> str:

@@ -29,7 +29,8 @@ class Evaluator:
         self.contract, self.space, self.calibration = contract, space, calibration or {}
         self.effects = effects  # a partner intervention (effects.Effects), LLM spaces only
         if effects is not None and not space.is_llm:
-            raise ConfigError("a partner intervention is evaluated on an LLM space (--llm MODEL or a space with a model)",
+            raise ConfigError("a partner intervention is evaluated on an LLM space (name the model served, or give a "
+                              "space with one)",
                               source=space.source, field="model")
         self.checks = judge.checks_of(contract)
         self.names = list(space.axes)
@@ -64,7 +65,7 @@ class Evaluator:
     def _setup_llm(self) -> None:
         sp = self.space
         if "accelerator_type" not in sp.axes:
-            raise ConfigError("an LLM space needs an accelerator_type axis (or --state accelerator_type=NAME)",
+            raise ConfigError("an LLM space needs an accelerator_type axis (or a state with accelerator_type=NAME)",
                               source=sp.source, field="accelerator_type")
         self.accels = [hardware.load(n, sp.machines) for n in sp.axes["accelerator_type"].labels]
         precisions = sp.axes["precision"].labels if "precision" in sp.axes else [sp.model.precision]

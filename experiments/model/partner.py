@@ -28,6 +28,7 @@ import dataclasses
 import hashlib
 import json
 import math
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
@@ -174,16 +175,19 @@ def _delta(before, after) -> dict:
     return d
 
 
-def evaluate(record, contract, state_text: str | None, *, llm_ref: str | None = None, base: space.Space | None = None,
-             calibration: dict | None = None, source: str | None = None, repetitions: int | None = None) -> Evaluation:
-    """Evaluate an InterventionParameters `record` against `contract` at one machine state."""
+def evaluate(record, contract, levels: Mapping[str, object] | None, *, llm_ref: str | None = None,
+             base: space.Space | None = None, calibration: dict | None = None, source: str | None = None,
+             repetitions: int | None = None) -> Evaluation:
+    """Evaluate an InterventionParameters `record` against `contract` at one machine state,
+    `levels` {dimension: level} (see space.from_state)."""
     eff = effects_mod.from_record(record, source)
-    state = space.from_state(state_text, contract, llm_ref, base)
+    state = space.from_state(levels, contract, llm_ref, base)
     if not state.is_llm:
-        raise ConfigError("a partner evaluation needs an LLM: give --llm MODEL (or a --space with a model)", field="--llm")
+        raise ConfigError("a partner evaluation needs an LLM: name the model served (llm), or give a space with one",
+                          field="llm")
     if "accelerator_type" not in state.axes:
-        raise ConfigError("the state needs an accelerator_type (e.g. --state accelerator_type=NAME,accelerator_count=4)",
-                          field="--state accelerator_type")
+        raise ConfigError("the state needs an accelerator_type (e.g. accelerator_type=NAME, accelerator_count=4)",
+                          field="state.accelerator_type")
     ev0 = Evaluator(contract, state, calibration)
     cost_unit, cost_source = ev0.cost_unit, ev0.cost_source
     counts = ([str(int(v)) for v in base.axes["accelerator_count"].values] if base and "accelerator_count" in base.axes

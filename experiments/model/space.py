@@ -1,5 +1,5 @@
-"""State spaces for the model: the axes a SPACE.toml sweeps, and single states from the command
-line (`--state "host_memory=512 MiB,compute=1 core"`, the syntax of `luma sprint optimize`).
+"""State spaces for the model: the axes a SPACE.toml sweeps, and single states given as
+{dimension: level} (the CLI parses its `--state "host_memory=512 MiB,compute=1 core"`).
 
 A space file:
 
@@ -27,6 +27,7 @@ Every value is checked before anything is evaluated; errors name the file and th
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -78,7 +79,7 @@ class Space:
     quality: dict = field(default_factory=dict)
     machines: dict = field(default_factory=dict)
     efficiency: dict = field(default_factory=dict)
-    source: str = "--state"
+    source: str = "state"
     currency: str | None = None  # ISO 4217 code of the prices in `cost` and `machines`
     cost_source: str | None = None  # where the prices come from ("illustrative ...", a quote, a price list)
 
@@ -212,18 +213,18 @@ def _check_prices(space: Space) -> None:
                           "and cost_source = \"where they come from\"", field="currency")
 
 
-def from_state(text: str | None, contract, model: str | None = None, base: Space | None = None) -> Space:
-    """One state from `DIM=LEVEL,DIM=LEVEL` over the contract's own `[state]` (services) — a
-    space of one point. `base` (a space file) supplies machines, prices and quality."""
+def from_state(state: Mapping[str, object] | None, contract, model: str | None = None,
+               base: Space | None = None) -> Space:
+    """One state, {dimension: level} (a level as text such as "512 MiB", a number, or a name),
+    over the contract's own `[state]` (services) — a space of one point. `base` (a space file)
+    supplies machines, prices and quality. Errors name the field `state.DIMENSION`."""
     from luma.experiments.model.services import get as get_service
 
+    if isinstance(state, str):
+        raise TypeError("from_state takes {dimension: level}; parse a DIM=LEVEL,... text first")
     cfg = llm.config(model) if model else (base.model if base else None)
     levels: dict = {} if cfg else {k: v for k, v in contract.state.items()}
-    for part in (text.split(",") if text else []):
-        dim, sep, val = part.partition("=")
-        if not sep or not dim.strip():
-            raise ConfigError(f"expected DIMENSION=LEVEL, got {part.strip()!r}", field="--state")
-        levels[dim.strip()] = val.strip()
+    levels.update(state or {})
     variants = None if cfg else get_service(contract.service).variants
     axes = {}
     for name, raw in levels.items():
@@ -233,12 +234,12 @@ def from_state(text: str | None, contract, model: str | None = None, base: Space
             raw = raw.get("value")
         if name == "runtime" and isinstance(raw, str):
             raw = raw.removeprefix("ATEN_CPU_CAPABILITY=")
-        axes[name] = make_axis(name, [raw], f"--state {name}", variants)
+        axes[name] = make_axis(name, [raw], f"state.{name}", variants)
     space = Space("state", axes, cfg)
     if base is not None:
         space = replace(space, cost=base.cost, quality=base.quality, machines=base.machines,
                         efficiency=base.efficiency, currency=base.currency, cost_source=base.cost_source)
-    check_scope(space, contract, "--state ")
+    check_scope(space, contract, "state.")
     return space
 
 

@@ -48,7 +48,7 @@ def read_document(data: bytes, fmt: str, evidence_class: str, source: str) -> tu
     if evidence_class not in LOADABLE_CLASSES:
         raise RecordError(f"plain RDF cannot be {evidence_class!r} evidence (measured evidence comes from attested "
                           f"runners' records; use {', '.join(LOADABLE_CLASSES)})", source=source,
-                          field="--evidence-class")
+                          field="evidence_class")
     rec_hash = document_hash(data, fmt, evidence_class)
     base = record_graph(rec_hash) + "/"
     lines = sorted(set(skolemised_triples(parse_rdf(data, fmt, source, base_iri=base), base + "bnode/")))

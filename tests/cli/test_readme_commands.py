@@ -59,9 +59,11 @@ BAD_ARGUMENT = {
     "kb init": "kb init --force",
     "kb ingest 'runs/*.json' more.yaml bulk.jsonl": "kb ingest {bad}",
     "kb load specs.ttl --evidence-class vendor-claim": "kb load {ttl} --evidence-class vendor-claim",
-    "kb query --name qualified-boundaries": "kb query --name qualified-boundary",
-    "kb query 'SELECT ?c WHERE { ?c a luma:BoundaryQualification }' --format json":
-        "kb query 'SELECT ?c WHERE { ?c a lum:BoundaryQualification }' --format json",
+    "rules run": "rules run --param min_repetitions=one",
+    "kb query --name qualified-boundaries --limit 100": "kb query --name qualified-boundary --limit 100",
+    "kb query --name qualified-boundaries --format csv": "kb query --name qualified-boundaries --format csv --limit -1",
+    "kb query 'SELECT ?c WHERE { ?c a luma:BoundaryQualification }' --format json --limit 10 --offset 20":
+        "kb query 'SELECT ?c WHERE { ?c a lum:BoundaryQualification }' --format json --limit 10 --offset 20",
     "kb query --file my.rq --format csv --timeout 10 --memory 1GiB":
         "kb query --file {rq} --format csv --timeout 10 --memory '1 gigabyte'",
     "--wait 120 kb ingest bulk.jsonl": "--wait -1 kb ingest {bad}",

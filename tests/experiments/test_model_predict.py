@@ -53,7 +53,7 @@ def _predict(c, state, **kw):
 
 def test_matvec_memory_below_its_need_fails_on_host_memory():
     c = contract.load("matvec-memory")
-    fail, ok = _predict(c, "host_memory=2 MiB"), _predict(c, "host_memory=64 MiB")
+    fail, ok = _predict(c, {"host_memory": "2 MiB"}), _predict(c, {"host_memory": "64 MiB"})
     assert fail.verdict == "FAIL" and fail.binding == "host_memory"
     assert fail.clauses[0]["check"] == "memory" and fail.clauses[0]["verdict"] == "FAIL"
     assert ok.verdict == "PASS" and ok.binding is None
@@ -62,34 +62,35 @@ def test_matvec_memory_below_its_need_fails_on_host_memory():
 
 def test_int8_weights_need_less_memory():
     c = contract.load("minilm-memory")
-    fp32, int8 = _predict(c, "host_memory=1 GiB"), _predict(c, "host_memory=1 GiB,variant=int8-weights")
+    fp32, int8 = _predict(c, {"host_memory": "1 GiB"}), _predict(c, {"host_memory": "1 GiB", "variant": "int8-weights"})
     assert int8.figures["memory_need"] < fp32.figures["memory_need"] - 50e6
 
 
 def test_decoder_kv_pool_too_small_for_every_chat_binds_kv_cache():
     c = contract.load("decoder-kv")
-    nothing = _predict(c, "kv_cache=64 KiB")  # not even one sequence of 6 blocks of 32 KiB
+    nothing = _predict(c, {"kv_cache": "64 KiB"})  # not even one sequence of 6 blocks of 32 KiB
     assert nothing.verdict == "FAIL" and nothing.binding == "kv_cache"
     assert nothing.figures["slots"] == 0
 
 
 def test_llm_on_a_fixture_accelerator(chat, fixture_space):
     base = space.load(fixture_space, chat)
-    one = predict.predict(chat, space.from_state("accelerator_type=test-gpu,accelerator_count=1", chat, base=base))
+    one = predict.predict(chat, space.from_state({"accelerator_type": "test-gpu", "accelerator_count": "1"}, chat, base=base))
     assert one.verdict == "FAIL" and one.binding == "hbm_capacity"  # 138 GB of fp16 weights on 80 GB
-    four = predict.predict(chat, space.from_state("accelerator_type=test-gpu,accelerator_count=4,precision=fp8",
-                                                  chat, base=base))
+    four = predict.predict(chat, space.from_state(
+        {"accelerator_type": "test-gpu", "accelerator_count": "4", "precision": "fp8"}, chat, base=base))
     assert four.verdict == "PASS" and four.evidence_class == "projected"
     assert {r["check"] for r in four.clauses} == {"memory", "quality", "p95_ttft", "p95_tpot"}
-    slow = predict.predict(chat, space.from_state("accelerator_type=test-gpu,accelerator_count=4,precision=fp8,"
-                                                  "memory_bandwidth=100 GB/s", chat, base=base))
+    slow = predict.predict(chat, space.from_state(
+        {"accelerator_type": "test-gpu", "accelerator_count": "4", "precision": "fp8", "memory_bandwidth": "100 GB/s"},
+        chat, base=base))
     assert slow.verdict == "FAIL" and slow.binding == "memory_bandwidth"
 
 
 def test_an_undeclared_quality_is_unknown_not_pass(chat, fixture_space):
     base = space.load(fixture_space, chat)
-    p = predict.predict(chat, space.from_state("accelerator_type=test-gpu,accelerator_count=4,precision=int4",
-                                               chat, base=base))
+    p = predict.predict(chat, space.from_state(
+        {"accelerator_type": "test-gpu", "accelerator_count": "4", "precision": "int4"}, chat, base=base))
     assert p.verdict in ("UNKNOWN", "FAIL")
     assert next(r for r in p.clauses if r["check"] == "quality")["verdict"] == "UNKNOWN"
 

@@ -4,6 +4,8 @@ and every LLM answer (predict, explore, partner evaluation) carrying it."""
 
 from __future__ import annotations
 
+from luma.cli.states import parse_state
+
 import copy
 import hashlib
 import json
@@ -96,7 +98,7 @@ def test_the_error_on_held_out_measurements_is_stated_and_not_optimistic():
 
 def test_an_llm_prediction_states_its_error():
     c = _chat()
-    state = space.from_state("accelerator_type=nvidia-h100-sxm5-80gb,accelerator_count=4,precision=fp8", c,
+    state = space.from_state(parse_state("accelerator_type=nvidia-h100-sxm5-80gb,accelerator_count=4,precision=fp8"), c,
                              "llama-2-70b", None)
     p = predict.predict(c, state, None)
     assert p.errors and set(p.errors) >= {"ttft", "tpot", "throughput", "latency"}
@@ -112,7 +114,7 @@ def test_the_tail_has_a_stated_basis_not_a_fixed_ratio(doc):
         want = math.exp(np.mean([math.log(t["p99"] / t["p50"]) / math.log10(50) for t in pairs]))
         assert cal["tail"][metric] == pytest.approx(want, abs=1e-4) and cal["tail"][metric] != 1.2
     c = _chat()
-    ev = Evaluator(c, space.from_state("accelerator_type=nvidia-h100-sxm5-80gb", c, "llama-2-70b", None))
+    ev = Evaluator(c, space.from_state({"accelerator_type": "nvidia-h100-sxm5-80gb"}, c, "llama-2-70b", None))
     assert ev._tail()["ttft"] == cal["tail"]["ttft"]
     assert "p99" in cal["tail_basis"]
 
@@ -127,7 +129,7 @@ def test_explore_and_partner_evaluation_state_the_error():
     assert out["errors"] and out["calibrated"] and "held-out published" in out["error_summary"]
     assert out["error_detail"]["token_throughput"]["n"] >= 10
     rec = read_partner_files([ROOT / "kb" / "examples" / "partner-kv-compression.toml"])[0].model
-    ev = partner.evaluate(rec, c, "accelerator_type=nvidia-h100-sxm5-80gb,accelerator_count=4,precision=fp16",
+    ev = partner.evaluate(rec, c, parse_state("accelerator_type=nvidia-h100-sxm5-80gb,accelerator_count=4,precision=fp16"),
                           base=sp)
     assert ev.model_error["held_out"]["ttft"]["n"] >= 3 and ev.model_error["p90"]
     assert any("held-out published measurements" in n for n in ev.notes)
@@ -137,7 +139,7 @@ def test_a_space_that_overrides_the_fitted_figures_says_the_error_no_longer_appl
     c = _chat()
     base = space.load("llm-70b", c)
     base.efficiency["compute"] = 0.9
-    p = predict.predict(c, space.from_state("accelerator_type=nvidia-h100-sxm5-80gb", c, "llama-2-70b", base), None)
+    p = predict.predict(c, space.from_state({"accelerator_type": "nvidia-h100-sxm5-80gb"}, c, "llama-2-70b", base), None)
     assert not p.calibrated and any("stated error was measured with the fitted figures" in n for n in p.notes)
 
 

@@ -58,7 +58,9 @@ max_batch = 256
 context = 8192
 max_new_tokens = 256
 """
-STATE = "accelerator_type=gpu80,accelerator_count=2"
+STATE = {"accelerator_type": "gpu80", "accelerator_count": "2"}
+#: The same state as `--state` takes it.
+STATE_TEXT = "accelerator_type=gpu80,accelerator_count=2"
 
 
 @pytest.fixture
@@ -162,7 +164,7 @@ def test_overhead_beyond_the_saving_is_no_gain(tmp_path, kv, base, replace):
 def test_cli_table_json_and_out(files, tmp_path):
     out = tmp_path / "eval.json"
     args = [str(RECORD), "--contract", str(files / "kv.toml"), "--llm", "llama-2-70b", "--space",
-            str(files / "space.toml"), "--state", STATE]
+            str(files / "space.toml"), "--state", STATE_TEXT]
     r = CliRunner().invoke(evaluate_cmd, [*args, "--out", str(out)])
     assert r.exit_code == 0, r.output
     assert "verdict: gain" in r.output and "projected" in r.output
@@ -178,11 +180,21 @@ def test_bad_input_is_a_clear_error(tmp_path, files, kv, base):
     with pytest.raises(ConfigError, match="represents only"):
         partner.evaluate(rec, kv, STATE, base=base)
     r = CliRunner().invoke(evaluate_cmd, [str(path), "--contract", str(files / "kv.toml"), "--space",
-                                          str(files / "space.toml"), "--state", STATE])
+                                          str(files / "space.toml"), "--state", STATE_TEXT])
     assert r.exit_code != 0 and isinstance(r.exception, LumaError)
     r = CliRunner().invoke(evaluate_cmd, [str(RECORD), "--contract", "no-such-contract", "--space",
-                                          str(files / "space.toml"), "--state", STATE])
+                                          str(files / "space.toml"), "--state", STATE_TEXT])
     assert r.exit_code != 0 and isinstance(r.exception, LumaError)
     rec, _ = _record(tmp_path)
-    with pytest.raises(ConfigError, match="needs an LLM"):
+    with pytest.raises(ConfigError, match="needs an LLM") as caught:
         partner.evaluate(rec, contract.load(ROOT / "experiments" / "contracts" / "matvec-memory.toml"), None)
+    # The library names the field at fault and takes typed values; flags and text are the CLI's (issue 15).
+    assert caught.value.field == "llm" and "--" not in caught.value.one_line()
+    with pytest.raises(ConfigError) as caught:
+        partner.evaluate(rec, kv, {"accelerator_count": "2"}, base=base)
+    assert caught.value.field == "state.accelerator_type" and "--" not in caught.value.one_line()
+    with pytest.raises(TypeError):
+        partner.evaluate(rec, kv, STATE_TEXT, base=base)
+    r = CliRunner().invoke(evaluate_cmd, [str(path), "--contract", str(files / "kv.toml"), "--space",
+                                          str(files / "space.toml"), "--state", "accelerator_count"])
+    assert r.exit_code == 2 and "--state" in r.output and "DIMENSION=LEVEL" in r.output

@@ -49,6 +49,7 @@ def test_whole_chain_on_the_tiny_service_lands_in_ledger_and_kb(luma_home):
     # The project's first runner makes its runner key and trusts it (one runner-trust record).
     assert counts == {"pex-trial": out["physical_trials"], "pex-chain": 1, "runner-trust": 1}
 
+    assert _run("rules", "run").exit_code == 0  # the named query reads what the rules derive
     q = _run("kb", "query", "--name", "qualified-boundaries", "--format", "json")
     rows = json.loads(q.stdout)["results"]["bindings"]
     assert len(rows) == 1 and rows[0]["binding"]["value"].endswith("/host_memory")

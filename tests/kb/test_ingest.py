@@ -27,6 +27,7 @@ from luma.kb.knowledge_base import KnowledgeBase
 from luma.kb.named_queries import named_queries
 from luma.kb.synthetic import write_jsonl
 from luma.kb.vocab import ID, LUMA
+from luma.rules.engine import Engine
 from luma.settings import Settings
 
 DATA = Path(__file__).parent / "data"
@@ -140,9 +141,14 @@ QUERY_RECORDS = QUERY_CHAINS + TRUST_RECORDS
 @pytest.fixture(scope="module")
 def query_home(tmp_path_factory, evidence):
     """A read-only project for the query tests: the valid chain and 200 synthetic chains
-    (QUERY_CHAINS), and the trust record of the runner key that signed them."""
+    (QUERY_CHAINS), and the trust record of the runner key that signed them; the rules run (the
+    named queries read what they derive)."""
     home = tmp_path_factory.mktemp("query") / "home"
     _build_project(home, evidence, 200)
+    with pytest.MonkeyPatch.context() as mp:
+        use_home(mp, home)
+        with open_kb() as kb:
+            Engine(kb).run()
     return home
 
 
@@ -610,6 +616,7 @@ def test_qualified_boundaries_selects_exactly_the_qualified_chains(runner_key, e
     files = [evidence.write_signed(runner_key, tmp_path / f"{name}.json", rec) for name, (_, rec) in variants.items()]
     with open_kb() as kb:
         report = kb.ingest(files)
+        Engine(kb).run()
     assert len(report.added) == len(variants)
     chain_of = {Path(r.source).stem: ID + "chain/" + r.content_hash[:32] for r in report.added}
     expected = {chain_of[name] for name, (ok, _) in variants.items() if ok}
@@ -641,5 +648,6 @@ def test_plain_rdf_cannot_forge_a_measured_boundary(signed, tmp_path):
         genuine = kb.ingest([signed(VALID_JSON)]).added[0].content_hash
         with contextlib.suppress(RecordError):  # refusing such a document outright is fine too
             kb.load_rdf(forged, "turtle", "vendor-claim")
+        Engine(kb).run()
     rows = _sparql_json(luma("kb", "query", "--name", "qualified-boundaries", "--format", "json"))["results"]["bindings"]
     assert {r["chain"]["value"] for r in rows} == {ID + "chain/" + genuine[:32]}

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from luma.kb.vocab import DIM, LUMA
 from luma.reports import boundary
+from luma.rules.derivations import Derivation
 from luma.reports.boundary_data import ChainFacts, Level, TrialFact
 
 BYTE = "http://qudt.org/vocab/unit/BYTE"
@@ -28,7 +29,8 @@ def _facts(trials, crossed="host_memory", pass_mib=8, fail_mib=6) -> ChainFacts:
     return ChainFacts("chain", "graph", props, entity, [],
                       {"host_memory": Level(pass_mib * MIB, BYTE), "compute": Level(1.0, CORE)},
                       {"host_memory": Level(fail_mib * MIB, BYTE), "compute": Level(1.0, CORE)},
-                      {}, {}, {}, [], sprint="s1" if trials else None, sprint_trials=trials)
+                      {}, {}, {}, [], sprint="s1" if trials else None, sprint_trials=trials,
+                      run=Derivation("qualified-boundary", 4, {"min_repetitions": "3"}, "activity"), qualified=True)
 
 
 def _sprint_trials():

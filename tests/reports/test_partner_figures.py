@@ -91,7 +91,7 @@ def test_explore_puts_the_resources_margin_under_the_resource(tmp_path, monkeypa
     rows = [r for r in out["frontier"] if r.get("state")]
     assert rows
     for row in rows[:3]:
-        p = predict.predict(c, space.from_state(",".join(f"{k}={v}" for k, v in {**row["state"], **row["demand"]}.items()),
+        p = predict.predict(c, space.from_state({**row["state"], **row["demand"]},
                                                 c, base=sp))
         # the named resource's own margin: that of the check it binds, never the quality clause's
         own = next(x for x in p.clauses if x["resource"] == row["resource"])

@@ -88,7 +88,7 @@ def test_explaining_a_recurring_binding_names_every_supporting_record(derived_kb
     for boundary in boundaries:
         assert LUMA + "QualifiedBoundary" in boundary["types"]
         assert boundary["derived_by"]["rule"] == "qualified-boundary"
-        assert boundary["derived_by"]["version"] == 3  # v3: measured means signed by a trusted runner
+        assert boundary["derived_by"]["version"] == 4  # v4: the boundary carries its repetitions (issue 15)
         assert boundary["derived_by"]["parameters"] == ["min_repetitions=3"]
         assert boundary["record"] is None
         [chain] = boundary["supports"]
@@ -169,7 +169,7 @@ def test_cli_explain_json_and_table(derived_kb):
     assert table.exit_code == 0, table.output
     text = table.stdout
     assert "rule recurring-binding v4 (min_architectures=2, min_workloads=3)" in text
-    assert text.count("rule qualified-boundary v3 (min_repetitions=3)") == 1 + 3  # the group, 3 boundaries
+    assert text.count("rule qualified-boundary v4 (min_repetitions=3)") == 1 + 3  # the group, 3 boundaries
     assert text.count("(pex-chain, measured") == 3 and "1 more support(s) not listed" in text
     assert text.splitlines()[-1] == f"4 supporting record(s): {', '.join(qualified)}"
 
