@@ -2,8 +2,10 @@
 
 A file starts with `# description:` and may say `# derived-by: RULE-ID …`: it reads what those
 rules derive (and not the records themselves), so it has nothing to answer before `luma rules
-run`. A `${page}` slot marks where a page's LIMIT/OFFSET belongs (kb/paging.py); without one
-they go at the end.
+run`. A page of a named query (`--limit/--offset`) is its LIMIT/OFFSET at the end (kb/paging.py),
+unless the query ships a form for pages, `NAME.page.rq`, with a `${page}` slot where the slice
+belongs: Oxigraph keeps no statistics, so the plan that returns the whole answer fastest (hash
+joins) is not the one that finds a few rows fastest (index lookups per row).
 """
 
 from __future__ import annotations
@@ -14,6 +16,9 @@ from dataclasses import dataclass
 from luma.errors import UnknownName
 from luma.kb.paging import PAGE_SLOT, paged, slice_clause
 
+#: File suffix of a named query's form for pages.
+PAGE_SUFFIX = ".page.rq"
+
 
 @dataclass(frozen=True)
 class NamedQuery:
@@ -22,16 +27,21 @@ class NamedQuery:
     template: str
     #: Rules whose derived facts the query reads.
     derived_by: tuple[str, ...] = ()
+    #: The form for pages (with a `${page}` slot), when the query ships one.
+    page_template: str | None = None
 
     @property
     def sparql(self) -> str:
         """The query for the whole answer."""
-        return self.text()
+        return self.template
 
     def text(self, limit: int | None = None, offset: int = 0) -> str:
         """The query for the answer's rows [offset, offset + limit) (all of them by default)."""
-        if PAGE_SLOT in self.template:
-            return self.template.replace(PAGE_SLOT, slice_clause(limit, offset))
+        clause = slice_clause(limit, offset)
+        if not clause:
+            return self.template
+        if self.page_template is not None:
+            return self.page_template.replace(PAGE_SLOT, clause)
         return paged(self.template, limit, offset, source=self.name)
 
 
@@ -42,12 +52,16 @@ def _header(text: str, key: str) -> str:
 
 def named_queries() -> dict[str, NamedQuery]:
     """Every shipped named query, by name (the file name without `.rq`)."""
+    files = {e.name: e for e in importlib.resources.files("luma.kb.queries").iterdir() if e.name.endswith(".rq")}
     out = {}
-    for entry in importlib.resources.files("luma.kb.queries").iterdir():
-        if entry.name.endswith(".rq"):
-            text = entry.read_text()
-            name = entry.name[:-3]
-            out[name] = NamedQuery(name, _header(text, "description"), text, tuple(_header(text, "derived-by").split()))
+    for file_name, entry in files.items():
+        if file_name.endswith(PAGE_SUFFIX):
+            continue
+        text = entry.read_text()
+        name = file_name[:-3]
+        page = files.get(name + PAGE_SUFFIX)
+        out[name] = NamedQuery(name, _header(text, "description"), text, tuple(_header(text, "derived-by").split()),
+                               page.read_text() if page is not None else None)
     return dict(sorted(out.items()))
 
 

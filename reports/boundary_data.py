@@ -274,8 +274,15 @@ def _qualification(kb, facts: ChainFacts) -> None:
     facts.qualified = bool(kb.store.select(
         f"SELECT ?q WHERE {{ GRAPH <{_QUALIFIED}> {{ ?q <{LUMA}qualifies> <{facts.iri}> }} }} LIMIT 1", union=False))
     status = f"{'derived' if facts.qualified else 'not derived'} by {facts.run.text()}"
-    stale = facts.run.stale_note()
-    facts.rule_status = status + (f"; {stale}" if stale else "")
+    notes = [facts.run.stale_note()]
+    settings = getattr(kb, "settings", None)
+    if settings is not None:
+        from luma.rules.loader import load_all
+
+        current = next((r for r in load_all(settings.home / "rules") if r.id == QUALIFYING_RULE), None)
+        if current is not None and current.version != facts.run.version:
+            notes.append(f"this LUMA's rule is v{current.version}: run `luma rules run`")
+    facts.rule_status = "; ".join([status, *(n for n in notes if n)])
 
 
 def _sprint(kb, facts: ChainFacts) -> None:

@@ -61,8 +61,9 @@ class Derivation:
 
 
 def derivation(store, rule_id: str) -> Derivation | None:
-    """The run of `rule_id` that made its derived graph, or None when the rules have not run it.
-    `store`: the KB's quad store (or an exploratory copy)."""
+    """The run of `rule_id` that made its derived graph, or None when the rules have not run it;
+    RulesNotRun when the last run did not finish. `store`: the KB's quad store (or an
+    exploratory copy)."""
     graph = DERIVED + rule_id
     rows = store.select(
         f"SELECT ?a ?v ?p ?x WHERE {{ GRAPH <{graph}> {{ ?a a <{PROV}Activity> ; <{LUMA}rule> ?r ; "
@@ -70,6 +71,11 @@ def derivation(store, rule_id: str) -> Derivation | None:
         f"OPTIONAL {{ ?a <{LUMA}exploratory> ?x }} }} }}", union=False)
     if not rows:
         return None
+    if not store.select(f"SELECT ?t WHERE {{ <{_RULES}> <{LUMA}runToken> ?t }}", union=False):
+        # A run clears its token first and writes it last: derived graphs without one may be
+        # half-written (and hold two derivations).
+        raise RulesNotRun(f"the last `luma rules run` did not finish, so what rule {rule_id} derived may be "
+                          "incomplete: run `luma rules run` again")
     # One run per derived graph (a run replaces the graph); the smallest IRI if a crash left two.
     act = min(r["a"] for r in rows)
     mine = [r for r in rows if r["a"] == act]
