@@ -9,155 +9,20 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
-import re
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
-import pyoxigraph as ox
 import pytest
-from click.testing import CliRunner
-from sqlalchemy import text
 
-from luma.cli.main import cli
 from luma.errors import ConfigError, RdfSyntaxError, RecordError
-from luma.kb.knowledge_base import KnowledgeBase
-from luma.kb.named_queries import named_queries
 from luma.kb.synthetic import write_jsonl
 from luma.kb.vocab import ID, LUMA
 from luma.rules.engine import Engine
-from luma.settings import Settings
 
-DATA = Path(__file__).parent / "data"
-VALID_JSON = DATA / "valid_chain.json"
-VALID_YAML = DATA / "valid_chain.yaml"
-_LOCATION_VARS = ("LUMA_DB_URL", "LUMA_KB_URL", "LUMA_KB_QUERY_URL", "LUMA_KB_UPDATE_URL", "LUMA_KB_STORE_URL")
-TURTLE_WITH_BNODE = (
-    b"@prefix ex: <http://example.org/> .\n"
-    b'ex:rack1 ex:holds [ ex:model "H200" ; ex:count 8 ] ;\n    ex:label "rack one"@en .\n'
+from tests.kb.projects import (  # noqa: F401 (fixtures are used by name)
+    DATA, VALID_JSON, _build_project, sparql_json, VALID_YAML, TURTLE_WITH_BNODE, TRUST_RECORDS, QUERY_CHAINS, QUERY_RECORDS, open_kb, ledger_rows, snapshot, luma, assert_one_line_error, valid_record, use_home, seeded_template, seeded_key, seeded, query_home, in_query_home,
 )
 
-
-# -- helpers -------------------------------------------------------------------------------------
-
-
-def open_kb() -> KnowledgeBase:
-    return KnowledgeBase.open(Settings.from_env())
-
-
-def ledger_rows(kb: KnowledgeBase) -> int:
-    with kb.ledger.engine.connect() as conn:
-        return conn.execute(text("SELECT COUNT(*) FROM ledger_record")).scalar_one()
-
-
-def snapshot() -> tuple[int, int, bytes]:
-    """(ledger rows, quads in named graphs, sorted N-Quads export) of the project at LUMA_HOME."""
-    with open_kb() as kb:
-        return ledger_rows(kb), kb.store.count(), kb.store.dump("nquads", sort=True)
-
-
-def luma(*args: str):
-    """Run `luma ARGS` in-process; an exception that is not a clean exit fails the test."""
-    return CliRunner().invoke(cli, [str(a) for a in args], catch_exceptions=False)
-
-
-def assert_one_line_error(result, *fragments: str) -> None:
-    assert result.exit_code == 1, (result.exit_code, result.output)
-    assert "Traceback" not in result.output
-    err = result.stderr
-    assert err.startswith("Error: ") and err.endswith("\n") and err.count("\n") == 1, repr(err)
-    for frag in fragments:
-        assert frag in err, (frag, err)
-
-
-def valid_record() -> dict:
-    return json.loads(VALID_JSON.read_text())
-
-
-def use_home(mp: pytest.MonkeyPatch, home: Path) -> Path:
-    mp.setenv("LUMA_HOME", str(home))
-    for var in _LOCATION_VARS:
-        mp.delenv(var, raising=False)
-    return home
-
-
-#: What every project `_build_project` makes holds besides its chains: its runner key's trust record.
-TRUST_RECORDS = 1
-
-
-def _build_project(home: Path, evidence, synthetic: int, rdf: bool = False):
-    """A project at `home` with its own runner key, the valid chain and `synthetic` synthetic
-    chains signed by it (so the measured ones are measured), and optionally a Turtle document;
-    returns the key."""
-    with pytest.MonkeyPatch.context() as mp:
-        use_home(mp, home)
-        key = evidence.trust_runner(Settings.from_env())
-        [chain] = evidence.sign_files(key, home.parent / f"{home.name}-signed", VALID_JSON)
-        with open_kb() as kb:
-            kb.ingest([chain])
-            if synthetic:
-                kb.ingest([write_jsonl(home.parent / f"{home.name}-synthetic.jsonl", synthetic, signer=key)])
-            if rdf:
-                ttl = home.parent / f"{home.name}-rack.ttl"
-                ttl.write_bytes(TURTLE_WITH_BNODE)
-                kb.load_rdf(ttl, "turtle", "vendor-claim")
-    return key
-
-
-@pytest.fixture(scope="module")
-def seeded_template(tmp_path_factory, evidence):
-    """A small closed project (valid chain + 20 synthetic), its snapshot and its runner key,
-    copied per test."""
-    home = tmp_path_factory.mktemp("seeded") / "home"
-    key = _build_project(home, evidence, 20)
-    with pytest.MonkeyPatch.context() as mp:
-        use_home(mp, home)
-        return home, snapshot(), key
-
-
-@pytest.fixture
-def seeded_key(seeded_template):
-    """The runner key the seeded project (and every copy of it) trusts."""
-    return seeded_template[2]
-
-
-@pytest.fixture
-def seeded(seeded_template, tmp_path, monkeypatch):
-    """A fresh copy of the seeded project as LUMA_HOME; yields its snapshot before the test."""
-    template, snap, _key = seeded_template
-    home = tmp_path / "home"
-    shutil.copytree(template, home)
-    use_home(monkeypatch, home)
-    return snap
-
-
-#: The chains of the query project; its records are these and its runner key's trust record.
-QUERY_CHAINS = 201
-QUERY_RECORDS = QUERY_CHAINS + TRUST_RECORDS
-
-
-@pytest.fixture(scope="module")
-def query_home(tmp_path_factory, evidence):
-    """A read-only project for the query tests: the valid chain and 200 synthetic chains
-    (QUERY_CHAINS), and the trust record of the runner key that signed them; the rules run (the
-    named queries read what they derive)."""
-    home = tmp_path_factory.mktemp("query") / "home"
-    _build_project(home, evidence, 200)
-    with pytest.MonkeyPatch.context() as mp:
-        use_home(mp, home)
-        with open_kb() as kb:
-            Engine(kb).run()
-    return home
-
-
-@pytest.fixture
-def in_query_home(query_home, monkeypatch):
-    return use_home(monkeypatch, query_home)
-
-
-# -- identity and duplicates ---------------------------------------------------------------------
 
 
 def test_json_and_yaml_of_one_record_are_one_ledger_row(signed):
@@ -406,150 +271,6 @@ def test_usage_errors_exit_2(seeded, tmp_path):
     assert luma("kb", "frobnicate").exit_code == 2
     assert snapshot() == seeded
 
-
-# -- query ---------------------------------------------------------------------------------------
-
-#: The projected variables of the qualified-boundaries query, as its SELECT line lists them.
-QB_VARS = re.findall(r"\?(\w+)", re.search(r"^SELECT (.*)$", named_queries()["qualified-boundaries"].sparql, re.M)[1])
-
-
-def _sparql_json(result) -> dict:
-    assert result.exit_code == 0, result.output
-    answer = json.loads(result.stdout)
-    assert isinstance(answer["head"]["vars"], list)
-    for row in answer["results"]["bindings"]:
-        assert set(row) <= set(answer["head"]["vars"])
-        assert all(term["type"] in ("uri", "literal", "bnode") and "value" in term for term in row.values())
-    return answer
-
-
-def test_query_json_is_sparql_results_json(in_query_home):
-    named = _sparql_json(luma("kb", "query", "--name", "qualified-boundaries", "--format", "json"))
-    assert named["head"]["vars"] == QB_VARS and named["results"]["bindings"]
-    adhoc = _sparql_json(luma("kb", "query", "--format", "json",
-                              f"SELECT ?g ?kind WHERE {{ ?g a <{LUMA}SourceRecord> ; <{LUMA}recordKind> ?kind }}"))
-    assert adhoc["head"]["vars"] == ["g", "kind"] and len(adhoc["results"]["bindings"]) == QUERY_RECORDS
-    for name in named_queries():
-        _sparql_json(luma("kb", "query", "--name", name, "--format", "json"))
-    table = luma("kb", "query", "--name", "evidence-by-class")
-    assert table.exit_code == 0 and "measured" in table.stdout.lower()
-
-
-def test_query_csv_has_a_header(in_query_home, tmp_path):
-    result = luma("kb", "query", "--name", "qualified-boundaries", "--format", "csv")
-    assert result.exit_code == 0, result.output
-    lines = result.stdout.splitlines()
-    assert lines[0] == ",".join(QB_VARS) and len(lines) > 1
-    query = tmp_path / "q.rq"
-    query.write_text(f"PREFIX luma: <{LUMA}>\nSELECT (COUNT(*) AS ?records) WHERE {{ ?g a luma:SourceRecord }}\n")
-    counted = luma("kb", "query", "--file", query, "--format", "csv")
-    assert counted.exit_code == 0 and counted.stdout.splitlines() == ["records", str(QUERY_RECORDS)]
-
-
-def test_query_ask_and_construct(in_query_home):
-    yes = luma("kb", "query", "--format", "json", f"ASK {{ ?c a <{LUMA}BoundaryQualification> }}")
-    assert yes.exit_code == 0 and json.loads(yes.stdout)["boolean"] is True
-    no = luma("kb", "query", "ASK { ?c a <http://example.org/Nothing> }")
-    assert no.exit_code == 0 and no.stdout.strip() == "false"
-    graph = luma("kb", "query", f"CONSTRUCT {{ ?c <{LUMA}recovered> ?r }} WHERE {{ ?c <{LUMA}recovered> ?r }}")
-    assert graph.exit_code == 0, graph.output
-    triples = list(ox.parse(graph.stdout_bytes, format=ox.RdfFormat.N_TRIPLES))
-    assert len(triples) == QUERY_CHAINS and all(t.predicate.value == LUMA + "recovered" for t in triples)
-
-
-def test_unknown_named_query_lists_the_names(in_query_home):
-    result = luma("kb", "query", "--name", "no-such-query")
-    assert_one_line_error(result, "no-such-query")
-    assert all(name in result.stderr for name in named_queries())
-    listed = luma("kb", "query", "--list", "--format", "json")
-    assert {q["name"] for q in json.loads(listed.stdout)} == set(named_queries())
-
-
-REFUSED = {
-    "insert-data": "INSERT DATA { <http://example.org/a> <http://example.org/b> <http://example.org/c> }",
-    "delete-where": "DELETE WHERE { ?s ?p ?o }",
-    "insert-where": f"PREFIX luma: <{LUMA}>\nINSERT {{ ?c luma:recovered false }} WHERE {{ ?c luma:recovered true }}",
-    "load": "LOAD <http://127.0.0.1:9/data.ttl>",
-    "load-into": "LOAD SILENT <http://127.0.0.1:9/data.ttl> INTO GRAPH <http://example.org/g>",
-    "clear-all": "CLEAR ALL",
-    "drop-graph": f"DROP GRAPH <{ID}graph/entities>",
-    "drop-all": "DROP ALL",
-    "service": "SELECT * WHERE { SERVICE <http://127.0.0.1:9/sparql> { ?s ?p ?o } }",
-    "service-lowercase": "select * where { service silent <http://127.0.0.1:9/sparql> { ?s ?p ?o } }",
-    "service-in-subquery": "SELECT * WHERE { { SELECT ?s WHERE { SERVICE <http://127.0.0.1:9/s> { ?s ?p ?o } } } }",
-    "service-in-optional": "SELECT * WHERE { ?s ?p ?o OPTIONAL { SERVICE <http://127.0.0.1:9/s> { ?s ?q ?z } } }",
-    "service-in-exists": "SELECT * WHERE { ?s ?p ?o FILTER EXISTS { SERVICE <http://127.0.0.1:9/s> { ?s ?q ?z } } }",
-    "service-in-union": "SELECT * WHERE { { ?s ?p ?o } UNION { SERVICE <http://127.0.0.1:9/s> { ?s ?q ?z } } }",
-    "service-variable": "SELECT * WHERE { BIND(<http://127.0.0.1:9/s> AS ?e) SERVICE ?e { ?s ?q ?z } }",
-    "service-in-construct": "CONSTRUCT { ?s ?q ?z } WHERE { SERVICE <http://127.0.0.1:9/s> { ?s ?q ?z } }",
-    "service-in-ask": "ASK { GRAPH ?g { SERVICE <http://127.0.0.1:9/s> { ?s ?q ?z } } }",
-    "service-unicode-escape": r"SELECT * WHERE { \u0053ERVICE <http://127.0.0.1:9/s> { ?s ?q ?z } }",
-}
-
-
-@pytest.mark.parametrize("case", list(REFUSED))
-def test_updates_and_service_are_refused(case, seeded, tmp_path):
-    assert_one_line_error(luma("kb", "query", REFUSED[case]), "not allowed")
-    query = tmp_path / "q.rq"
-    query.write_text(REFUSED[case])
-    assert_one_line_error(luma("kb", "query", "--file", query, "--format", "json"), str(query), "not allowed")
-    assert snapshot() == seeded
-
-
-def test_service_in_a_comment_or_string_is_not_refused(seeded):
-    commented = "# SERVICE <http://127.0.0.1:9/s> { ?s ?p ?o } is not used here\nSELECT (COUNT(*) AS ?n) WHERE { ?s ?p ?o }"
-    result = luma("kb", "query", "--format", "json", commented)
-    assert result.exit_code == 0, result.output
-    assert int(json.loads(result.stdout)["results"]["bindings"][0]["n"]["value"]) > 0
-    quoted = luma("kb", "query", "--format", "csv", 'SELECT ?s WHERE { ?s ?p "SERVICE <http://127.0.0.1:9/s> {}" }')
-    assert quoted.exit_code == 0 and quoted.stdout.splitlines() == ["s"]
-    assert_one_line_error(luma("kb", "query", "SELECT ?s WHERE { ?s ?p }"), "invalid SPARQL")
-    assert snapshot() == seeded
-
-
-def test_query_timeout(in_query_home):
-    cross = "SELECT (COUNT(*) AS ?n) WHERE { ?a ?b ?c . ?d ?e ?f . ?g ?h ?i }"  # ~10^12 rows
-    # A subprocess: the abandoned query keeps running (and keeps the store open) until exit.
-    proc = subprocess.run(
-        [sys.executable, "-m", "luma.cli.main", "kb", "query", "--timeout", "0.3", cross],
-        capture_output=True, text=True, timeout=60, env={**os.environ, "LUMA_HOME": str(in_query_home)},
-    )
-    assert proc.returncode == 1, proc
-    assert "Traceback" not in proc.stderr and proc.stderr.count("\n") == 1
-    assert "longer than 0.3 s" in proc.stderr
-
-
-# -- stats, export, load -----------------------------------------------------------------------------
-
-
-def test_stats_json(in_query_home):
-    result = luma("kb", "stats", "--format", "json")
-    assert result.exit_code == 0, result.output
-    st = json.loads(result.stdout)
-    assert st["record_graphs"] == st["ledger_records"] == st["watermark"] == QUERY_RECORDS
-    assert st["quads"] > st["record_quads"] > 0
-    assert sum(st["by_kind_and_evidence"].values()) == QUERY_RECORDS
-    csv_out = luma("kb", "stats", "--format", "csv")
-    assert csv_out.exit_code == 0 and csv_out.stdout.splitlines()[0] == "what,value"
-
-
-@pytest.mark.parametrize("fmt,oxfmt", [("nquads", ox.RdfFormat.N_QUADS), ("trig", ox.RdfFormat.TRIG),
-                                       ("turtle", ox.RdfFormat.TURTLE), ("jsonld", ox.RdfFormat.JSON_LD)])
-def test_export_parses_back(fmt, oxfmt, in_query_home, tmp_path):
-    with open_kb() as kb:
-        quads = set(kb.store.iter_quads())
-    result = luma("kb", "export", "--format", fmt)
-    assert result.exit_code == 0
-    parsed = list(ox.parse(result.stdout_bytes, format=oxfmt))
-    if fmt == "turtle":
-        assert {(q.subject, q.predicate, q.object) for q in parsed} == {(q.subject, q.predicate, q.object) for q in quads}
-    else:
-        assert set(parsed) == quads
-    out = tmp_path / f"kb.{fmt}"
-    assert luma("kb", "export", "--format", fmt, "--out", out).exit_code == 0
-    assert out.read_bytes() == result.stdout_bytes
-
-
 RDF_DOCS = {
     "facts.ttl": TURTLE_WITH_BNODE,
     "facts.nt": b'<http://example.org/a> <http://example.org/p> "nt" .\n_:b1 <http://example.org/q> <http://example.org/a> .\n',
@@ -620,7 +341,7 @@ def test_qualified_boundaries_selects_exactly_the_qualified_chains(runner_key, e
     assert len(report.added) == len(variants)
     chain_of = {Path(r.source).stem: ID + "chain/" + r.content_hash[:32] for r in report.added}
     expected = {chain_of[name] for name, (ok, _) in variants.items() if ok}
-    rows = _sparql_json(luma("kb", "query", "--name", "qualified-boundaries", "--format", "json"))["results"]["bindings"]
+    rows = sparql_json(luma("kb", "query", "--name", "qualified-boundaries", "--format", "json"))["results"]["bindings"]
     assert sorted(r["chain"]["value"] for r in rows) == sorted(expected)  # each exactly once
     by_chain = {r["chain"]["value"]: r for r in rows}
     for name, (ok, _) in variants.items():
@@ -649,5 +370,5 @@ def test_plain_rdf_cannot_forge_a_measured_boundary(signed, tmp_path):
         with contextlib.suppress(RecordError):  # refusing such a document outright is fine too
             kb.load_rdf(forged, "turtle", "vendor-claim")
         Engine(kb).run()
-    rows = _sparql_json(luma("kb", "query", "--name", "qualified-boundaries", "--format", "json"))["results"]["bindings"]
+    rows = sparql_json(luma("kb", "query", "--name", "qualified-boundaries", "--format", "json"))["results"]["bindings"]
     assert {r["chain"]["value"] for r in rows} == {ID + "chain/" + genuine[:32]}

@@ -1,0 +1,158 @@
+"""The on-disk projects the ingest and query tests share (a seeded project copied per test, a
+read-only query project) and the helpers that drive them."""
+
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from sqlalchemy import text
+
+from luma.cli.main import cli
+from luma.kb.knowledge_base import KnowledgeBase
+from luma.kb.synthetic import write_jsonl
+from luma.rules.engine import Engine
+from luma.settings import Settings
+
+
+DATA = Path(__file__).parent / "data"
+VALID_JSON = DATA / "valid_chain.json"
+VALID_YAML = DATA / "valid_chain.yaml"
+_LOCATION_VARS = ("LUMA_DB_URL", "LUMA_KB_URL", "LUMA_KB_QUERY_URL", "LUMA_KB_UPDATE_URL", "LUMA_KB_STORE_URL")
+TURTLE_WITH_BNODE = (
+    b"@prefix ex: <http://example.org/> .\n"
+    b'ex:rack1 ex:holds [ ex:model "H200" ; ex:count 8 ] ;\n    ex:label "rack one"@en .\n'
+)
+
+
+# -- helpers -------------------------------------------------------------------------------------
+
+
+def open_kb() -> KnowledgeBase:
+    return KnowledgeBase.open(Settings.from_env())
+
+
+def ledger_rows(kb: KnowledgeBase) -> int:
+    with kb.ledger.engine.connect() as conn:
+        return conn.execute(text("SELECT COUNT(*) FROM ledger_record")).scalar_one()
+
+
+def snapshot() -> tuple[int, int, bytes]:
+    """(ledger rows, quads in named graphs, sorted N-Quads export) of the project at LUMA_HOME."""
+    with open_kb() as kb:
+        return ledger_rows(kb), kb.store.count(), kb.store.dump("nquads", sort=True)
+
+
+def luma(*args: str):
+    """Run `luma ARGS` in-process; an exception that is not a clean exit fails the test."""
+    return CliRunner().invoke(cli, [str(a) for a in args], catch_exceptions=False)
+
+
+def assert_one_line_error(result, *fragments: str) -> None:
+    assert result.exit_code == 1, (result.exit_code, result.output)
+    assert "Traceback" not in result.output
+    err = result.stderr
+    assert err.startswith("Error: ") and err.endswith("\n") and err.count("\n") == 1, repr(err)
+    for frag in fragments:
+        assert frag in err, (frag, err)
+
+
+def valid_record() -> dict:
+    return json.loads(VALID_JSON.read_text())
+
+
+def use_home(mp: pytest.MonkeyPatch, home: Path) -> Path:
+    mp.setenv("LUMA_HOME", str(home))
+    for var in _LOCATION_VARS:
+        mp.delenv(var, raising=False)
+    return home
+
+
+#: What every project `_build_project` makes holds besides its chains: its runner key's trust record.
+TRUST_RECORDS = 1
+
+
+def _build_project(home: Path, evidence, synthetic: int, rdf: bool = False):
+    """A project at `home` with its own runner key, the valid chain and `synthetic` synthetic
+    chains signed by it (so the measured ones are measured), and optionally a Turtle document;
+    returns the key."""
+    with pytest.MonkeyPatch.context() as mp:
+        use_home(mp, home)
+        key = evidence.trust_runner(Settings.from_env())
+        [chain] = evidence.sign_files(key, home.parent / f"{home.name}-signed", VALID_JSON)
+        with open_kb() as kb:
+            kb.ingest([chain])
+            if synthetic:
+                kb.ingest([write_jsonl(home.parent / f"{home.name}-synthetic.jsonl", synthetic, signer=key)])
+            if rdf:
+                ttl = home.parent / f"{home.name}-rack.ttl"
+                ttl.write_bytes(TURTLE_WITH_BNODE)
+                kb.load_rdf(ttl, "turtle", "vendor-claim")
+    return key
+
+
+@pytest.fixture(scope="module")
+def seeded_template(tmp_path_factory, evidence):
+    """A small closed project (valid chain + 20 synthetic), its snapshot and its runner key,
+    copied per test."""
+    home = tmp_path_factory.mktemp("seeded") / "home"
+    key = _build_project(home, evidence, 20)
+    with pytest.MonkeyPatch.context() as mp:
+        use_home(mp, home)
+        return home, snapshot(), key
+
+
+@pytest.fixture
+def seeded_key(seeded_template):
+    """The runner key the seeded project (and every copy of it) trusts."""
+    return seeded_template[2]
+
+
+@pytest.fixture
+def seeded(seeded_template, tmp_path, monkeypatch):
+    """A fresh copy of the seeded project as LUMA_HOME; yields its snapshot before the test."""
+    template, snap, _key = seeded_template
+    home = tmp_path / "home"
+    shutil.copytree(template, home)
+    use_home(monkeypatch, home)
+    return snap
+
+
+#: The chains of the query project; its records are these and its runner key's trust record.
+QUERY_CHAINS = 201
+QUERY_RECORDS = QUERY_CHAINS + TRUST_RECORDS
+
+
+@pytest.fixture(scope="module")
+def query_home(tmp_path_factory, evidence):
+    """A read-only project for the query tests: the valid chain and 200 synthetic chains
+    (QUERY_CHAINS), and the trust record of the runner key that signed them; the rules run (the
+    named queries read what they derive)."""
+    home = tmp_path_factory.mktemp("query") / "home"
+    _build_project(home, evidence, 200)
+    with pytest.MonkeyPatch.context() as mp:
+        use_home(mp, home)
+        with open_kb() as kb:
+            Engine(kb).run()
+    return home
+
+
+@pytest.fixture
+def in_query_home(query_home, monkeypatch):
+    return use_home(monkeypatch, query_home)
+
+
+# -- identity and duplicates ---------------------------------------------------------------------
+
+
+def sparql_json(result) -> dict:
+    """The SPARQL 1.1 results JSON of a successful `luma kb query`, checked for its shape."""
+    assert result.exit_code == 0, result.output
+    answer = json.loads(result.stdout)
+    assert isinstance(answer["head"]["vars"], list)
+    for row in answer["results"]["bindings"]:
+        assert set(row) <= set(answer["head"]["vars"])
+        assert all(term["type"] in ("uri", "literal", "bnode") and "value" in term for term in row.values())
+    return answer
