@@ -112,6 +112,16 @@ def echo_bytes(data: bytes) -> None:
     sys.stdout.buffer.flush()
 
 
+_SLUG = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
+
+
+def slug_callback(ctx, param, text: str | None) -> str | None:
+    """A click callback for names that become IRIs and file names (partners, runner keys)."""
+    if text is not None and not _SLUG.match(text):
+        raise click.BadParameter(f"a slug: lower-case letters, digits, '.', '_' or '-' (at most 64), got {text!r}")
+    return text
+
+
 def submitter_option(help_text: str = "Who submits (default: user@host)."):
     """`--submitter`, checked against the ledger's column before anything is read or written."""
 

@@ -3,21 +3,13 @@
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 
 import click
 
-from luma.cli.output import format_option, print_rows, submitter_option
+from luma.cli.output import format_option, print_rows, slug_callback, submitter_option
 from luma.cli.project import READ, WRITE, project, require
 
-_SLUG = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
-
-
-def _slug(ctx, param, text: str | None) -> str | None:
-    if text is not None and not _SLUG.match(text):
-        raise click.BadParameter(f"a slug: lower-case letters, digits, '.', '_' or '-' (at most 64), got {text!r}")
-    return text
 
 
 def _open():
@@ -45,7 +37,7 @@ def partner() -> None:
 
 @partner.command("add")
 @click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False, path_type=Path))
-@click.option("--partner", "name", callback=_slug, help="The partner: fills records that name none, refuses others.")
+@click.option("--partner", "name", callback=slug_callback, help="The partner: fills records that name none, refuses others.")
 @submitter_option()
 @format_option()
 @project(WRITE)
@@ -137,7 +129,7 @@ _SI = {"byte": "B", "byte / second": "B/s", "second": "s", "watt": "W", "dimensi
 
 
 @partner.command("remove")
-@click.argument("name", metavar="PARTNER", callback=_slug)
+@click.argument("name", metavar="PARTNER", callback=slug_callback)
 @click.option("--record", default=None, help="Only this record (content-hash prefix or record name).")
 @click.option("--reason", default=None, help="Why (kept in the retraction record).")
 @submitter_option("Who removes (default: user@host).")

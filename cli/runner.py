@@ -2,22 +2,14 @@
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import click
 
-from luma.cli.output import format_option, print_rows, submitter_option
+from luma.cli.output import format_option, print_rows, slug_callback, submitter_option
 from luma.cli.project import NONE, READ, WRITE, project, require
 
-_SLUG = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
 _COLUMNS = ["name", "fingerprint", "partner", "since", "revoked"]
-
-
-def _slug(ctx, param, text: str | None) -> str | None:
-    if text is not None and not _SLUG.match(text):
-        raise click.BadParameter(f"a slug: lower-case letters, digits, '.', '_' or '-' (at most 64), got {text!r}")
-    return text
 
 
 def _open():
@@ -32,7 +24,7 @@ def runner() -> None:
 
 
 @runner.command("keygen")
-@click.option("--name", callback=_slug, help="The key's name (default: user@host as a slug).")
+@click.option("--name", callback=slug_callback, help="The key's name (default: user@host as a slug).")
 @submitter_option()
 @project(WRITE)
 def keygen_cmd(name: str | None, submitter: str | None) -> None:
@@ -51,8 +43,8 @@ def keygen_cmd(name: str | None, submitter: str | None) -> None:
 
 @runner.command("trust")
 @click.argument("pubkey", metavar="PUBKEY")
-@click.option("--name", required=True, callback=_slug, help="What to call the runner (a slug).")
-@click.option("--partner", callback=_slug, help="The partner lab the key belongs to.")
+@click.option("--name", required=True, callback=slug_callback, help="What to call the runner (a slug).")
+@click.option("--partner", callback=slug_callback, help="The partner lab the key belongs to.")
 @submitter_option()
 @project(WRITE)
 def trust_cmd(pubkey: str, name: str, partner: str | None, submitter: str | None) -> None:
@@ -123,7 +115,7 @@ def revoke_cmd(name: str, reason: str | None, submitter: str | None) -> None:
 
 @runner.command("sign")
 @click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False, path_type=Path))
-@click.option("--key", "key_name", callback=_slug, help="Sign with this key of $LUMA_HOME/keys/ (default: the "
+@click.option("--key", "key_name", callback=slug_callback, help="Sign with this key of $LUMA_HOME/keys/ (default: the "
                                                          "project's signing key, or LUMA_RUNNER_KEY's).")
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path),
               help="Write the signed copies into this folder (default: in place).")

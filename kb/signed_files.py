@@ -13,7 +13,6 @@ import json
 import os
 from pathlib import Path
 
-import yaml
 
 from luma.errors import RecordError
 from luma.kb.records.loader import read_documents
@@ -58,30 +57,12 @@ def _render(path: Path, docs: list[dict]) -> str:
     data = docs[0] if len(docs) == 1 else docs  # one record as an object, several as a list
     if suffix == ".json":
         return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
-    return yaml.dump(data, Dumper=_Dumper, sort_keys=False, allow_unicode=True)
+    from luma.kb.records import yaml_core
+
+    return yaml_core.dump(data)
 
 
 def _replace(target: Path, text: str) -> None:
     tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
     tmp.write_text(text, encoding="utf-8")
     os.replace(tmp, target)  # readers see the old file or the new one, never half of it
-
-
-class _Dumper(getattr(yaml, "CSafeDumper", yaml.SafeDumper)):
-    """PyYAML writes by YAML 1.1 and leaves `2e16739` or `1:30` unquoted where LUMA's YAML 1.2
-    reader would take them for numbers (or refuse them): quote every string that either version
-    reads as anything but a string."""
-
-
-def _represent_str(dumper, value: str):
-    from luma.kb.records import yaml_core
-
-    loader = yaml_core.CoreLoader("")
-    try:
-        plain = loader.resolve(yaml.ScalarNode, value, (True, False)) == "tag:yaml.org,2002:str"
-    finally:
-        loader.dispose()
-    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=None if plain else '"')
-
-
-_Dumper.add_representer(str, _represent_str)

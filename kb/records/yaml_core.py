@@ -212,3 +212,26 @@ def _refuse_anchors(text: str) -> None:
                                       event.start_mark)
     finally:
         loader.dispose()
+
+
+class _Dumper(getattr(yaml, "CSafeDumper", yaml.SafeDumper)):
+    """PyYAML writes by YAML 1.1 and leaves `2e16739` or `1:30` unquoted where LUMA's YAML 1.2
+    reader would take them for numbers (or refuse them): quote every string that either version
+    reads as anything but a string."""
+
+
+def _represent_str(dumper, value: str):
+    loader = CoreLoader("")
+    try:
+        plain = loader.resolve(yaml.ScalarNode, value, (True, False)) == "tag:yaml.org,2002:str"
+    finally:
+        loader.dispose()
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=None if plain else '"')
+
+
+_Dumper.add_representer(str, _represent_str)
+
+
+def dump(data) -> str:
+    """YAML text of `data` that this module's reader reads back as the same data (keys in order)."""
+    return yaml.dump(data, Dumper=_Dumper, sort_keys=False, allow_unicode=True)

@@ -29,10 +29,10 @@ import tomllib
 from pathlib import Path
 
 import pytest
-import yaml
 from click.testing import CliRunner
 
 from luma.cli.main import cli
+from luma.kb.records import yaml_core
 from luma.kb.records.loader import validate_document
 from luma.kb.runners import signer
 
@@ -154,7 +154,7 @@ def render(rng: random.Random, command: str, doc: dict, textual: str | None) -> 
         except (TypeError, ValueError):
             fmt, text = "json", json.dumps(doc)
     elif fmt == "yaml":
-        text = yaml.dump(doc, Dumper=_YamlDumper, sort_keys=False, allow_unicode=True)
+        text = yaml_core.dump(doc)
     elif fmt == "jsonl":
         text = json.dumps(doc) + "\n" + json.dumps(doc) + "\n"
     else:
@@ -187,25 +187,6 @@ def render(rng: random.Random, command: str, doc: dict, textual: str | None) -> 
             b"x: &x [1,2,3]\ny: [*x,*x,*x,*x,*x,*x,*x,*x]\n"
         data = anchor + data
     return fmt, data
-
-
-class _YamlDumper(getattr(yaml, "CSafeDumper", yaml.SafeDumper)):
-    """PyYAML's dumper follows YAML 1.1 and leaves `2e16739` unquoted, which YAML 1.2 (LUMA's
-    reader) takes for a number: quote every string either version would read as something else."""
-
-
-def _represent_str(dumper, value):
-    from luma.kb.records import yaml_core
-
-    loader = yaml_core.CoreLoader("")
-    try:
-        plain = loader.resolve(yaml.ScalarNode, value, (True, False)) == "tag:yaml.org,2002:str"
-    finally:
-        loader.dispose()
-    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=None if plain else '"')
-
-
-_YamlDumper.add_representer(str, _represent_str)
 
 
 def _toml(doc) -> str:
