@@ -144,7 +144,7 @@ def _derivations(kb, reqs, limit: int) -> tuple[Section, dict]:
                    empty="Nothing to derive: none in this KB."), summary
 
 
-def _class_sections(r, counts: dict[str, dict[str, int]], limit: int) -> list[Section]:
+def _class_sections(r, counts: dict[str, dict[str, int]], limit: int, synthetic: int) -> list[Section]:
     out = [Section("evidence", "Evidence by class", ["Records per evidence class and kind. Only measured evidence "
                                                      "qualifies a boundary; the other classes narrow the search "
                                                      "and are reported apart."])]
@@ -174,7 +174,6 @@ def _class_sections(r, counts: dict[str, dict[str, int]], limit: int) -> list[Se
                                   "trusts, recovered, states differing only in the crossed dimension, ≥ "
                                   f"{run.parameters.get('min_repetitions', '?') if run else '?'} repetitions: "
                                   f"{run.text() if run else 'the rules'}).")
-            synthetic = data.synthetic_count(r) if total else 0
             if synthetic:
                 sec.paragraphs.append(f"**{synthetic} of them are synthetic**: generated records (`kb/synthetic.py`, "
                                       "for benchmarks and examples), signed by a key this project trusts but "
@@ -237,11 +236,12 @@ def build(kb, scope: Scope | None = None, max_rows: int = MAX_ROWS) -> Report:
     for row in data.evidence_by_class(r):
         counts.setdefault(class_name(row["ec"]), {})[row["kind"]] = int(row["records"])
     derivations, rule = _derivations(kb, reqs, max_rows)
+    qualified_total = data.qualified_count(r)
+    synthetic = data.synthetic_count(r) if qualified_total else 0
     sections = [*_requirements(reqs, bindings, counters), _counter(reqs, counters),
                 _remedies(rems, bindings, max_rows * 2),
-                derivations, *_class_sections(r, counts, max_rows)]
+                derivations, *_class_sections(r, counts, max_rows, synthetic)]
     chains = {c: n.get("pex-chain", 0) for c, n in counts.items()}
-    qualified_total = data.qualified_count(r)
     facts = [("Scope", r.label),
              ("PEX chains", ", ".join(f"{chains.get(c, 0)} {c}" for c in CLASS_ORDER)),
              ("Qualified boundaries", str(qualified_total)),
@@ -250,7 +250,6 @@ def build(kb, scope: Scope | None = None, max_rows: int = MAX_ROWS) -> Report:
     if rule.get("rule"):
         facts.append(("Requirement rule", f"{rule['rule']} v{rule['version']} ({', '.join(rule['parameters'])})"))
     names = ", ".join(dim_key(x["resource"]) for x in reqs)
-    synthetic = data.synthetic_count(r) if qualified_total else 0
     if synthetic:
         facts.append(("Synthetic boundaries", f"{synthetic} of {qualified_total} (generated, not measurements)"))
     warning = (f" {synthetic} of the {qualified_total} qualified boundaries behind them are synthetic (generated for "
