@@ -5,7 +5,6 @@ record and its projected evaluation, and the three reports."""
 from __future__ import annotations
 
 import importlib.resources
-import os
 import tempfile
 from pathlib import Path
 
@@ -32,17 +31,18 @@ def demo(ctx: click.Context, demo_home: Path | None, quick: bool) -> None:
     from luma.errors import LumaError
     from luma.kb.knowledge_base import KnowledgeBase
     from luma.kb.named_queries import get_named_query
-    from luma.settings import Settings
 
-    from luma.cli.project import make_home
+    from luma.cli.project import make_home, settings, use_settings
 
-    home = demo_home or Path(os.environ.get("LUMA_HOME") or ".luma-demo")
-    make_home(Settings.from_env(home))  # one line if it cannot be made or written
-    os.environ["LUMA_HOME"] = str(home)
+    given = settings()
+    home = demo_home or (given.home if given.home_from != "default" else Path(".luma-demo"))
+    s = given.at(home)
+    make_home(s)  # one line if it cannot be made or written
+    use_settings(s)  # the commands the demo runs below work on the demo's project
     examples = importlib.resources.files("luma.kb.examples")
     with importlib.resources.as_file(examples) as folder:
         records = sorted(p for p in Path(folder).iterdir() if p.suffix in (".json", ".yaml"))
-        with KnowledgeBase.open(Settings.from_env(home)) as base:
+        with KnowledgeBase.open(s) as base:
             click.secho(f"== project {base.settings.home} (SQLite ledger + embedded Oxigraph)", bold=True)
             report = base.ingest(records, submitter="luma-demo")
             click.echo(f"ingested {len(report.added)} record(s), {len(report.duplicates)} already present, {report.quads_added} quads")
@@ -69,7 +69,7 @@ def demo(ctx: click.Context, demo_home: Path | None, quick: bool) -> None:
             st = base.stats()
             print_rows([{"what": k, "value": v} for k, v in st.items() if k != "by_kind_and_evidence"], ["what", "value"], "table")
     if not quick:
-        _loop(ctx, home, examples)
+        _loop(ctx, s, examples)
     click.echo(f"Try: LUMA_HOME={home} luma kb query 'SELECT * WHERE {{ ?c a <https://w3id.org/luma/ns#BoundaryQualification> }}'")
 
 
@@ -79,13 +79,12 @@ _PARTNER_ARGS = {"record_ref": "kvzip", "contract_ref": "llm-long-context", "spa
                  "repetitions": None}
 
 
-def _measured_before(home: Path) -> str | None:
+def _measured_before(s) -> str | None:
     """The sprint id of a matvec-memory sprint that recorded a chain in this project, if any."""
     from luma.kb.knowledge_base import KnowledgeBase
     from luma.kb.vocab import LUMA
-    from luma.settings import Settings
 
-    with KnowledgeBase.open(Settings.from_env(home), read_only=True) as kb:
+    with KnowledgeBase.open(s, read_only=True) as kb:
         rows = kb.store.select(f"""SELECT ?s WHERE {{
           ?t a <{LUMA}SprintTrial> ; <{LUMA}sprint> ?s ; <{LUMA}contract> ?k ; <{LUMA}workload> ?w ;
              <{LUMA}architecture> ?a ; <http://www.w3.org/ns/prov#wasGeneratedBy> ?ta .
@@ -97,7 +96,7 @@ def _measured_before(home: Path) -> str | None:
     return rows[0]["s"] if rows else None
 
 
-def _loop(ctx: click.Context, home: Path, examples) -> None:
+def _loop(ctx: click.Context, s, examples) -> None:
     """Sprint → rules → query → partner → reports, each step the command a user would type."""
     from luma.cli.kb import query as query_cmd
     from luma.cli.partner import add_cmd
@@ -105,7 +104,8 @@ def _loop(ctx: click.Context, home: Path, examples) -> None:
     from luma.cli.rules import run_cmd as rules_run
     from luma.cli.sprint import run_cmd as sprint_run
 
-    done = _measured_before(home)
+    home = s.home
+    done = _measured_before(s)
     if done:
         # A second sprint would be a second qualified boundary of the same workload, architecture
         # and contract: the Design-In report would count one measurement twice (a "recurring"

@@ -23,9 +23,10 @@ _EXTENSIONS = {
 
 def _open(sync: bool = True):
     """The project's KB for a command that writes (waits per --wait / LUMA_WAIT)."""
+    from luma.cli.project import settings
     from luma.kb.knowledge_base import KnowledgeBase
 
-    return KnowledgeBase.open(sync=sync)
+    return KnowledgeBase.open(settings(), sync=sync)
 
 
 def open_for_reading():
@@ -78,14 +79,15 @@ def _total_bytes(files) -> int:
 def ingest(files: tuple[Path, ...], submitter: str | None, fmt: str) -> None:
     """Validate record FILES (JSON, JSONL, YAML) and add them, all or nothing."""
     from luma.kb.evidence_gate import check_before_open
+    from luma.cli.project import settings as command_settings
+    from luma.kb.input_files import RECORD_FILE
     from luma.kb.records.loader import iter_records
-    from luma.settings import Settings
 
     if _total_bytes(files) <= PREVALIDATE_BYTES:
         # Small input is validated whole before the KB is even opened: a refused file never
         # waits for, locks or touches it.
-        settings = Settings.from_env()
-        records = list(iter_records(list(files), settings.home))
+        settings = command_settings()
+        records = list(iter_records(list(files), settings.home, RECORD_FILE.under(settings)))
         check_before_open(settings, records)  # the measured-evidence gate too, against the ledger
         with _open() as base:
             report = base.ingest_records(records, submitter)
@@ -210,8 +212,9 @@ def query(sparql, query_file, query_name, list_names, timeout, memory, scope, ex
     from luma.kb.paging import paged
     from luma.kb.query_safety import check_user_query
     from luma.cli.project import require
+    from luma.cli.project import settings as command_settings
     from luma.kb.scope import Scope, scoped_query
-    from luma.settings import MIN_QUERY_MEMORY, Settings, parse_size
+    from luma.settings import MIN_QUERY_MEMORY, parse_size
 
     if list_names:
         rows = [{"name": q.name, "description": q.description} for q in named_queries().values()]
@@ -225,7 +228,7 @@ def query(sparql, query_file, query_name, list_names, timeout, memory, scope, ex
         if query_file:
             from luma.kb.input_files import QUERY_FILE, read_text
 
-            sparql = read_text(query_file, QUERY_FILE)  # untrusted: no FIFO, no device, 1 MiB
+            sparql = read_text(query_file, QUERY_FILE.under(command_settings()))  # untrusted: no FIFO, no device, 1 MiB
             source = str(query_file)
         if query_name:
             named = get_named_query(query_name)
@@ -233,7 +236,7 @@ def query(sparql, query_file, query_name, list_names, timeout, memory, scope, ex
         else:
             sparql = paged(sparql, limit, offset, source)
         where = Scope.parse(scope)
-        settings = Settings.from_env()
+        settings = command_settings()
         memory_limit = parse_size(memory, "--memory", settings.query_memory, MIN_QUERY_MEMORY)
     except LumaError as exc:
         flag = _FLAGS.get(exc.field) or (exc.source if exc.source in _FLAGS.values() else None)
@@ -244,7 +247,7 @@ def query(sparql, query_file, query_name, list_names, timeout, memory, scope, ex
         raise click.BadParameter(exc.message, param_hint=flag) from None
     # LUMA's usual prefixes (`luma:` …) are declared in front; the check sees the text that runs.
     checked = check_user_query(sparql, source)
-    limits = QueryLimits(timeout, memory_limit, settings.query_answer_bytes)
+    limits = QueryLimits(timeout, memory_limit, settings.query_answer_bytes, settings.require_sandbox)
     results = "csv" if fmt == "csv" and checked.kind != "graph" else "json"
     require(settings)
     with (tempfile.TemporaryDirectory(prefix=".luma-query-", dir=settings.home) as spool, open_for_reading() as base,

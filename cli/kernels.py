@@ -100,9 +100,10 @@ def bench(threads: int, quick: bool, record: bool, fmt: str) -> None:
 
 
 def _record(records: list[dict], kind: str) -> None:
+    from luma.cli.project import settings
     from luma.kernels.evidence import save_and_ingest
 
-    path, report = save_and_ingest(records, kind)
+    path, report = save_and_ingest(records, kind, settings())
     click.echo(f"recorded {len(report.added)} measured kernel results in the KB ({len(report.duplicates)} already "
                f"there); artifact {path}", err=True)
 
@@ -129,9 +130,9 @@ def _fmt(row: dict) -> dict:
 def pareto(model_name: str, bits: str, out: Path | None, record: bool, fmt: str) -> None:
     """Per-layer sensitivity on calibration data, then the accuracy-memory Pareto front (plot + data)."""
     from luma.kernels import mixed_precision as mp
-    from luma.settings import Settings
+    from luma.cli.project import settings as command_settings
 
-    out = out or Settings.from_env().home / "results" / f"pareto-{model_name}"
+    out = out or command_settings().home / "results" / f"pareto-{model_name}"
 
     widths = _bits(bits)
     if model_name == "minilm":

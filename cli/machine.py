@@ -60,7 +60,7 @@ def characterize_cmd(quick, cores, name, ingest, out, fmt) -> None:
     from luma.extras import require
     from luma.kb.records.loader import validate_document
     from luma.kb.runners import project_signer
-    from luma.settings import Settings
+    from luma.cli.project import settings as command_settings
 
     require("kernels", "luma machine characterize")  # its matmul probes run torch in child processes
     counts = cores or list(range(1, len(usable_cpus()) + 1))
@@ -68,7 +68,7 @@ def characterize_cmd(quick, cores, name, ingest, out, fmt) -> None:
     with Tracker("machine characterize", plan, unit="probe") as progress:
         doc = characterize(quick=quick, cores=cores, name=name, progress=progress)
     # A key is made only for a record that goes into the project; --no-ingest signs with one it has.
-    signer = project_signer(Settings.from_env(), create=ingest)
+    signer = project_signer(command_settings(), create=ingest)
     if signer is not None:
         doc = signer.sign(doc, "luma machine characterize")
     rec = validate_document(doc, "luma machine characterize").model
@@ -91,9 +91,9 @@ def _ingest(name: str, text: str) -> str:
     """Write the record under $LUMA_HOME/machines/ and ingest it; return the file's path."""
     from luma.experiments.characterize import TOOL
     from luma.kb.knowledge_base import KnowledgeBase
-    from luma.settings import Settings
+    from luma.cli.project import settings as command_settings
 
-    settings = Settings.from_env()
+    settings = command_settings()
     folder = settings.home / "machines"
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{datetime.now(timezone.utc).strftime('%Y%m%dT%H%M%SZ')}-{name}.json"
@@ -145,11 +145,12 @@ _TABLE_HEADS = {"name": "name", "evidence_class": "evidence", "where": "where", 
 @project(OPTIONAL)
 def list_cmd(fmt) -> None:
     """The shipped catalog (vendor claims) and the machines recorded in this project's KB."""
+    from luma.cli.project import settings
     from luma.kb.records.machine import catalog, read_machine, stored_machines
 
     rows = [_summary(read_machine(path), "catalog") for _, path in sorted(catalog().items())]
     latest = {}
-    for content_hash, rec in stored_machines():
+    for content_hash, rec in stored_machines(settings()):
         latest[rec.name] = (content_hash, rec)  # oldest first: the last one of a name wins
     catalog_names = {r["name"] for r in rows}
     for name, (content_hash, rec) in sorted(latest.items()):
@@ -198,9 +199,9 @@ def show_cmd(name, fmt) -> None:
     """One machine's figures: a machine in this project's KB (the latest of that name), a
     shipped catalog entry, or a machine record file."""
     from luma.kb.records.machine import load_machine
-    from luma.settings import Settings
+    from luma.cli.project import settings as command_settings
 
-    rec = load_machine(name, home=Settings.from_env().home)
+    rec = load_machine(name, command_settings())
     if fmt == "json":
         click.echo(json.dumps(rec.model_dump(mode="json", exclude_none=True), indent=2))
         return

@@ -57,15 +57,15 @@ def _os_error(exc: OSError) -> str:
     help="A command that writes the embedded KB waits this long for the command holding it "
          "(default: $LUMA_WAIT, else 0; readers wait up to 30 s for a writer's snapshot).",
 )
-def cli(home: str | None, wait: float | None) -> None:
+@click.pass_context
+def cli(ctx: click.Context, home: str | None, wait: float | None) -> None:
     """LUMA: knowledge base and rule engine for hardware-software co-design of AI services.
 
     Concurrency on the embedded KB: one command writes at a time; commands that only read run
     side by side, and while a write runs they show the KB as it was when the write began."""
-    if home:
-        os.environ["LUMA_HOME"] = home
-    if wait is not None:
-        os.environ["LUMA_WAIT"] = f"{wait:g}"
+    from luma.cli.project import remember_options
+
+    remember_options(ctx, home, wait)
 
 
 def _register() -> None:

@@ -22,16 +22,17 @@ def _contract(ref: str):
     import importlib.resources
     from pathlib import Path
 
+    from luma.cli.project import settings
     from luma.errors import ConfigError
     from luma.experiments import contract
 
     own = {p.name[:-5]: Path(str(p)) for p in importlib.resources.files("luma.experiments.model.contracts").iterdir()
            if p.name.endswith(".toml")}
     try:
-        return contract.load(ref)
+        return contract.load(ref, settings())
     except ConfigError as exc:
         if ref in own:
-            return contract.load(own[ref])
+            return contract.load(own[ref], settings())
         if Path(ref).exists() or "(shipped:" not in exc.message:
             raise  # a file that is there but wrong: its own error
         names = sorted({*contract.shipped(), *own})
@@ -42,9 +43,9 @@ def _contract(ref: str):
 def _calibration():
     """This host's calibration, with the project's own LLM calibration when it has one."""
     from luma.experiments.model import calibrate, llm_calibrate
-    from luma.settings import Settings
+    from luma.cli.project import settings as command_settings
 
-    home = Settings.from_env().home
+    home = command_settings().home
     cal = calibrate.load(home) or {}
     if llm_calibrate.path(home).is_file():
         cal = {**cal, "llm": llm_calibrate.current(home)}
@@ -75,13 +76,14 @@ def _fmt(value, unit: str) -> str:
 @project(NONE)
 def predict_cmd(contract_ref, state_text, llm_ref, space_ref, fmt) -> None:
     """Predict PASS/FAIL per clause of CONTRACT on one machine state, and the binding resource."""
+    from luma.cli.project import settings
     from luma.cli.states import parse_state
     from luma.experiments.model import predict, space
 
     levels = parse_state(state_text)
     c = _contract(contract_ref)
-    base = space.load(space_ref, c) if space_ref else None
-    p = predict.predict(c, space.from_state(levels, c, llm_ref, base), _calibration())
+    base = space.load(space_ref, c, project=settings()) if space_ref else None
+    p = predict.predict(c, space.from_state(levels, c, llm_ref, base, settings()), _calibration())
     if fmt == "json":
         click.echo(json.dumps(p.as_dict(), indent=2, default=str))
         return
@@ -132,10 +134,11 @@ def _memory_line(f: dict, llm: bool) -> str:
 def explore_cmd(contract_ref, space_ref, plot_path, propose, fmt) -> None:
     """Sweep a state space: the minimum-cost PASS frontier, the binding resource per region and
     the states a PEX sprint should measure."""
+    from luma.cli.project import settings
     from luma.experiments.model import plot, simulate, space
 
     c = _contract(contract_ref)
-    sp = space.load(space_ref, c)
+    sp = space.load(space_ref, c, project=settings())
     out = simulate.explore(c, sp, _calibration(), propose=propose)
     if plot_path:
         out["plot"] = str(plot.frontier(out, plot_path))
@@ -210,9 +213,10 @@ def calibrate_cmd(contract_refs, repeats, record, llm_mode, published, fmt) -> N
 
     from luma.experiments import contract
     from luma.experiments.model import calibrate, facts
-    from luma.settings import Settings
+    from luma.cli.project import settings as command_settings
 
-    home = Settings.from_env().home
+    project = command_settings()
+    home = project.home
     contracts = [_contract(r) for r in contract_refs] or [contract.load(p) for _, p in sorted(contract.shipped().items())]
     from luma.cli.sprint import import_service
 
@@ -225,11 +229,11 @@ def calibrate_cmd(contract_refs, repeats, record, llm_mode, published, fmt) -> N
     expected = 1 + repeats * sum(len(trials.design(c)) for c in contracts)
     with _trials("model calibrate", expected, Console(stderr=True)) as progress:
         progress("measuring the host")
-        cal = calibrate.calibrate(contracts, home, repeats=repeats,
+        cal = calibrate.calibrate(contracts, project, repeats=repeats,
                                   progress=lambda m: progress(f"host measured -> {m[6:]}" if m.startswith("host: ") else m))
-    cal["ledger_check"] = facts.ledger_check(home, cal)
+    cal["ledger_check"] = facts.ledger_check(project, cal)
     if record:
-        cal["facts"] = str(facts.record(home, cal))
+        cal["facts"] = str(facts.record(project, cal))
     if fmt == "json":
         click.echo(json.dumps({k: v for k, v in cal.items() if k != "trials"}, indent=2))
         return
@@ -286,10 +290,11 @@ def _cost_short(unit: str) -> str:
 @project(NONE)
 def bench_cmd(contract_ref, space_ref, fmt) -> None:
     """States per second of the model over a space (evaluation and verdicts, best of 3)."""
+    from luma.cli.project import settings
     from luma.experiments.model import simulate, space
 
     c = _contract(contract_ref)
-    out = simulate.bench(c, space.load(space_ref, c), _calibration())
+    out = simulate.bench(c, space.load(space_ref, c, project=settings()), _calibration())
     if fmt == "json":
         click.echo(json.dumps(out, indent=2))
         return

@@ -15,12 +15,13 @@ def calibrate_llm(published: str | None, record: bool, fmt: str) -> None:
     """Refit on the shipped published figures (plus PUBLISHED's), write the project's LLM
     calibration, load the figures (vendor-claim) and the error facts into the KB, print the error."""
     from luma.experiments.model import llm_calibrate
-    from luma.settings import Settings
+    from luma.cli.project import settings as command_settings
 
-    home = Settings.from_env().home
+    project = command_settings()
+    home = project.home
     cal = llm_calibrate.run(home, Path(published) if published else None)
     if record:
-        cal["facts"] = [str(p) for p in llm_calibrate.record(home, cal)]
+        cal["facts"] = [str(p) for p in llm_calibrate.record(project, cal)]
     cal.pop("_doc", None)
     if fmt == "json":
         click.echo(json.dumps({k: v for k, v in cal.items() if k not in ("predictions", "tail_checks")}, indent=2))

@@ -13,9 +13,10 @@ from luma.cli.project import READ, WRITE, project, require
 
 
 def _open():
+    from luma.cli.project import settings
     from luma.kb.knowledge_base import KnowledgeBase
 
-    return KnowledgeBase.open()
+    return KnowledgeBase.open(settings())
 
 
 def _book():
@@ -44,10 +45,12 @@ def partner() -> None:
 def add_cmd(files: tuple[Path, ...], name: str | None, submitter: str | None, fmt: str) -> None:
     """Validate intervention parameter FILES (TOML, YAML, JSON; at most 1 MiB each) and add
     them, all or nothing. Any error names the file and field, and nothing is written."""
+    from luma.cli.project import settings
+    from luma.kb.input_files import PARTNER_FILE
     from luma.kb.partners import add, read_partner_files
-    from luma.settings import Settings
 
-    records = read_partner_files(list(files), name, Settings.from_env().home)  # before anything is opened
+    s = settings()
+    records = read_partner_files(list(files), name, s.home, PARTNER_FILE.under(s))  # before anything is opened
     with _open() as kb:
         report = add(kb, records, submitter)
     rows = [{"source": r.source, "partner": r.model.partner, "name": r.model.name, "version": r.model.version,

@@ -16,14 +16,15 @@ from luma.cli.project import NONE, project
 def _record(ref: str):
     """(InterventionParameters, source) from a record file, or from the project's ledger by
     content-hash prefix or record name (a record `luma partner add` ingested)."""
-    from luma.settings import Settings
+    from luma.cli.project import settings as command_settings
 
-    home = Settings.from_env().home
+    settings = command_settings()
     path = Path(ref)
     if path.is_file():
+        from luma.kb.input_files import PARTNER_FILE
         from luma.kb.partners import read_partner_files
 
-        loaded = read_partner_files([path], None, home)
+        loaded = read_partner_files([path], None, settings.home, PARTNER_FILE.under(settings))
         if len(loaded) != 1:
             from luma.errors import RecordError
 
@@ -34,7 +35,6 @@ def _record(ref: str):
 
     from luma.errors import UnknownName
 
-    settings = Settings.from_env()
     if settings.db_url.startswith("sqlite:///") and not Path(settings.db_url[len("sqlite:///"):]).is_file():
         raise UnknownName(f"no record file {ref!r}, and the project has no ledger to look it up in", field="RECORD")
     ledger = Ledger(settings.db_url)
@@ -79,6 +79,7 @@ def default_space(contract, state_text: str | None, llm_ref: str | None):
     fits the contract and prices the state's accelerator_type — its model (unless --llm),
     prices, quality per precision and accelerator counts. None for a contract that is not an
     LLM's, or with --llm when no shipped space prices the accelerator."""
+    from luma.cli.project import settings
     from luma.errors import ConfigError
     from luma.experiments.model import space
 
@@ -87,7 +88,7 @@ def default_space(contract, state_text: str | None, llm_ref: str | None):
     wanted = _state_level(state_text, "accelerator_type")
     for name, path in sorted(space.shipped().items()):
         try:
-            candidate = space.load(path, contract)
+            candidate = space.load(path, contract, project=settings())
         except ConfigError:
             continue  # a space for another kind of contract
         if not candidate.is_llm or (wanted is not None and wanted not in candidate.cost):
@@ -105,15 +106,16 @@ def default_space(contract, state_text: str | None, llm_ref: str | None):
 def run_evaluation(record_ref, contract_ref, state_text, llm_ref, space_ref, repetitions):
     """(the evaluation as a dict, the InterventionParameters record) for the shared options."""
     from luma.cli.model import _calibration, _contract
+    from luma.cli.project import settings
     from luma.cli.states import parse_state
     from luma.experiments.model import partner, space
 
     levels = parse_state(state_text)
     record, source = _record(record_ref)
     c = _contract(contract_ref)
-    base = space.load(space_ref, c) if space_ref else default_space(c, state_text, llm_ref)
+    base = space.load(space_ref, c, project=settings()) if space_ref else default_space(c, state_text, llm_ref)
     ev = partner.evaluate(record, c, levels, llm_ref=llm_ref, base=base, calibration=_calibration(),
-                          source=source, repetitions=repetitions)
+                          source=source, repetitions=repetitions, project=settings())
     return ev.as_dict(), record
 
 

@@ -20,19 +20,40 @@ from luma.errors import ConfigError
 READ, WRITE, OPTIONAL, NONE = "read", "write", "optional", "none"
 
 
+_OPTIONS, _SETTINGS = "luma.options", "luma.settings"
+
+
+def remember_options(ctx: click.Context, home: str | None, wait: float | None) -> None:
+    """The root group keeps its --home / --wait for `settings()` (nothing is written to the
+    environment: a child process or a later command never sees them by accident)."""
+    ctx.meta[_OPTIONS] = {"home": home, "wait": wait}
+
+
 def settings():
+    """The command's Settings: built once per invocation, on first use (so `--help` and usage
+    errors never trip over a bad variable), from the environment and the root's --home/--wait;
+    every layer below gets them passed explicitly."""
     from luma.settings import Settings
 
-    return Settings.from_env()
+    ctx = click.get_current_context(silent=True)
+    if ctx is None:  # a command function called outside click (a test): the environment alone
+        return Settings.from_env()
+    if _SETTINGS not in ctx.meta:
+        ctx.meta[_SETTINGS] = Settings.from_env(**ctx.meta.get(_OPTIONS, {}))
+    return ctx.meta[_SETTINGS]
+
+
+def use_settings(s) -> None:
+    """Make `s` the settings of this invocation from here on (`luma demo` runs the commands it
+    shows on its own project)."""
+    ctx = click.get_current_context()
+    ctx.meta[_SETTINGS] = s
 
 
 def where() -> str:
     """How the user named the project directory: `--home` or `LUMA_HOME` (or the default)."""
-    ctx = click.get_current_context(silent=True)
-    root = ctx.find_root() if ctx else None
-    if root is not None and root.params.get("home"):
-        return "--home"
-    return "LUMA_HOME" if os.environ.get("LUMA_HOME") else "the default project (./.luma)"
+    return {"argument": "--home", "LUMA_HOME": "LUMA_HOME"}.get(settings().home_from,
+                                                               "the default project (./.luma)")
 
 
 def ledger_file(s) -> Path | None:

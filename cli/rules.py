@@ -18,9 +18,9 @@ def rules() -> None:
 def _load():
     from luma.rules.analysis import analyse, strata
     from luma.rules.loader import load_all
-    from luma.settings import Settings
+    from luma.cli.project import settings as command_settings
 
-    analysed = [analyse(r) for r in load_all(Settings.from_env().home / "rules")]
+    analysed = [analyse(r) for r in load_all(command_settings().home / "rules")]
     return analysed, strata(analysed)
 
 
@@ -77,11 +77,11 @@ def run_cmd(params: tuple[str, ...], full: bool, exploratory: bool, workers: int
     from luma.rules import exploratory as explore
     from luma.rules.engine import Engine
     from luma.rules.loader import BadParam, BelowFloor, load_all, resolve_params
-    from luma.settings import Settings
+    from luma.cli.project import settings as command_settings
 
     overrides = _overrides(params)
     try:  # checked before the KB is opened: a usage error touches nothing (not even the exploratory copy)
-        resolve_params(load_all(Settings.from_env().home / "rules"), overrides, exploratory=exploratory)
+        resolve_params(load_all(command_settings().home / "rules"), overrides, exploratory=exploratory)
     except BadParam as exc:
         where = f"{exc.field}: " if exc.field and exc.field != "param" else ""
         hint = " (or run it --exploratory)" if isinstance(exc, BelowFloor) else ""

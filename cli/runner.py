@@ -13,9 +13,10 @@ _COLUMNS = ["name", "fingerprint", "partner", "since", "revoked"]
 
 
 def _open():
+    from luma.cli.project import settings
     from luma.kb.knowledge_base import KnowledgeBase
 
-    return KnowledgeBase.open()
+    return KnowledgeBase.open(settings())
 
 
 @click.group()
@@ -129,9 +130,9 @@ def sign_cmd(files: tuple[Path, ...], key_name: str | None, out: Path | None, fm
     from luma.kb import attestation
     from luma.kb.runners import signer
     from luma.kb.signed_files import sign_files
-    from luma.settings import Settings
+    from luma.cli.project import settings as command_settings
 
-    settings = Settings.from_env()
+    settings = command_settings()
     name = key_name or attestation.default_key(settings.home, settings.runner_key)
     if name is None:
         raise ConfigError("this project has no runner key (`luma runner keygen` makes one)", source="--key")

@@ -70,17 +70,17 @@ def run_cmd(contract_ref, dimension, levels, intervention, repetitions, start_le
 
     from luma.experiments import contract, sprint as sprint_mod, summary
     from luma.experiments.records import Recorder
-    from luma.settings import Settings
+    from luma.cli.project import settings as command_settings
 
-    c = contract.load(contract_ref)
+    c = contract.load(contract_ref, command_settings())
     import_service(c)
     plan = sprint_mod.plan(c, dimension, _levels(levels), intervention, repetitions, start_level)
-    home = Settings.from_env().home
+    home = command_settings().home
     err = Console(stderr=True)
     if start_level is None:
         plan.start = _model_start(plan, home, use_model, err)
     sprint_id = plan.new_id()
-    recorder = Recorder(home, plan, sprint_id, ingest=record)
+    recorder = Recorder(command_settings(), plan, sprint_id, ingest=record)
     with _trials("sprint run", sprint_trials(plan), err) as progress:
         result = sprint_mod.Sprint(plan, home / "artifacts", recorder.trial, progress, sprint_id).run()
     out = summary.summarize(result)
@@ -190,13 +190,13 @@ def bench_cmd(contract_ref, dimension, levels, repetitions, use_model, sweep, fm
     import math
 
     from luma.experiments import bench, contract, sprint as sprint_mod
-    from luma.settings import Settings
+    from luma.cli.project import settings as command_settings
 
-    c = contract.load(contract_ref)
+    c = contract.load(contract_ref, command_settings())
     import_service(c)
     plan = sprint_mod.plan(c, dimension, _levels(levels), None, repetitions)
     err = Console(stderr=True)
-    home = Settings.from_env().home
+    home = command_settings().home
     start = _model_start(plan, home, use_model, err)
     budget = math.ceil(math.log2(len(plan.levels))) + plan.repetitions
     expected = budget * (2 if start is not None else 1) + (len(plan.levels) * plan.repetitions if sweep else 0)
@@ -292,15 +292,15 @@ def optimize_cmd(contract_ref, state_text, threads, batches, variants, record, f
 
     from luma.experiments import contract, optimize
     from luma.experiments.records import Recorder
-    from luma.settings import Settings
+    from luma.cli.project import settings as command_settings
 
-    c = contract.load(contract_ref)
+    c = contract.load(contract_ref, command_settings())
     import_service(c)
     state = _state(c, state_text)
-    home = Settings.from_env().home
+    home = command_settings().home
     err = Console(stderr=True)
     stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
-    recorder = Recorder(home, optimize.plan_for(c, state.as_dict()), f"{c.name}-optimize-{stamp}", ingest=record)
+    recorder = Recorder(command_settings(), optimize.plan_for(c, state.as_dict()), f"{c.name}-optimize-{stamp}", ingest=record)
     thread_counts, batch_sizes = _ints(threads, "--threads"), _ints(batches, "--batches") or optimize.BATCHES
     chosen = [v.strip() for v in variants.split(",") if v.strip()] if variants else None
     with _trials("sprint optimize", _optimize_trials(c, state, thread_counts, batch_sizes, chosen), err) as progress:

@@ -111,8 +111,9 @@ def shipped() -> dict[str, Path]:
     return {p.name[:-5]: Path(str(p)) for p in root.iterdir() if p.name.endswith(".toml")}
 
 
-def load(ref: str | Path) -> Contract:
-    """A contract from a TOML file path, or a shipped contract's name."""
+def load(ref: str | Path, project=None) -> Contract:
+    """A contract from a TOML file path (within the config-file limit of `project`, the
+    command's Settings), or a shipped contract's name."""
     from luma.kb.input_files import CONFIG_FILE, read_text
     from luma.kb.records.documents import parse_toml
 
@@ -124,7 +125,7 @@ def load(ref: str | Path) -> Contract:
                               f"(shipped: {', '.join(sorted(shipped()))})", source=str(ref))
         path = named or path  # something that is not a regular file: read_text says what it is
     # An untrusted file: at most LUMA_MAX_CONFIG_FILE_BYTES, never a FIFO or a device.
-    text = read_text(path, CONFIG_FILE)
+    text = read_text(path, CONFIG_FILE.of(project))
     data = parse_toml(text, str(path), error=ConfigError, invalid="not valid TOML")
     try:
         return Contract.model_validate(data)

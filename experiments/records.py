@@ -105,11 +105,12 @@ def chain_record(result: Result, started: datetime) -> dict | None:
 
 
 class Recorder:
-    """Writes and ingests a sprint's records as they happen (`home`: the LUMA project)."""
+    """Writes and ingests a sprint's records as they happen (`project`: the Settings of the LUMA
+    project)."""
 
-    def __init__(self, home: Path, plan: Plan, sprint_id: str, ingest: bool = True):
-        self.folder = Path(home) / "sprints" / sprint_id  # created with the first record: bad input writes nothing
-        self.home, self.plan, self.sprint_id, self.ingest_records = Path(home), plan, sprint_id, ingest
+    def __init__(self, project, plan: Plan, sprint_id: str, ingest: bool = True):
+        self.folder = project.home / "sprints" / sprint_id  # created with the first record: bad input writes nothing
+        self.project, self.plan, self.sprint_id, self.ingest_records = project, plan, sprint_id, ingest
         self.started = datetime.now(timezone.utc)
         self.ingested: list[str] = []
         self._signer: list = []  # [Signer or None] once looked up
@@ -119,9 +120,8 @@ class Recorder:
         when the sprint records into the project; without --record only a key it has signs."""
         if not self._signer:
             from luma.kb.runners import project_signer
-            from luma.settings import Settings
 
-            self._signer.append(project_signer(Settings.from_env(self.home), create=self.ingest_records))
+            self._signer.append(project_signer(self.project, create=self.ingest_records))
         signer = self._signer[0]
         return doc if signer is None else signer.sign(doc, f"{self.sprint_id}: {doc['record_type']}")
 
@@ -129,9 +129,8 @@ class Recorder:
         if not self.ingest_records:
             return
         from luma.kb.knowledge_base import KnowledgeBase
-        from luma.settings import Settings
 
-        with KnowledgeBase.open(Settings.from_env(self.home)) as kb:
+        with KnowledgeBase.open(self.project) as kb:
             kb.ingest([path], submitter=TOOL)
         self.ingested.append(path.name)
 

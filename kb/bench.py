@@ -54,7 +54,7 @@ def child_luma(n: int, workdir: Path, repeat: int) -> dict:
     from luma.settings import Settings
 
     home = workdir / "project"
-    settings = Settings(home=home, db_url=f"sqlite:///{home / 'ledger.sqlite'}", kb_url=f"oxigraph:{home / 'kb'}")
+    settings = Settings.local(home)
     # The synthetic measured chains are signed by a key this project trusts, and carry their trials:
     # ingest verifies and re-judges them as it would a runner's (kb/evidence_gate.py).
     with KnowledgeBase.open(settings) as base:
@@ -70,8 +70,7 @@ def child_luma(n: int, workdir: Path, repeat: int) -> dict:
     # Baseline in the same run, after it (warm caches favour the baseline, so the gate's cost is
     # not understated): the same file into a fresh project with the gate switched off.
     plain = workdir / "ungated"
-    plain_settings = Settings(home=plain, db_url=f"sqlite:///{plain / 'ledger.sqlite'}",
-                              kb_url=f"oxigraph:{plain / 'kb'}")
+    plain_settings = Settings.local(plain)
     check = MeasuredGate.check
     MeasuredGate.check = lambda self, rec: None
     try:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 import stat
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from luma.errors import ConfigError, LumaError, QueryError, RecordError
@@ -28,26 +28,26 @@ _KINDS = ((stat.S_ISDIR, "directory"), (stat.S_ISCHR, "character device"), (stat
 
 @dataclass(frozen=True)
 class Limit:
-    """The size limit of one kind of input file (`variable` overrides `default`), and the error
-    its problems raise."""
+    """The size limit of one kind of input file (the user may change it with `variable`), and
+    the error its problems raise."""
 
     variable: str
     default: int
     name: str = "limit"  # as the error words it: "file is over the {name} of N bytes"
     error: type[LumaError] = RecordError
 
+    def under(self, settings) -> "Limit":
+        """This limit as the command's settings set it (`settings.file_limits`, read from
+        `variable` once by `Settings.from_env`)."""
+        return replace(self, default=settings.file_limit(self.variable, self.default))
+
+    def of(self, settings) -> "Limit":
+        """`under(settings)`, or this limit's default when there are no settings (a library call)."""
+        return self if settings is None else self.under(settings)
+
     def bytes(self) -> int:
-        """The limit: the environment variable (a positive whole number of bytes), else the default."""
-        raw = os.environ.get(self.variable)
-        if raw is None:
-            return self.default
-        try:
-            value = int(raw)
-        except ValueError:
-            value = -1
-        if value < 1:
-            raise ConfigError(f"must be a positive whole number of bytes, got {raw!r}", source=self.variable)
-        return value
+        """The most bytes a file of this kind may hold."""
+        return self.default
 
 
 #: Record files (`luma kb ingest`) and plain RDF (`luma kb load`): bulk files.

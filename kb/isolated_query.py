@@ -34,11 +34,13 @@ _RUST_OOM = "memory allocation of"
 
 @dataclass(frozen=True)
 class QueryLimits:
-    """What one isolated query may use: seconds, bytes of memory, bytes of answer."""
+    """What one isolated query may use: seconds, bytes of memory, bytes of answer; and whether
+    it may run at all without the network sandbox (`Settings.require_sandbox`)."""
 
     timeout: float | None
     memory_bytes: int
     answer_bytes: int
+    require_sandbox: bool = False
 
 
 def run_isolated(store_path: Path, text: str, spool: Path, limits: QueryLimits, *, results: str = "json",
@@ -52,7 +54,8 @@ def run_isolated(store_path: Path, text: str, spool: Path, limits: QueryLimits, 
     out = spool / f"answer-{os.getpid()}-{id(text):x}"
     spec = {"path": str(store_path), "query": text, "results": results, "union": union,
             "default_graphs": default_graphs, "named_graphs": named_graphs, "out": str(out),
-            "memory_bytes": limits.memory_bytes, "answer_bytes": limits.answer_bytes}
+            "memory_bytes": limits.memory_bytes, "answer_bytes": limits.answer_bytes,
+            "require_sandbox": limits.require_sandbox}
     proc = subprocess.Popen([sys.executable, "-m", "luma.kb.isolated_query"], stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
     try:
@@ -136,7 +139,7 @@ def _child(spec: dict) -> dict:
     from luma.kb.sandbox import deny_network
 
     installed, why = deny_network()  # before the engine starts a thread
-    if not installed and os.environ.get("LUMA_QUERY_REQUIRE_SANDBOX") == "1":
+    if not installed and spec.get("require_sandbox"):
         return {"error": f"no network sandbox: {why}", "class": "store"}
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past RLIMIT_FSIZE then fails with EFBIG
     resource.setrlimit(resource.RLIMIT_FSIZE, (spec["answer_bytes"], spec["answer_bytes"]))

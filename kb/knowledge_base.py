@@ -129,7 +129,7 @@ class KnowledgeBase:
     def __init__(self, settings: Settings, *, store: QuadStore | None = None, ledger: Ledger | None = None):
         self.settings = settings
         self.ledger = ledger or Ledger(settings.db_url)
-        self.store = store or open_store(settings.kb_url)
+        self.store = store or open_store(settings.kb_url, settings)
         self.dimensions = record_dimensions(settings.home)
         #: The project lock this instance holds (embedded on-disk store), and for a reader that
         #: came while a writer worked, the writer's read snapshot it reads (kb/access.py).
@@ -147,14 +147,13 @@ class KnowledgeBase:
         return self._lease.writer if self._lease is not None else None
 
     @classmethod
-    def open(cls, settings: Settings | None = None, *, sync: bool = True, read_only: bool = False,
+    def open(cls, settings: Settings, *, sync: bool = True, read_only: bool = False,
              wait: float | None = None) -> "KnowledgeBase":
         """Open (creating on first use) and catch the store up with the ledger.
 
         On the embedded on-disk store a writer waits up to `wait` seconds (default: settings.wait,
         else 0) for the project lock; a reader (`read_only`) never writes, reads concurrently with
         other readers, and reads a running writer's snapshot (kb/access.py)."""
-        settings = settings or Settings.from_env()
         if settings.kb_url.startswith("oxigraph:") or settings.db_url.startswith("sqlite:"):
             settings.home.mkdir(parents=True, exist_ok=True)
         path = Path(settings.kb_url.split(":", 1)[1]) if settings.kb_url.startswith("oxigraph:") else None
@@ -239,8 +238,10 @@ class KnowledgeBase:
 
     def ingest(self, paths: Iterable[Path], submitter: str | None = None) -> IngestReport:
         """Validate and add record files, all or nothing."""
+        from luma.kb.input_files import RECORD_FILE
+
         with _gc_paused():
-            records = iter_records([Path(p) for p in paths], self.settings.home)
+            records = iter_records([Path(p) for p in paths], self.settings.home, RECORD_FILE.under(self.settings))
             return self._commit(records, submitter or default_submitter())
 
     def ingest_records(self, records: Iterable[LoadedRecord], submitter: str | None = None) -> IngestReport:
@@ -252,7 +253,7 @@ class KnowledgeBase:
         """Add a plain RDF document as one record (its own named graph)."""
         from luma.kb.input_files import RECORD_FILE, read_bytes
 
-        data = read_bytes(path, RECORD_FILE)  # untrusted: a regular file within the record limit
+        data = read_bytes(path, RECORD_FILE.under(self.settings))  # untrusted: a regular file within the record limit
         rec_hash, doc = read_document(data, fmt, evidence_class, str(path))
         rec = LoadedRecord("rdf-document", doc, doc.model_dump_json(), rec_hash, str(path))
         return self._commit([rec], submitter or default_submitter())
@@ -444,5 +445,6 @@ class KnowledgeBase:
 
 
 def open_kb(home: str | Path | None = None) -> KnowledgeBase:
-    """Shortcut: open the project at `home` (or LUMA_HOME)."""
-    return KnowledgeBase.open(Settings.from_env(home))
+    """The Python entry point, as the `luma` command is the shell's: read the environment once
+    (`Settings.from_env`; `home` wins over LUMA_HOME) and open that project."""
+    return KnowledgeBase.open(Settings.from_env(home=home))

@@ -251,14 +251,12 @@ class Ledger:
         self.engine.dispose()
 
 
-def payloads_of_kind(home, kind: str) -> list[tuple[str, str]]:
-    """(content hash, JSON payload) of every record of `kind` in the project's ledger, oldest
-    first. Reads nothing (and creates nothing) when the project has no ledger yet."""
+def payloads_of_kind(settings, kind: str) -> list[tuple[str, str]]:
+    """(content hash, JSON payload) of every record of `kind` in the ledger of the project
+    `settings` names, oldest first. Reads nothing (and creates nothing) when the project has no
+    ledger yet."""
     from pathlib import Path
 
-    from luma.settings import Settings
-
-    settings = Settings.from_env(home)
     if settings.db_url.startswith("sqlite:///") and not Path(settings.db_url[len("sqlite:///"):]).is_file():
         return []
     ledger = Ledger(settings.db_url)

@@ -27,8 +27,10 @@ TOOL = "luma partner"
 _KINDS = PARTNER_KINDS
 
 
-def read_partner_files(paths: list[Path], partner: str | None = None, home: Path | None = None) -> list:
-    """Validate every intervention-parameters record of `paths` (TOML, YAML, JSON); return the
+def read_partner_files(paths: list[Path], partner: str | None = None, home: Path | None = None,
+                       limit=PARTNER_FILE) -> list:
+    """Validate every intervention-parameters record of `paths` (TOML, YAML, JSON; each within
+    `limit`); return the
     LoadedRecords. `partner`: records that name none get it, records naming another are refused.
     RecordError (naming file and field) at the first problem; nothing is written."""
     from luma.kb.dimensions import record_dimensions
@@ -38,7 +40,7 @@ def read_partner_files(paths: list[Path], partner: str | None = None, home: Path
     out = []
     for path in paths:
         path = Path(path)
-        for label, doc in read_documents(path, PARTNER_FILE):
+        for label, doc in read_documents(path, limit):
             source = f"{path}: {label}" if label else str(path)
             if hasattr(doc, "parse"):  # a JSON Lines record comes unparsed
                 doc = doc.parse()

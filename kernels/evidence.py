@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 from datetime import datetime, timezone
-from pathlib import Path
 
 from luma.kernels.environment import describe
 
@@ -120,14 +119,12 @@ def pareto_records(model: str, study, artifact: str, env: dict | None = None) ->
     return out
 
 
-def save_and_ingest(records: list[dict], kind: str, home: Path | None = None):
+def save_and_ingest(records: list[dict], kind: str, project):
     """Sign the records with the project's runner key, write them as JSON Lines under
-    $LUMA_HOME/results/ and ingest them; return (path, IngestReport)."""
+    $LUMA_HOME/results/ and ingest them into `project` (Settings); return (path, IngestReport)."""
     from luma.kb.knowledge_base import KnowledgeBase
     from luma.kb.runners import project_signer
-    from luma.settings import Settings
-
-    settings = Settings.from_env(home)
+    settings = project
     signer = project_signer(settings)  # before the KB opens: a first key is trusted through it
     records = [signer.sign(r, f"luma kernels {kind}: record {i}") for i, r in enumerate(records, 1)]
     folder = settings.home / "results"

@@ -1,11 +1,17 @@
-"""Where a LUMA project lives and what its commands may use: `LUMA_HOME`, `LUMA_DB_URL`,
-`LUMA_KB_URL`, `LUMA_WAIT`, `LUMA_QUERY_MEMORY`, `LUMA_QUERY_MAX_ANSWER_BYTES`, `LUMA_RUNNER_KEY`."""
+"""Where a LUMA project lives and what its commands may use — read from the environment in one
+place (`Settings.from_env`), once per command, and passed explicitly from there on.
+
+Variables: `LUMA_HOME`, `LUMA_DB_URL`, `LUMA_KB_URL` (and `LUMA_KB_QUERY_URL`,
+`LUMA_KB_UPDATE_URL`, `LUMA_KB_STORE_URL` for endpoints with their own paths), `LUMA_WAIT`,
+`LUMA_QUERY_MEMORY`, `LUMA_QUERY_MAX_ANSWER_BYTES`, `LUMA_QUERY_REQUIRE_SANDBOX`,
+`LUMA_RUNNER_KEY` and the input-file limits `LUMA_MAX_*_FILE_BYTES` (kb/input_files.py)."""
 
 from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from luma.errors import ConfigError
@@ -17,6 +23,9 @@ DEFAULT_QUERY_MEMORY = 4 * 2**30
 DEFAULT_QUERY_ANSWER_BYTES = 2 * 2**30
 #: Below this a query process cannot even open the store.
 MIN_QUERY_MEMORY = 64 * 2**20
+#: The input-file limits a user may change (kb/input_files.py declares their defaults).
+FILE_LIMIT_VARIABLES = ("LUMA_MAX_RECORD_FILE_BYTES", "LUMA_MAX_PARTNER_FILE_BYTES",
+                        "LUMA_MAX_CONFIG_FILE_BYTES", "LUMA_MAX_QUERY_FILE_BYTES")
 
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([KMGT]i?B|B)?\s*$", re.I)
 _FACTORS = {"b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
@@ -36,23 +45,85 @@ class Settings:
     query_answer_bytes: int = DEFAULT_QUERY_ANSWER_BYTES
     #: The runner key (a name under $LUMA_HOME/keys/) runners sign with; None: the project's default.
     runner_key: str | None = None
+    #: A SPARQL endpoint's Query / Update / Graph Store URLs where they differ from
+    #: `kb_url` + /query, /update, /store (Fuseki, GraphDB, Virtuoso).
+    kb_query_url: str | None = None
+    kb_update_url: str | None = None
+    kb_store_url: str | None = None
+    #: Refuse a user query when the network sandbox cannot be installed (kb/sandbox.py).
+    require_sandbox: bool = False
+    #: Input-file limits set by the user, by variable name (bytes); the rest keep their defaults.
+    file_limits: tuple[tuple[str, int], ...] = ()
+    #: How `home` was named: "argument" (the caller's, e.g. --home), "LUMA_HOME" or "default".
+    home_from: str = "argument"
 
     @classmethod
-    def from_env(cls, home: str | os.PathLike | None = None) -> "Settings":
-        """Read the environment; an explicit `home` wins over `LUMA_HOME`."""
-        root = Path(home or os.environ.get("LUMA_HOME") or DEFAULT_HOME).absolute()
-        db_url = os.environ.get("LUMA_DB_URL") or f"sqlite:///{root / 'ledger.sqlite'}"
-        kb_url = os.environ.get("LUMA_KB_URL") or f"oxigraph:{root / 'kb'}"
-        wait = os.environ.get("LUMA_WAIT")
+    def local(cls, home: str | os.PathLike, **overrides) -> "Settings":
+        """A project at `home` with the embedded ledger and KB inside it; nothing read from the
+        environment (benches and tests build their throw-away projects with it)."""
+        root = Path(home).absolute()
+        return cls(home=root, db_url=f"sqlite:///{root / 'ledger.sqlite'}", kb_url=f"oxigraph:{root / 'kb'}",
+                   **overrides)
+
+    @classmethod
+    def from_env(cls, *, environ: Mapping[str, str] | None = None, home: str | os.PathLike | None = None,
+                 wait: float | None = None) -> "Settings":
+        """The settings a command runs with: the environment (`os.environ` unless given), with
+        the command line's `home` and `wait` winning over `LUMA_HOME` and `LUMA_WAIT`. The only
+        place LUMA reads its `LUMA_*` variables."""
+        env = os.environ if environ is None else environ
+
+        def get(name: str) -> str | None:
+            return env.get(name) or None
+
+        home_from = "argument" if home else "LUMA_HOME" if get("LUMA_HOME") else "default"
+        root = Path(home or get("LUMA_HOME") or DEFAULT_HOME).absolute()
+        if wait is None and get("LUMA_WAIT"):
+            wait = parse_seconds(get("LUMA_WAIT"), "LUMA_WAIT")
+        limits = tuple((v, parse_count(env[v], v)) for v in FILE_LIMIT_VARIABLES if env.get(v) is not None)
         return cls(
-            home=root, db_url=db_url, kb_url=kb_url,
-            wait=parse_seconds(wait, "LUMA_WAIT") if wait else None,
-            query_memory=parse_size(os.environ.get("LUMA_QUERY_MEMORY"), "LUMA_QUERY_MEMORY",
+            home=root,
+            db_url=get("LUMA_DB_URL") or f"sqlite:///{root / 'ledger.sqlite'}",
+            kb_url=get("LUMA_KB_URL") or f"oxigraph:{root / 'kb'}",
+            wait=wait,
+            query_memory=parse_size(get("LUMA_QUERY_MEMORY"), "LUMA_QUERY_MEMORY",
                                     DEFAULT_QUERY_MEMORY, MIN_QUERY_MEMORY),
-            query_answer_bytes=parse_size(os.environ.get("LUMA_QUERY_MAX_ANSWER_BYTES"),
+            query_answer_bytes=parse_size(get("LUMA_QUERY_MAX_ANSWER_BYTES"),
                                           "LUMA_QUERY_MAX_ANSWER_BYTES", DEFAULT_QUERY_ANSWER_BYTES, 1),
-            runner_key=os.environ.get("LUMA_RUNNER_KEY") or None,
+            runner_key=get("LUMA_RUNNER_KEY"),
+            kb_query_url=get("LUMA_KB_QUERY_URL"),
+            kb_update_url=get("LUMA_KB_UPDATE_URL"),
+            kb_store_url=get("LUMA_KB_STORE_URL"),
+            require_sandbox=get("LUMA_QUERY_REQUIRE_SANDBOX") == "1",
+            file_limits=limits,
+            home_from=home_from,
         )
+
+    def at(self, home: str | os.PathLike) -> "Settings":
+        """The same settings for the project at `home`: an embedded ledger and KB move with it;
+        a server ledger or KB (a URL the user gave) stays where it is."""
+        root = Path(home).absolute()
+        moved = {}
+        if self.db_url == f"sqlite:///{self.home / 'ledger.sqlite'}":
+            moved["db_url"] = f"sqlite:///{root / 'ledger.sqlite'}"
+        if self.kb_url == f"oxigraph:{self.home / 'kb'}":
+            moved["kb_url"] = f"oxigraph:{root / 'kb'}"
+        return replace(self, home=root, **moved)
+
+    def file_limit(self, variable: str, default: int) -> int:
+        """The input-file limit named `variable`: the user's value, else `default`."""
+        return dict(self.file_limits).get(variable, default)
+
+
+def parse_count(text: str, what: str) -> int:
+    """A positive whole number (of bytes)."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 1:
+        raise ConfigError(f"must be a positive whole number of bytes, got {text!r}", source=what)
+    return value
 
 
 def parse_size(text: str | None, what: str, default: int, minimum: int = 1) -> int:

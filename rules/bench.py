@@ -33,7 +33,7 @@ def child_luma(n: int, extra: int, workdir: Path, dump: bool) -> dict:
     from luma.kb import runners
 
     home = workdir / "project"
-    settings = Settings(home=home, db_url=f"sqlite:///{home / 'ledger.sqlite'}", kb_url=f"oxigraph:{home / 'kb'}")
+    settings = Settings.local(home)
     with KnowledgeBase.open(settings) as kb:  # synthetic measured chains are signed by a key it trusts
         signer = runners.signer(home, runners.keygen(kb, "synthetic-bench").name)
     with KnowledgeBase.open(settings) as kb:

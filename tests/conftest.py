@@ -345,7 +345,7 @@ def runner_key(luma_home):
     """A runner key made in the `luma_home` project and trusted there (kb/runners.Signer)."""
     from luma.settings import Settings
 
-    return trust_runner(Settings.from_env(luma_home))
+    return trust_runner(Settings.from_env(home=luma_home))
 
 
 @pytest.fixture

@@ -206,12 +206,13 @@ def _by_metric(e: dict) -> dict:
     return out
 
 
-def calibrate(contracts: list, home: Path, *, trials: list[dict] | None = None, progress=lambda m: None,
+def calibrate(contracts: list, project, *, trials: list[dict] | None = None, progress=lambda m: None,
               host: dict | None = None, repeats: int = 3) -> dict:
     """Run (or take) the calibration trials of `contracts`, fit every service, measure the errors;
     return the calibration (also written to `$LUMA_HOME/model/calibration.json`). A previous
     calibration predicts the new trials first: its error on them is the model's error on trials
     it has never seen, a while later on the same shared host (`validation`)."""
+    home = project.home
     previous = load(home)
     host = host or trials_mod.measure_host()
     progress(f"host: {host['flops_per_core'] / 1e9:.1f} GFLOP/s and {host['bandwidth_per_core'] / 1e9:.1f} GB/s per core")
@@ -227,7 +228,7 @@ def calibrate(contracts: list, home: Path, *, trials: list[dict] | None = None, 
         mine = [r for r in rows if r["service"] == service]
         p = fit(service, mine, host)
         cal["services"][service] = {k: v for k, v in asdict(p).items() if k != "calibrated"}
-        margin = facts.limit_margin(home, service, {"services": cal["services"], "host": host})
+        margin = facts.limit_margin(project, service, {"services": cal["services"], "host": host})
         if margin:
             cal["services"][service]["limit_margin"] = margin["bytes"]
             cal.setdefault("limit_margins", {})[service] = margin

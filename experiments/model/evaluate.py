@@ -67,7 +67,7 @@ class Evaluator:
         if "accelerator_type" not in sp.axes:
             raise ConfigError("an LLM space needs an accelerator_type axis (or a state with accelerator_type=NAME)",
                               source=sp.source, field="accelerator_type")
-        self.accels = [hardware.load(n, sp.machines) for n in sp.axes["accelerator_type"].labels]
+        self.accels = [hardware.load(n, sp.machines, sp.project) for n in sp.axes["accelerator_type"].labels]
         precisions = sp.axes["precision"].labels if "precision" in sp.axes else [sp.model.precision]
         self.precisions = precisions
         fig = [[hardware.figures(m, p) for p in precisions] for m in self.accels]

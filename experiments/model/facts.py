@@ -49,26 +49,25 @@ def turtle(cal: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def record(home: Path, cal: dict) -> Path:
+def record(project, cal: dict) -> Path:
     """Write the error facts beside the calibration and load them into the project's KB."""
     from luma.kb.knowledge_base import KnowledgeBase
-    from luma.settings import Settings
 
-    out = Path(home) / "model" / "calibration-errors.ttl"
+    out = project.home / "model" / "calibration-errors.ttl"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(turtle(cal))
-    with KnowledgeBase.open(Settings.from_env(home)) as kb:
+    with KnowledgeBase.open(project) as kb:
         kb.load_rdf(out, "turtle", "simulated", submitter="luma model calibrate")
     return out
 
 
-def _trials(home: Path) -> list[dict]:
+def _trials(project) -> list[dict]:
     from luma.kb.ledger import payloads_of_kind
 
-    return [json.loads(payload) for _, payload in payloads_of_kind(home, "pex-trial")]
+    return [json.loads(payload) for _, payload in payloads_of_kind(project, "pex-trial")]
 
 
-def _levels(home: Path, service: str, calibration: dict):
+def _levels(project, service: str, calibration: dict):
     """(record, predicted memory need at the least that runs, host_memory level in bytes) of each
     sprint trial of `service` in the ledger that ran at a host_memory level."""
     from luma.experiments import contract as contract_mod
@@ -77,7 +76,7 @@ def _levels(home: Path, service: str, calibration: dict):
 
     shipped = {c.name: c for c in (contract_mod.load(p) for p in contract_mod.shipped().values())}
     variants = get(service).variants
-    for rec in _trials(home):
+    for rec in _trials(project):
         c = shipped.get(rec["contract"]["name"])
         dims = rec["state"]["dimensions"]
         if c is None or c.service != service or "host_memory" not in dims or rec["variant"] not in variants \
@@ -92,12 +91,12 @@ def _levels(home: Path, service: str, calibration: dict):
         yield rec, float(np.broadcast_to(m["memory_min"], (1,))[0]), float(axes["host_memory"].values[0])
 
 
-def limit_margin(home: Path, service: str, calibration: dict) -> dict | None:
+def limit_margin(project, service: str, calibration: dict) -> dict | None:
     """The margin a memory limit needs beyond the predicted peak, from sprint trials: more than
     (level − need) of every level that ran out of memory, at most (level − need) of every level
     that passed; the middle of that bracket. None when the ledger has no such trials."""
     low, high, n = -np.inf, np.inf, 0
-    for rec, need, level in _levels(home, service, calibration):
+    for rec, need, level in _levels(project, service, calibration):
         n += 1
         if rec.get("failure_cause") == "oom":
             low = max(low, level - need)
@@ -115,7 +114,7 @@ def limit_margin(home: Path, service: str, calibration: dict) -> dict | None:
             "consistent": bool(high > low)}
 
 
-def ledger_check(home: Path, calibration: dict | None) -> list[dict]:
+def ledger_check(project, calibration: dict | None) -> list[dict]:
     """Per contract: how many measured sprint verdicts (pex-trial records, not INCONCLUSIVE) the
     model predicts, and which it gets wrong."""
     from luma.experiments import contract as contract_mod
@@ -127,7 +126,7 @@ def ledger_check(home: Path, calibration: dict | None) -> list[dict]:
         c = contract_mod.load(path)
         shipped[c.name] = c
     out: dict[str, dict] = {}
-    for rec in _trials(home):
+    for rec in _trials(project):
         c = shipped.get(rec["contract"]["name"])
         if c is None or rec["verdict"] == "INCONCLUSIVE" or rec["phase"] == "optimize":
             continue

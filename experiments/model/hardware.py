@@ -218,9 +218,10 @@ def _link_spec(value, field: str) -> tuple[float, int, str]:
             count(value.get("links", 1), f"{field}.links"), topology)
 
 
-def load(name: str, declared: dict[str, Machine] | None = None) -> MachineLike:
+def load(name: str, declared: dict[str, Machine] | None = None, project=None) -> MachineLike:
     """A machine by name: one declared in the space file first, then LUMA's machine records (the
-    project's own, e.g. this host characterised, then the shipped vendor-claim catalog)."""
+    own records of `project` (Settings), e.g. this host characterised, then the shipped
+    vendor-claim catalog)."""
     if declared and name in declared:
         return declared[name]
     try:
@@ -228,10 +229,8 @@ def load(name: str, declared: dict[str, Machine] | None = None) -> MachineLike:
     except ImportError:
         raise UnknownName(f"unknown accelerator {name!r}: no machine catalog is installed; declare it under "
                           f"[machines.{name}] in the space file", field="accelerator_type") from None
-    from luma.settings import Settings
-
     try:
-        return load_machine(name, Settings.from_env().home)
+        return load_machine(name, project)
     except UnknownName as exc:
         raise UnknownName(f"{exc.message} — or declare it under [machines.{name}] in the space file",
                           source=exc.source, field="accelerator_type") from None

@@ -147,8 +147,9 @@ PRESETS = {
 }
 
 
-def config(ref: str | dict) -> ModelConfig:
-    """A preset by name, a config.json path, or an inline table of ModelConfig fields."""
+def config(ref: str | dict, project=None) -> ModelConfig:
+    """A preset by name, a config.json path (read within the config-file limit of `project`, the
+    command's Settings), or an inline table of ModelConfig fields."""
     if isinstance(ref, dict):
         try:
             return ModelConfig(**ref)
@@ -162,7 +163,7 @@ def config(ref: str | dict) -> ModelConfig:
         from luma.kb.records.documents import parse_json
 
         # Untrusted like any file a user names: regular, at most 1 MiB, no duplicate keys, not deep.
-        doc = parse_json(read_text(path, CONFIG_FILE), str(path))
+        doc = parse_json(read_text(path, CONFIG_FILE.of(project)), str(path))
         if not isinstance(doc, dict):
             raise ConfigError("a config.json holds one JSON object", source=str(path))
         return ModelConfig.from_hf(path.parent.name or path.stem, doc)

@@ -457,16 +457,15 @@ def turtle(doc: dict, cal: dict) -> tuple[str, str]:
     return "\n".join(lines) + "\n", "\n".join(errs) + "\n"
 
 
-def record(home: Path, cal: dict) -> list[Path]:
+def record(project, cal: dict) -> list[Path]:
     """Load the published figures (vendor-claim) and the error facts (projected) into the KB."""
     from luma.kb.knowledge_base import KnowledgeBase
-    from luma.settings import Settings
 
     measurements, errors = turtle(cal["_doc"], cal)
-    out = [Path(home) / "model" / "published-llm.ttl", Path(home) / "model" / "llm-calibration-errors.ttl"]
+    out = [project.home / "model" / "published-llm.ttl", project.home / "model" / "llm-calibration-errors.ttl"]
     out[0].write_text(measurements)
     out[1].write_text(errors)
-    with KnowledgeBase.open(Settings.from_env(home)) as kb:
+    with KnowledgeBase.open(project) as kb:
         kb.load_rdf(out[0], "turtle", "vendor-claim", submitter="luma model calibrate --llm")
         kb.load_rdf(out[1], "turtle", "projected", submitter="luma model calibrate --llm")
     return out

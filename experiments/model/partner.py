@@ -177,11 +177,11 @@ def _delta(before, after) -> dict:
 
 def evaluate(record, contract, levels: Mapping[str, object] | None, *, llm_ref: str | None = None,
              base: space.Space | None = None, calibration: dict | None = None, source: str | None = None,
-             repetitions: int | None = None) -> Evaluation:
+             repetitions: int | None = None, project=None) -> Evaluation:
     """Evaluate an InterventionParameters `record` against `contract` at one machine state,
-    `levels` {dimension: level} (see space.from_state)."""
+    `levels` {dimension: level} (see space.from_state; `project`: the command's Settings)."""
     eff = effects_mod.from_record(record, source)
-    state = space.from_state(levels, contract, llm_ref, base)
+    state = space.from_state(levels, contract, llm_ref, base, project)
     if not state.is_llm:
         raise ConfigError("a partner evaluation needs an LLM: name the model served (llm), or give a space with one",
                           field="llm")

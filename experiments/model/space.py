@@ -82,6 +82,8 @@ class Space:
     source: str = "state"
     currency: str | None = None  # ISO 4217 code of the prices in `cost` and `machines`
     cost_source: str | None = None  # where the prices come from ("illustrative ...", a quote, a price list)
+    #: The project (Settings) whose machine records may name accelerators; None: the shipped catalog.
+    project: object = field(default=None, compare=False, repr=False)
 
     @property
     def size(self) -> int:
@@ -146,8 +148,9 @@ def check_scope(space: Space, contract, field_prefix: str) -> None:
                           field="model")
 
 
-def load(path: str | Path, contract) -> Space:
-    """A SPACE.toml, checked against the contract it will be explored for."""
+def load(path: str | Path, contract, *, project=None) -> Space:
+    """A SPACE.toml, checked against the contract it will be explored for. `project` (the
+    command's Settings): its file limits, and its machine records that may name accelerators."""
     from luma.experiments.model.services import get as get_service
 
     p = Path(path)
@@ -157,14 +160,14 @@ def load(path: str | Path, contract) -> Space:
             raise ConfigError(f"no space file {str(path)!r} (shipped: {', '.join(sorted(shipped()))})", source=str(path))
         p = named or p  # something that is not a regular file: read_text says what it is
     # An untrusted file: at most LUMA_MAX_CONFIG_FILE_BYTES, never a FIFO or a device.
-    data = parse_toml(read_text(p, CONFIG_FILE), str(p), error=ConfigError, invalid="not valid TOML")
+    data = parse_toml(read_text(p, CONFIG_FILE.of(project)), str(p), error=ConfigError, invalid="not valid TOML")
     known = {"name", "description", "model", "axes", "cost", "quality", "machines", "efficiency", "currency",
              "cost_source"}
     extra = sorted(set(data) - known)
     if extra:
         raise ConfigError(f"unknown key (known: {', '.join(sorted(known))})", source=str(p), field=extra[0])
     try:
-        model = llm.config(data["model"]) if "model" in data else None
+        model = llm.config(data["model"], project) if "model" in data else None
         variants = None if model else get_service(contract.service).variants
         axes = {}
         for name, raw in (data.get("axes") or {}).items():
@@ -173,7 +176,7 @@ def load(path: str | Path, contract) -> Space:
                     for n, spec in (data.get("machines") or {}).items()}
         space = Space(str(data.get("name", p.stem)), axes, model, dict(data.get("cost") or {}),
                       dict(data.get("quality") or {}), machines, dict(data.get("efficiency") or {}), str(p),
-                      data.get("currency"), data.get("cost_source"))
+                      data.get("currency"), data.get("cost_source"), project)
         check_scope(space, contract, "axes.")
         _check_tables(space)
         _check_prices(space)
@@ -214,15 +217,17 @@ def _check_prices(space: Space) -> None:
 
 
 def from_state(state: Mapping[str, object] | None, contract, model: str | None = None,
-               base: Space | None = None) -> Space:
+               base: Space | None = None, project=None) -> Space:
     """One state, {dimension: level} (a level as text such as "512 MiB", a number, or a name),
     over the contract's own `[state]` (services) — a space of one point. `base` (a space file)
-    supplies machines, prices and quality. Errors name the field `state.DIMENSION`."""
+    supplies machines, prices and quality; `project` (else base's) the project's machine records.
+    Errors name the field `state.DIMENSION`."""
     from luma.experiments.model.services import get as get_service
 
     if isinstance(state, str):
         raise TypeError("from_state takes {dimension: level}; parse a DIM=LEVEL,... text first")
-    cfg = llm.config(model) if model else (base.model if base else None)
+    project = project if project is not None else getattr(base, "project", None)
+    cfg = llm.config(model, project) if model else (base.model if base else None)
     levels: dict = {} if cfg else {k: v for k, v in contract.state.items()}
     levels.update(state or {})
     variants = None if cfg else get_service(contract.service).variants
@@ -235,7 +240,7 @@ def from_state(state: Mapping[str, object] | None, contract, model: str | None =
         if name == "runtime" and isinstance(raw, str):
             raw = raw.removeprefix("ATEN_CPU_CAPABILITY=")
         axes[name] = make_axis(name, [raw], f"state.{name}", variants)
-    space = Space("state", axes, cfg)
+    space = Space("state", axes, cfg, project=project)
     if base is not None:
         space = replace(space, cost=base.cost, quality=base.quality, machines=base.machines,
                         efficiency=base.efficiency, currency=base.currency, cost_source=base.cost_source)

@@ -200,12 +200,13 @@ def _format_loc(parts: tuple) -> str | None:
     return out or None
 
 
-def iter_records(paths: list[Path], home: Path | None = None) -> Iterator[LoadedRecord]:
-    """Read and validate the records of every file, one at a time (RecordError at the first problem).
-    Runner trust and revocation records are refused: only `luma runner` writes them."""
+def iter_records(paths: list[Path], home: Path | None = None, limit: Limit = RECORD_FILE) -> Iterator[LoadedRecord]:
+    """Read and validate the records of every file (each within `limit`), one at a time
+    (RecordError at the first problem). Runner trust and revocation records are refused: only
+    `luma runner` writes them."""
     dims = record_dimensions(home)
     for path in paths:
-        for label, doc in read_documents(Path(path)):
+        for label, doc in read_documents(Path(path), limit):
             source = f"{path}: {label}" if label else str(path)
             if isinstance(doc, _Line):
                 rec = _validate_line(doc, source, home, dims)

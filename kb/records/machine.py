@@ -362,23 +362,23 @@ def read_machine(path: Path) -> MachineRecord:
     return validate_document(doc, str(path)).model
 
 
-def stored_machines(home: Path | None = None) -> list[tuple[str, MachineRecord]]:
-    """(content hash, record) of every machine record in the project's ledger, oldest first.
-    Reads nothing (and creates nothing) when the project has no ledger yet."""
+def stored_machines(project) -> list[tuple[str, MachineRecord]]:
+    """(content hash, record) of every machine record in the ledger of `project` (Settings),
+    oldest first. Reads nothing (and creates nothing) when the project has no ledger yet."""
     from luma.kb.ledger import payloads_of_kind
 
-    return [(h, MachineRecord.model_validate_json(payload)) for h, payload in payloads_of_kind(home, "machine")]
+    return [(h, MachineRecord.model_validate_json(payload)) for h, payload in payloads_of_kind(project, "machine")]
 
 
-def load_machine(name_or_path: str | Path, home: Path | None = None) -> MachineRecord:
-    """A machine record from a file path, a machine in the project's KB (the latest of that name;
-    only when `home` is given), or a shipped catalog entry. An unknown name is an UnknownName
-    error listing the known names."""
+def load_machine(name_or_path: str | Path, project=None) -> MachineRecord:
+    """A machine record from a file path, a machine in the ledger of `project` (Settings; the
+    latest of that name), or a shipped catalog entry. An unknown name is an UnknownName error
+    listing the known names."""
     path = Path(name_or_path)
     if path.suffix.lower() in (".json", ".yaml", ".yml") and path.is_file():
         return read_machine(path)
     name = str(name_or_path)
-    stored = {rec.name: rec for _, rec in stored_machines(home)} if home is not None else {}
+    stored = {rec.name: rec for _, rec in stored_machines(project)} if project is not None else {}
     if name in stored:
         return stored[name]
     shipped = catalog()

@@ -2,12 +2,12 @@
 
 `LUMA_KB_URL=http://host:port` points at an Oxigraph server (`oxigraph serve`), whose paths
 are `/query`, `/update` and `/store`; other servers (Fuseki, GraphDB, Virtuoso) expose the
-same protocols under their own paths, given with `LUMA_KB_QUERY_URL` and friends.
+same protocols under their own paths, given with `LUMA_KB_QUERY_URL` and friends (read into
+`Settings` and passed here).
 """
 
 from __future__ import annotations
 
-import os
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -26,11 +26,12 @@ class EndpointStore(QuadStore):
 
     backend = "sparql-endpoint"
 
-    def __init__(self, base: str, timeout: float = 600.0):
+    def __init__(self, base: str, timeout: float = 600.0, *, query_url: str | None = None,
+                 update_url: str | None = None, store_url: str | None = None):
         base = base.rstrip("/")
-        self.query_url = os.environ.get("LUMA_KB_QUERY_URL", base + "/query")
-        self.update_url = os.environ.get("LUMA_KB_UPDATE_URL", base + "/update")
-        self.store_url = os.environ.get("LUMA_KB_STORE_URL", base + "/store")
+        self.query_url = query_url or base + "/query"
+        self.update_url = update_url or base + "/update"
+        self.store_url = store_url or base + "/store"
         self.timeout = timeout
 
     def _request(self, url, data=None, headers=None, method="POST", timeout=None) -> tuple[str, bytes]:

@@ -11,6 +11,7 @@ from click.testing import CliRunner
 
 from luma.cli.main import cli
 from luma.kb.records.machine import catalog, load_machine
+from luma.settings import Settings
 
 
 def _run(*args):
@@ -90,7 +91,7 @@ def test_bad_machine_file_is_refused_whole(quantity, message, luma_home, tmp_pat
     assert message in _one_line_error(_run("kb", "ingest", str(path)))
     from luma.kb.records.machine import stored_machines
 
-    assert stored_machines(luma_home) == []
+    assert stored_machines(Settings.from_env(home=luma_home)) == []
 
 
 def test_no_ingest_writes_only_the_out_file(luma_home, tmp_path, monkeypatch):

@@ -13,6 +13,7 @@ from click.testing import CliRunner
 
 from luma.cli.main import cli
 from luma.experiments.model import calibrate, facts, services
+from luma.settings import Settings
 
 HOST = {"flops_per_core": 5e10, "bandwidth_per_core": 1e10, "bandwidth": 2e10, "cores": 2}
 
@@ -71,12 +72,12 @@ def test_errors_are_honest_about_a_noisy_trial():
 def test_error_facts_are_simulated_evidence_in_the_kb(luma_home):
     truth = services.ServiceParams(**services.get("matvec").defaults)
     rows = _rows("matvec", truth, DESIGN, contract="matvec-memory")
-    cal = calibrate.calibrate([], luma_home, trials=rows, host=HOST)
+    cal = calibrate.calibrate([], Settings.from_env(home=luma_home), trials=rows, host=HOST)
     assert calibrate.load(luma_home)["services"]["matvec"]["overhead"]["fp32"] == pytest.approx(truth.step_overhead)
     assert cal["errors_by_metric"]["matvec"]["memory"] < 1e-3 and cal["errors_by_metric"]["matvec"]["latency"] < 1e-3
     text = facts.turtle(cal)
     assert "luma:ModelError" in text and '"matvec-memory"' in text
-    facts.record(luma_home, cal)
+    facts.record(Settings.from_env(home=luma_home), cal)
     query = ("PREFIX luma: <https://w3id.org/luma/ns#> SELECT ?metric ?e WHERE { ?x a luma:ModelError ; "
              "luma:contractName 'matvec-memory' ; luma:metric ?metric ; luma:heldOutMaxRelativeError ?e }")
     result = CliRunner().invoke(cli, ["kb", "query", query, "--format", "json"])
@@ -90,10 +91,10 @@ def test_error_facts_are_simulated_evidence_in_the_kb(luma_home):
 def test_a_second_calibration_reports_how_well_the_first_predicted_it(luma_home):
     truth = services.ServiceParams(**services.get("matvec").defaults)
     rows = _rows("matvec", truth, DESIGN, contract="matvec-memory")
-    first = calibrate.calibrate([], luma_home, trials=rows, host=HOST)
+    first = calibrate.calibrate([], Settings.from_env(home=luma_home), trials=rows, host=HOST)
     assert first["validation"] == {} and first["previous"] is None
     slower = [{**r, "p50_latency": r["p50_latency"] * 1.5} for r in rows]  # the host got busier
-    second = calibrate.calibrate([], luma_home, trials=slower, host=HOST)
+    second = calibrate.calibrate([], Settings.from_env(home=luma_home), trials=slower, host=HOST)
     assert second["previous"] == first["created"]
     assert second["validation"]["matvec-memory"]["p50_latency"]["median"] == pytest.approx(1 / 3, rel=1e-3)
 

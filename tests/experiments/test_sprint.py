@@ -29,7 +29,7 @@ def _ledger_counts(home: Path) -> dict:
 
     if not (home / "ledger.sqlite").exists():
         return {}
-    with KnowledgeBase.open(Settings.from_env(home)) as kb:
+    with KnowledgeBase.open(Settings.from_env(home=home)) as kb:
         return {kind: n for (kind, _), n in kb.ledger.count_by().items()}
 
 

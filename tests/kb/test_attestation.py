@@ -17,6 +17,7 @@ import pytest
 from luma.errors import ConfigError, RecordError
 from luma.kb import attestation as att
 from luma.kb.records.loader import iter_records, validate_document
+from luma.kb.knowledge_base import open_kb
 
 DATA = Path(__file__).parent / "data"
 CHAIN = json.loads((DATA / "valid_chain.json").read_text())
@@ -239,7 +240,7 @@ def test_trusted_keys_from_the_ledger(luma_home):
     from luma.kb.runners import keygen, revoke, trust, trusted_keys
 
     other = att.generate()
-    with KnowledgeBase.open() as kb:
+    with open_kb() as kb:
         mine = keygen(kb, "mine")
         lab = trust(kb, att.public_bytes(other), "lab", partner="acme")
         assert set(trusted_keys(kb.ledger)) == {mine.fingerprint, lab.fingerprint}
@@ -264,7 +265,7 @@ def test_signed_by_names_why_a_record_does_not_qualify(luma_home):
     from luma.kb.runners import keygen, revoke, signed_by, signer, trusted_keys
 
     stranger = att.generate()
-    with KnowledgeBase.open() as kb:
+    with open_kb() as kb:
         keygen(kb, "mine")
         keys = trusted_keys(kb.ledger)
         doc = signer(luma_home, "mine").sign(CHAIN, "c.json")

@@ -85,8 +85,8 @@ def test_commands_during_an_endpoint_ingest_lose_no_record(store_url, tmp_path):
 #: waits for a line on stdin (as a long ingest or rules run would hold it).
 _HOLDING_WRITER = """
 import sys
-from luma.kb.knowledge_base import KnowledgeBase
-with KnowledgeBase.open() as kb:
+from luma.kb.knowledge_base import open_kb
+with open_kb() as kb:
     kb.ingest([sys.argv[1]], submitter="holder")
     print("holding", flush=True)
     sys.stdin.readline()

@@ -101,7 +101,7 @@ def _record_graphs(kb: KnowledgeBase) -> int:
 
 
 def _state(home: Path, sync: bool) -> dict:
-    with KnowledgeBase.open(Settings.from_env(home), sync=sync) as kb:
+    with KnowledgeBase.open(Settings.from_env(home=home), sync=sync) as kb:
         return {
             "ledger": kb.ledger.last_id(),
             "watermark": kb.watermark(),
@@ -144,7 +144,7 @@ def test_a_killed_ingest_heals_on_the_next_open(tmp_path, monkeypatch, capsys):
         assert after["graphs"] == after["ledger"] == after["watermark"], (label, phase, after)
         assert after["quads"] == (full["quads"] if after["ledger"] else empty_quads), (label, phase, after)
 
-        with KnowledgeBase.open(Settings.from_env(home)) as kb:
+        with KnowledgeBase.open(Settings.from_env(home=home)) as kb:
             report = kb.ingest([small])
             assert len(report.added) == 5
             assert kb.ledger.last_id() == kb.watermark() == _record_graphs(kb) == after["ledger"] + 5

@@ -248,7 +248,7 @@ def _kb_state(home: Path) -> tuple[int, int, int]:
     from luma.kb.vocab import RECORD_GRAPH
     from luma.settings import Settings
 
-    with KnowledgeBase.open(Settings.from_env(home), read_only=True) as kb:
+    with KnowledgeBase.open(Settings.from_env(home=home), read_only=True) as kb:
         st = kb.stats()
         rows = kb.store.select(f'SELECT (COUNT(DISTINCT ?g) AS ?n) WHERE {{ GRAPH ?g {{ }} FILTER(STRSTARTS(STR(?g), '
                                f'"{RECORD_GRAPH}") || STRSTARTS(STR(?g), "{PARTNER_GRAPHS}")) }}', union=False)

@@ -28,6 +28,7 @@ from luma.experiments.model import space as spaces
 from luma.kb.partners import read_partner_files
 from luma.kb.records.documents import MAX_DEPTH, parse_json
 from luma.kb.records.loader import read_documents
+from luma.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = Path(__file__).parent / "data"
@@ -166,8 +167,9 @@ def test_contract_and_space_files_are_read_as_untrusted(tmp_path, monkeypatch):
         spaces.load(fifo, contracts.load("matvec-memory"))
     shipped = contracts.shipped()["matvec-memory"]
     monkeypatch.setenv("LUMA_MAX_CONFIG_FILE_BYTES", "10")
+    contracts.load(shipped)  # a library call without settings keeps the default limit
     with pytest.raises(ConfigError) as caught:
-        contracts.load(shipped)
+        contracts.load(shipped, Settings.from_env())  # the command's settings carry the user's
     assert str(caught.value) == (f"{shipped}: file is over the contract and space file limit of 10 bytes "
                                  "(LUMA_MAX_CONFIG_FILE_BYTES)")
     deep = tmp_path / "deep.toml"

@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 from rdflib import OWL, RDF, RDFS, Graph, Namespace
 
 from luma.errors import RecordError
+from luma.kb.input_files import PARTNER_FILE
 from luma.kb.partners import DEFAULT_MAX_PARTNER_FILE_BYTES, read_partner_files
 from luma.kb.projection import LedgerMeta, project
 from luma.kb.records.intervention_params import DATA_CLASSES, intervention_parameters_schema
@@ -28,6 +29,7 @@ from luma.kb.records.loader import validate_document
 from luma.kb.scope import partner_graph
 from luma.kb.shacl import default_checker
 from luma.kb.vocab import ENTITY_GRAPH, LUMA
+from luma.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = {name: ROOT / "kb" / "examples" / f"partner-{name}.toml" for name in ("kv-compression", "cxl-expander")}
@@ -194,8 +196,9 @@ def test_an_oversized_file_is_refused_before_it_is_read(tmp_path, monkeypatch):
     with pytest.raises(RecordError, match=f"over the partner record limit of {DEFAULT_MAX_PARTNER_FILE_BYTES} bytes"):
         read_partner_files([path])
     monkeypatch.setenv("LUMA_MAX_PARTNER_FILE_BYTES", "100")
+    limit = PARTNER_FILE.under(Settings.from_env())
     with pytest.raises(RecordError, match="limit of 100 bytes"):
-        read_partner_files([write(tmp_path, BASE, "json", "small")])
+        read_partner_files([write(tmp_path, BASE, "json", "small")], limit=limit)
 
 
 def test_partner_files_take_only_intervention_parameters(tmp_path):

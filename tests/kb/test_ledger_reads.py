@@ -30,7 +30,7 @@ def _reads(settings: Settings) -> dict:
     readers = {
         "partners": lambda ledger: read_ledger(ledger).entries,
         "runner keys": lambda ledger: trusted_keys(ledger),
-        "records of a kind": lambda ledger: payloads_of_kind(settings.home, "machine"),
+        "records of a kind": lambda ledger: payloads_of_kind(settings, "machine"),
         "gate before open": lambda ledger: check_before_open(settings, [chain]),
     }
     out = {}
@@ -47,7 +47,7 @@ def _reads(settings: Settings) -> dict:
 
 def test_a_ledger_without_its_table_is_empty(luma_home):
     sqlite3.connect(luma_home / "ledger.sqlite").close()  # a database, but nothing ingested yet
-    found = _reads(Settings.from_env(luma_home))
+    found = _reads(Settings.from_env(home=luma_home))
     assert found["partners"] == [] and found["runner keys"] == {} and found["records of a kind"] == []
     # The gate reads the ledger, finds no trusted key, and refuses the unsigned measured chain.
     gate = found["gate before open"]
@@ -56,7 +56,7 @@ def test_a_ledger_without_its_table_is_empty(luma_home):
 
 def test_a_damaged_ledger_file_is_an_error_not_an_empty_ledger(luma_home):
     (luma_home / "ledger.sqlite").write_bytes(b"this is not an SQLite database " * 100)
-    found = _reads(Settings.from_env(luma_home))
+    found = _reads(Settings.from_env(home=luma_home))
     for name, answer in found.items():
         assert isinstance(answer, LedgerError), (name, answer)
         line = answer.one_line()
@@ -73,7 +73,7 @@ def test_a_refused_postgresql_login_is_an_error_not_an_empty_ledger(pg_url, luma
     url = make_url(pg_url)
     wrong = url.set(password=(url.password or "") + "-wrong").render_as_string(hide_password=False)
     monkeypatch.setenv("LUMA_DB_URL", wrong)
-    found = _reads(Settings.from_env(luma_home))
+    found = _reads(Settings.from_env(home=luma_home))
     for name, answer in found.items():
         assert isinstance(answer, LedgerError), (name, answer)
         line = answer.one_line()
@@ -90,7 +90,7 @@ def test_a_postgresql_ledger_without_its_table_is_empty_but_a_wrong_database_is_
     url = pg_url if kind == "missing table" else make_url(pg_url).set(database="luma_no_such_database").render_as_string(
         hide_password=False)
     monkeypatch.setenv("LUMA_DB_URL", url)
-    found = _reads(Settings.from_env(luma_home))
+    found = _reads(Settings.from_env(home=luma_home))
     if kind == "missing table":  # pg_url drops the ledger's table: a new project
         assert found["partners"] == [] and found["runner keys"] == {} and found["records of a kind"] == []
     else:

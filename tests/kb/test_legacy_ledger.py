@@ -33,7 +33,7 @@ CHAIN = {
 
 
 def test_unattested_measured_records_of_an_old_ledger_stay_and_never_qualify(luma_home, tmp_path):
-    settings = Settings.from_env(luma_home)
+    settings = Settings.from_env(home=luma_home)
     rec = validate_document(CHAIN, "legacy.json", luma_home)
     ledger = Ledger(settings.db_url)
     ledger.init()

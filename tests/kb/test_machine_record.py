@@ -22,6 +22,7 @@ from luma.kb.records.loader import validate_document
 from luma.kb.records.machine import MachineRecord, catalog, load_machine, machine_schema, stored_machines
 from luma.kb.shacl import default_checker
 from luma.kb.vocab import LUMA
+from luma.settings import Settings
 
 ONTOLOGY = importlib.resources.files("luma.ontology")
 SH = Namespace("http://www.w3.org/ns/shacl#")
@@ -285,16 +286,16 @@ def test_a_figure_without_evidence_class_breaks_the_shape():
 def test_ingest_and_find_the_latest_machine_of_a_name(luma_home, tmp_path):
     from luma.kb.knowledge_base import KnowledgeBase
 
-    assert stored_machines(luma_home) == [] and not any(luma_home.iterdir())  # reading creates nothing
+    assert stored_machines(Settings.from_env(home=luma_home)) == [] and not any(luma_home.iterdir())  # reading creates nothing
     first, second = copy.deepcopy(FULL), copy.deepcopy(FULL)
     second["power"]["tdp"]["value"] = 600
     for i, doc in enumerate((first, second)):
         (tmp_path / f"m{i}.json").write_text(json.dumps(doc))
-    with KnowledgeBase.open() as kb:
+    with KnowledgeBase.open(Settings.from_env(home=luma_home)) as kb:
         report = kb.ingest([tmp_path / "m0.json", tmp_path / "m1.json"])
         assert len(report.added) == 2
         rows = kb.store.select(f"SELECT ?m WHERE {{ ?m a <{LUMA}MachineParameters> }}")
         assert len(rows) == 2
-    assert [rec.power_w for _, rec in stored_machines(luma_home)] == [700, 600]
-    assert load_machine("test-host", home=luma_home).power_w == 600
+    assert [rec.power_w for _, rec in stored_machines(Settings.from_env(home=luma_home))] == [700, 600]
+    assert load_machine("test-host", Settings.from_env(home=luma_home)).power_w == 600
     assert math.isclose(load_machine(tmp_path / "m0.json").power_w, 700)

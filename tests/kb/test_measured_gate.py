@@ -228,11 +228,11 @@ def test_the_gate_can_refuse_before_the_kb_is_opened(project, tmp_path):
     """`check_before_open` gives the refusal ingest would give from the ledger alone."""
     unsigned = validate_document(CHAIN, "chain.json")
     signed = next(iter_records([signed_chain(tmp_path)]))
-    settings = Settings.from_env(project)
+    settings = Settings.from_env(home=project)
     check_before_open(settings, [signed, unsigned])  # one record: the unsigned twin is a duplicate
     with pytest.raises(RecordError) as caught:
         check_before_open(settings, [unsigned])
     assert caught.value.field == "attestation"
     with pytest.raises(RecordError) as caught:  # no ledger at all: no key is trusted, nothing is created
-        check_before_open(Settings.from_env(tmp_path / "nowhere"), [signed])
+        check_before_open(Settings.from_env(home=tmp_path / "nowhere"), [signed])
     assert caught.value.field == "attestation.key" and not (tmp_path / "nowhere").exists()

@@ -31,7 +31,7 @@ EVERYTHING = "SELECT ?s ?p ?o ?g WHERE { { ?s ?p ?o } UNION { GRAPH ?g { ?s ?p ?
 def kb(luma_home, request):
     """Public chains and two partners' records, in the on-disk store; scoped queries run on a
     snapshot or over an explicit dataset (the two ways ScopedView enforces a scope)."""
-    with KnowledgeBase.open(Settings.from_env(luma_home)) as base:
+    with KnowledgeBase.open(Settings.from_env(home=luma_home)) as base:
         base.ingest(PUBLIC)
         add(base, read_partner_files([KV, CXL], home=luma_home))
         base.scope_method = request.param  # read by rows() below
@@ -171,7 +171,7 @@ def test_scope_errors(kb):
 
 
 def test_a_single_partner_takes_the_fast_path(luma_home):
-    with KnowledgeBase.open(Settings.from_env(luma_home)) as base:
+    with KnowledgeBase.open(Settings.from_env(home=luma_home)) as base:
         add(base, read_partner_files([KV], home=luma_home))
         with ScopedView(base, "partner:kvzip-labs") as view:
             assert view.mode == "union"  # nothing to exclude: the query runs unchanged
@@ -204,7 +204,7 @@ def test_removal_drops_the_graphs_and_a_rebuild_leaves_them_out(kb):
 
 
 def test_a_rolled_back_ingest_drops_partner_graphs_too(luma_home):
-    with KnowledgeBase.open(Settings.from_env(luma_home)) as base:
+    with KnowledgeBase.open(Settings.from_env(home=luma_home)) as base:
         rec = read_partner_files([CXL], home=luma_home)[0]
         from datetime import datetime, timezone
 

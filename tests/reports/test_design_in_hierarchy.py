@@ -38,7 +38,7 @@ def _chains() -> list[Chain]:
 def report(luma_home):
     from luma.reports import design_in
 
-    with KnowledgeBase.open(Settings.from_env(luma_home)) as kb:
+    with KnowledgeBase.open(Settings.from_env(home=luma_home)) as kb:
         data = (PREFIXES + "".join(c.trig() for c in _chains())).encode()
         kb.store.load_nquads(ox.serialize(ox.parse(data, format=ox.RdfFormat.TRIG), format=ox.RdfFormat.N_QUADS))
         add(kb, read_partner_files([KV, CXL], home=luma_home))

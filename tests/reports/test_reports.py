@@ -54,11 +54,11 @@ def full_home(tmp_path_factory, env) -> dict:
     assert result.exit_code == 0, result.output
     sprint = json.loads(result.stdout)["sprint"]
     # Signed by the key the sprint made for the project, the measured synthetic chains are measured.
-    synthetic = write_jsonl(home / "synthetic.jsonl", 150, signer=project_signer(Settings.from_env(home), create=False))
+    synthetic = write_jsonl(home / "synthetic.jsonl", 150, signer=project_signer(Settings.from_env(home=home), create=False))
     errors = home / "model-errors.ttl"
     errors.write_text(turtle({"created": "2026-12-01T00:00:00Z", "trials": [], "errors": {"matvec-memory": {
         "p95_latency": {"n": 13, "median": 0.08, "max": 0.31, "held_out_median": 0.11, "held_out_max": 0.42}}}}))
-    with KnowledgeBase.open(Settings.from_env(home)) as kb:
+    with KnowledgeBase.open(Settings.from_env(home=home)) as kb:
         kb.ingest([synthetic, *sorted((ROOT / "experiments" / "machines").glob("*.json"))], submitter="test")
         kb.load_rdf(errors, "turtle", "simulated", submitter="test")
         Engine(kb).run()
@@ -87,7 +87,7 @@ def _build(home: Path, kind: str, **kw):
     from luma.reports import boundary, design_in
     from luma.settings import Settings
 
-    with KnowledgeBase.open(Settings.from_env(home)) as kb:
+    with KnowledgeBase.open(Settings.from_env(home=home)) as kb:
         return (boundary if kind == "boundary" else design_in).build(kb, **kw)
 
 
@@ -159,7 +159,7 @@ def test_both_reports_render_from_the_demo_kb(demo_home, tmp_path):
     from luma.kb.knowledge_base import KnowledgeBase
     from luma.settings import Settings
 
-    with KnowledgeBase.open(Settings.from_env(demo_home)) as kb:
+    with KnowledgeBase.open(Settings.from_env(home=demo_home)) as kb:
         claim = kb.store.select("PREFIX luma: <https://w3id.org/luma/ns#> SELECT ?c WHERE { "
                                 "?c a luma:BoundaryQualification ; luma:evidenceClass luma:VendorClaim }")[0]["c"]
     v = (_report(demo_home, tmp_path / "v", "boundary", claim) / "report.md").read_text()
@@ -174,7 +174,7 @@ def test_synthetic_chains_are_never_taken_for_measurements(full_home):
     from luma.reports import boundary, design_in
     from luma.settings import Settings
 
-    with KnowledgeBase.open(Settings.from_env(full_home["home"])) as kb:
+    with KnowledgeBase.open(Settings.from_env(home=full_home["home"])) as kb:
         latest = boundary.build(kb)
         assert "Synthetic chain" not in latest.callout and "matvec-memory" in latest.callout
         rows = kb.store.select(
@@ -316,7 +316,7 @@ def test_the_demo_runs_the_whole_loop_and_writes_the_three_reports(demo_home):
     from luma.kb.knowledge_base import KnowledgeBase
     from luma.settings import Settings
 
-    with KnowledgeBase.open(Settings.from_env(demo_home), read_only=True) as kb:
+    with KnowledgeBase.open(Settings.from_env(home=demo_home), read_only=True) as kb:
         unsigned = kb.store.select(
             "SELECT ?g WHERE { GRAPH ?g { ?g <https://w3id.org/luma/ns#evidenceClass> <https://w3id.org/luma/ns#Measured> }"
             " FILTER NOT EXISTS { GRAPH ?g { ?g <https://w3id.org/luma/ns#attestedBy> ?key } } }", union=False)

@@ -108,7 +108,7 @@ def test_unknown_parameter_override_is_refused():
 
 
 def _chain_kb(home: Path):
-    return KnowledgeBase.open(Settings.from_env(home))
+    return KnowledgeBase.open(Settings.from_env(home=home))
 
 
 def test_transitive_fixpoint_rerun_and_retraction(luma_home):

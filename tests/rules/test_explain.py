@@ -50,7 +50,7 @@ def derived_kb(luma_home, runner_key, evidence, tmp_path):
     chains.append(_chain("summ", "spr", repetitions=2))  # too few repetitions
     files = [evidence.write_signed(runner_key, tmp_path / f"chain-{i}.json", evidence.with_trials(rec))
              for i, rec in enumerate(chains)]
-    with KnowledgeBase.open(Settings.from_env(luma_home)) as kb:
+    with KnowledgeBase.open(Settings.from_env(home=luma_home)) as kb:
         report = kb.ingest(files, submitter="tester@lab")
         assert len(report.added) == len(chains)
         Engine(kb).run()
@@ -60,7 +60,7 @@ def derived_kb(luma_home, runner_key, evidence, tmp_path):
 
 
 def _open(home):
-    return KnowledgeBase.open(Settings.from_env(home))
+    return KnowledgeBase.open(Settings.from_env(home=home))
 
 
 def _walk(node: dict):

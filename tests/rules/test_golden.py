@@ -21,7 +21,7 @@ RULES = {r.id: r for r in load_all()}
 def derive(rule_id: str, home: Path, overrides: dict | None = None) -> list[str]:
     """The rule's derived facts on its golden input, as sorted N-Triples lines."""
     rule = RULES[rule_id]
-    with KnowledgeBase.open(Settings.from_env(home)) as kb:
+    with KnowledgeBase.open(Settings.from_env(home=home)) as kb:
         data = (GOLDEN / rule_id / "input.trig").read_bytes()
         kb.store.load_nquads(ox.serialize(ox.parse(data, format=ox.RdfFormat.TRIG), format=ox.RdfFormat.N_QUADS))
         Engine(kb, [rule]).run(overrides)

@@ -16,7 +16,7 @@ from luma.settings import Settings
 
 
 def _open(home):
-    return KnowledgeBase.open(Settings.from_env(home))
+    return KnowledgeBase.open(Settings.from_env(home=home))
 
 
 def _derived(kb) -> set[str]:

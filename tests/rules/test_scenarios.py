@@ -91,7 +91,7 @@ class Chain:
 @contextmanager
 def derived(home, chains: list[Chain]):
     """A knowledge base holding the chains, after one run of the whole rule set."""
-    with KnowledgeBase.open(Settings.from_env(home)) as kb:
+    with KnowledgeBase.open(Settings.from_env(home=home)) as kb:
         data = (PREFIXES + "".join(c.trig() for c in chains)).encode()
         kb.store.load_nquads(ox.serialize(ox.parse(data, format=ox.RdfFormat.TRIG), format=ox.RdfFormat.N_QUADS))
         report = Engine(kb).run()
@@ -126,7 +126,7 @@ def bandwidth_chains(**kw) -> list[Chain]:
 
 def test_the_hierarchy_comes_with_the_knowledge_base(luma_home):
     # The scenarios rely on KnowledgeBase.open loading ontology/dimensions.ttl.
-    with KnowledgeBase.open(Settings.from_env(luma_home)) as kb:
+    with KnowledgeBase.open(Settings.from_env(home=luma_home)) as kb:
         rows = kb.store.select(f"SELECT ?p WHERE {{ GRAPH <{ONTOLOGY_GRAPH}> {{ <{DIM}memory_bandwidth> <{LUMA}broader> ?p }} }}")
     assert [r["p"] for r in rows] == [DIM + "transfer_bandwidth"]
 
@@ -269,7 +269,7 @@ def test_a_with_ingested_records(luma_home, tmp_path):
     from luma.cli.main import cli
     from luma.kb import runners, synthetic
 
-    with KnowledgeBase.open(Settings.from_env(luma_home)) as kb:
+    with KnowledgeBase.open(Settings.from_env(home=luma_home)) as kb:
         key = runners.keygen(kb, "lab-one")
     signer = runners.signer(luma_home, key.name)
     rnd = random.Random(5)
@@ -280,7 +280,7 @@ def test_a_with_ingested_records(luma_home, tmp_path):
         lines.append(json.dumps(signer.sign(rec)) + "\n")
     path = tmp_path / "chains.jsonl"
     path.write_text("".join(lines))
-    with KnowledgeBase.open(Settings.from_env(luma_home)) as kb:
+    with KnowledgeBase.open(Settings.from_env(home=luma_home)) as kb:
         kb.ingest([path], submitter="tester")
         Engine(kb).run()
         reqs = requirements(kb)
@@ -292,7 +292,7 @@ def test_a_with_ingested_records(luma_home, tmp_path):
     assert runner.invoke(cli, ["runner", "revoke", "lab-one", "--reason", "key leaked"]).exit_code == 0
     out = runner.invoke(cli, ["rules", "run", "--format", "json"])
     assert out.exit_code == 0, out.output
-    with KnowledgeBase.open(Settings.from_env(luma_home), read_only=True) as kb:
+    with KnowledgeBase.open(Settings.from_env(home=luma_home), read_only=True) as kb:
         assert requirements(kb) == {}
         assert instances(kb, "QualifiedBoundary") == []
         # the records stay in the ledger (append-only); they no longer qualify
