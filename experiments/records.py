@@ -69,6 +69,7 @@ def chain_record(result: Result, started: datetime) -> dict | None:
     chain satisfies what ingest checks of a measured chain (`luma.kb.consistency`): so a sprint
     whose adjacent FAIL level never FAILed (only INCONCLUSIVE) writes no chain."""
     from luma.experiments.services import get
+    from luma.experiments.software import software_config
 
     p, b = result.plan, result.boundary
     if b is None or not b.found or not p.intervention or not result.recovery or not result.diagnosis:
@@ -94,13 +95,20 @@ def chain_record(result: Result, started: datetime) -> dict | None:
     if not any(row["state"] == "fail" and row["verdict"] == "FAIL" for row in trials):
         return None  # no measured adjacent FAIL: not a boundary (the sprint reports the problem)
     reps = min(counters.get("pass", 0), counters.get("recovered", 0)) if result.recovered else counters.get("pass", 1)
+    prov = provenance(started)
+    env = prov.get("environment", {})
+
+    def software(variant: str) -> dict:
+        return software_config(p.contract, variant, result.artifacts.get(variant), env)
+
     return {
         "record_type": "pex-chain", "evidence_class": "measured", "workload": get(p.contract.service).workload(),
         "architecture": architecture(), "contract": p.contract.record_contract(),
         "pass_state": pass_state.record(), "fail_state": fail_state.record(), "crossed_dimension": p.dimension,
         "binding_resource": result.binding() or p.dimension,
-        "intervention": {"name": p.intervention, "kind": "software"}, "recovered": result.recovered,
-        "repetitions": max(1, reps), "trials": trials, "provenance": provenance(started),
+        "intervention": {"name": p.intervention, "kind": "software", "software": software(p.variant)},
+        "recovered": result.recovered, "repetitions": max(1, reps), "trials": trials, "provenance": prov,
+        "software": software("fp32"),
     }
 
 

@@ -107,6 +107,8 @@ class Result:
     frontier: dict = field(default_factory=dict)
     next_binding: dict = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
+    #: The artifact each variant's trials loaded, by variant (its hash goes into the records).
+    artifacts: dict = field(default_factory=dict)
 
     @property
     def recovered(self) -> bool:
@@ -146,6 +148,7 @@ class Sprint:
         self.artifacts = {"fp32": self.service.prepare("fp32", self.cache)}
         if p.variant:
             self.artifacts[p.variant] = self.service.prepare(p.variant, self.cache)
+        r.artifacts = dict(self.artifacts)
         r.boundary = search.find(len(p.levels), lambda i: self._trial(p.state(i), "fp32", "boundary").verdict,
                                  p.repetitions, p.start)
         b = r.boundary

@@ -154,6 +154,10 @@ def _pex_chain(w: nq.QuadWriter, rec: PexChain, meta: LedgerMeta, dims: dict[str
     w.add(c, LUMA + "crossedDimension", nq.iri(dim.iri))
     w.add(c, LUMA + "bindingResource", nq.iri(dims[rec.binding_resource].iri))
     w.add(c, LUMA + "intervention", nq.iri(_intervention(w, rec.intervention.name, rec.intervention.kind)))
+    if rec.software is not None:
+        w.add(c, LUMA + "softwareConfig", nq.iri(software_config(w, rec.software)))
+    if rec.intervention.software is not None:
+        w.add(c, LUMA + "interventionSoftwareConfig", nq.iri(software_config(w, rec.intervention.software)))
     w.add(c, LUMA + "recovered", nq.boolean(rec.recovered))
     w.add(c, LUMA + "repetitions", nq.integer(rec.repetitions))
     for i, trial in enumerate(rec.trials):
@@ -173,6 +177,24 @@ def _pex_chain(w: nq.QuadWriter, rec: PexChain, meta: LedgerMeta, dims: dict[str
     if rec.provenance is not None:
         p = rec.provenance
         _activity(w, c, p.tool, p.git_revision, p.host, p.started, p.environment)
+
+
+def software_config(w: nq.QuadWriter, cfg) -> str:
+    """The luma:SoftwareConfig node of a record's `software` block, named by its key (the same
+    configuration is one node across records); its IRI."""
+    key = cfg.key()
+    iri = ID + "software/" + key[:32]
+    if w.entity(iri, LUMA + "SoftwareConfig"):
+        w.describe(iri, LUMA + "configKey", nq.string(key))
+        w.describe(iri, LUMA + "softwareService", nq.string(cfg.service))
+        w.describe(iri, LUMA + "softwareVariant", nq.string(cfg.variant))
+        if cfg.artifact:
+            w.describe(iri, LUMA + "artifactHash", nq.string(cfg.artifact))
+        for name, version in sorted(cfg.libraries.items()):
+            w.describe(iri, LUMA + "library", nq.string(f"{name} {version}"))
+        for name, value in sorted(cfg.settings.items()):
+            w.describe(iri, LUMA + "setting", nq.string(f"{name}={value}"))
+    return iri
 
 
 def _architecture(w: nq.QuadWriter, ar) -> str:

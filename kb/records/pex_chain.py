@@ -117,11 +117,39 @@ class MachineState(StrictModel):
         return self
 
 
+Sha256 = Annotated[StrictStr, Field(pattern=r"^[0-9a-f]{64}$")]
+
+
+class SoftwareConfig(StrictModel):
+    """The software a state was measured with: the service variant (fp32, int8 …), its runtime
+    settings, the model artifact and the library versions. Two chains measured with different
+    configurations are not the same experiment: a boundary measured under an older
+    configuration can go stale (rules/) when a newer one exists."""
+
+    service: Name
+    variant: Name
+    #: Service-side settings in place (batching, KV policy, flags …), by name.
+    settings: Annotated[dict[Name, Name | Number | StrictBool], Field(max_length=64)] = {}
+    #: SHA-256 of the model artifact the service loaded (its bytes, or its files' in order).
+    artifact: Sha256 | None = None
+    #: Versions of the libraries the service ran on, by name (python, numpy, torch …).
+    libraries: Annotated[dict[Name, Name], Field(max_length=64)] = {}
+
+    def key(self) -> str:
+        """The configuration's identity: SHA-256 of its canonical JSON (same config, same key)."""
+        import hashlib
+        import json
+
+        return hashlib.sha256(json.dumps(self.model_dump(mode="json"), sort_keys=True,
+                                         separators=(",", ":")).encode()).hexdigest()
+
+
 class Intervention(StrictModel):
-    """The mechanism applied at the FAIL state."""
+    """The mechanism applied at the FAIL state; `software`: the configuration with it in place."""
 
     name: Name
     kind: Literal["software", "hardware", "partner"]
+    software: SoftwareConfig | None = None
 
 
 class Observation(StrictModel):
@@ -198,6 +226,8 @@ class PexChain(StrictModel):
     repetitions: Count
     trials: Annotated[list[Trial], Field(max_length=MAX_TRIALS)] = []
     provenance: Provenance | None = None
+    #: The software the boundary (PASS and FAIL states) was measured with.
+    software: SoftwareConfig | None = None
     #: The runner's signature over the content hash (which leaves this block out).
     attestation: Attestation | None = None
 

@@ -78,7 +78,9 @@ def test_every_term_the_projection_writes_is_declared(doc):
 def test_full_record_exercises_every_optional_predicate():
     # Guards the test above: the full record must reach every predicate of the projection.
     predicates = {p.rsplit("#", 1)[-1] for _, p, _ in projected(FULL)}
-    for name in ("trial", "observation", "failureCause", "category", "tool", "gitRevision", "host", "startedAtTime", "wasGeneratedBy"):
+    for name in ("trial", "observation", "failureCause", "category", "tool", "gitRevision", "host", "startedAtTime",
+                 "wasGeneratedBy", "softwareConfig", "interventionSoftwareConfig", "configKey", "artifactHash",
+                 "library", "setting"):
         assert name in predicates
 
 

@@ -374,7 +374,7 @@ def test_default_checker_is_compiled_once():
     assert default_checker() is default_checker()
     # 14 for PEX chains and their parts, 2 kernel results, 1 trials, 2 machines, 3 partner records,
     # 3 runner keys (runner, revocation, revoked runner)
-    assert len(default_checker().shapes) == 25
+    assert len(default_checker().shapes) == 26
 
 
 def test_extra_shapes_add_constraints(tmp_path):
