@@ -52,7 +52,15 @@ def test_a_non_finite_row_never_changes_another_row(mode, backend, data):
     assert torch.equal(torch.isfinite(y[bad]), torch.isfinite(fp32[bad]))
     if bool((~bad).any()):
         alone = q(x[~bad])
-        assert torch.equal(y[~bad], alone) if mode == "dynamic" else torch.allclose(y[~bad], alone, 1e-5, 1e-5)
+        if mode == "dynamic":
+            assert torch.equal(y[~bad], alone)
+        else:
+            # The float GEMM of another batch size may sum in another order (and split across
+            # threads otherwise on a busy machine): within float32's bound for a k-term dot
+            # product, k·eps·Σ|x·w|, not a fixed tolerance (1e3-scaled inputs cancel to ~1).
+            with torch.no_grad():
+                bound = k * torch.finfo(torch.float32).eps * (x[~bad].abs() @ lin.weight.abs().T * 2 + 1)
+            assert bool(((y[~bad] - alone).abs() <= bound).all())
 
 
 @pytest.mark.parametrize("mode,backend", PATHS, ids=IDS)
