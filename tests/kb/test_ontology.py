@@ -19,7 +19,7 @@ from luma.kb.records.loader import validate_document
 from luma.kb.vocab import EVIDENCE_CLASSES, LUMA, LUNIT
 
 ONTOLOGY = importlib.resources.files("luma.ontology")
-TTL_FILES = ["luma.ttl", "shapes.ttl", "dimensions.ttl"]
+TTL_FILES = ["luma.ttl", "shapes.ttl", "dimensions.ttl", "capabilities.ttl"]
 L = Namespace(LUMA)
 PROV = Namespace("http://www.w3.org/ns/prov#")
 SKOS = Namespace("http://www.w3.org/2004/02/skos/core#")
