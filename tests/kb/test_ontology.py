@@ -113,6 +113,7 @@ def test_luma_classes_have_label_and_comment():
         "BindingGroup",
         "HardwareRequirement", "FrontierShift", "KernelResult", "Environment", "SprintTrial", "QualifiedBoundary",
         "MachineParameters", "MachineFigure", "InterventionFigure", "PartnerRetraction", "Runner", "RunnerRevocation",
+        "CapabilityClass", "CapabilityMapping", "CapabilityCandidate",
     }
     assert {str(c).removeprefix(LUMA) for c in classes} == expected
     for cls in classes:
