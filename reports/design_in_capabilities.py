@@ -52,6 +52,21 @@ def _gain(est) -> str:
     return f"{est.gain:+.0%}"
 
 
+def gain_of(est, bases: set[str]) -> tuple[float | None, str]:
+    """(gain, how it was taken) of a capability mapped on `bases` for a requirement: adding the
+    resource over the remedy ("resource"), or doing the remedy's work in hardware ("remedy": the
+    smaller machine at the throughput without the remedy's overhead, an upper bound); the larger
+    when both apply."""
+    if est is None or est.gain is None:
+        return None, "—"
+    options = []
+    if "resource" in bases:
+        options.append((est.gain, _gain(est)))
+    if "remedy" in bases and est.remedy_gain is not None:
+        options.append((est.remedy_gain, f"{est.remedy_gain:+.0%} (remedy in hardware, at most)"))
+    return max(options, key=lambda x: x[0]) if options else (None, "—")
+
+
 def rank(reqs: list[dict], cands: list[dict], estimates: dict[str, economics.Estimate]) -> list[Ranked]:
     """Capability classes by score: the sum over the requirements they could meet of supporting
     chains x max(gain, 0); a class with no estimate anywhere has no score and comes last."""
@@ -71,8 +86,8 @@ def rank(reqs: list[dict], cands: list[dict], estimates: dict[str, economics.Est
         if c.get("remedy"):
             row[2].add(c["remedy"])
     for item in out.values():
-        scores = [float(q.get("chains") or 0) * max(e.gain, 0.0) for q, _, _, e in item.rows
-                  if e is not None and e.gain is not None]
+        gains = [(q, gain_of(e, bases)[0]) for q, bases, _, e in item.rows]
+        scores = [float(q.get("chains") or 0) * max(g, 0.0) for q, g in gains if g is not None]
         item.score = sum(scores) if scores else None
     return sorted(out.values(), key=lambda x: (x.score is None, -(x.score or 0), x.label))
 
@@ -94,15 +109,17 @@ def ranking_section(ranked: list[Ranked]) -> Section:
         for q, bases, remedies, est in item.rows:
             basis = ", ".join(sorted(bases)) + (f" ({', '.join(sorted(remedies))})" if remedies else "")
             rows.append([str(n), f"**{item.label}**", dim_key(q["resource"]), basis, str(q.get("chains", "—")),
-                         _gain(est) if est else "—", num(item.score) if item.score is not None else "—",
+                         gain_of(est, bases)[1], num(item.score) if item.score is not None else "—",
                          item.realised or "—", _evidence(q, est)])
     return Section("capabilities", "Capability classes", [
         "The capability classes each hardware requirement could be met with (rule `capability-candidate`, mapping "
         "in `ontology/capabilities.ttl`): from the requirement's resource and from the recurring remedies of it "
         "(a remedy that recurs points at hardware doing the same work). Ranked by score = Σ over the requirements "
-        "of supporting chains × max(economic gain, 0); the gain is the projected saving per accepted output of "
-        "adding the resource over the best recurring remedy (1 when no remedy recurs: the resource is the only "
-        "known way to PASS). The mapping is declarative, not measured; the support is measured; the gain is "
+        "of supporting chains × max(economic gain, 0). The gain is the projected saving per accepted output "
+        "over the best recurring remedy: of adding the resource for a class mapped from the resource (1 when no "
+        "remedy recurs: the resource is the only known way to PASS); of doing the remedy's work in hardware for a "
+        "class mapped from the remedy — the smaller FAIL-state machine at the throughput the PASS trials observed, "
+        "without the remedy's overhead and without the hardware's own price, so at most that. The mapping is declarative, not measured; the support is measured; the gain is "
         "projected."],
         [Table("table-capabilities", ["rank", "capability", "requirement", "basis", "chains", "economic gain", "score",
                                       "realised by", "evidence"], rows,
@@ -191,8 +208,10 @@ def nothing_section(r, bindings: list[dict]) -> Section:
     if unq:
         from luma.reports.fmt import class_name
 
-        paras.append(", ".join(f"{x['n']} {class_name(x['ec'])}" for x in unq) + " chains never qualify (only "
-                     "measured evidence does): they narrow the search, they are no support.")
+        n = sum(int(x["n"]) for x in unq)
+        paras.append(", ".join(f"{x['n']} {class_name(x['ec'])}" for x in unq)
+                     + f" chain{' never qualifies' if n == 1 else 's never qualify'} (only measured evidence "
+                     "does): they narrow the search, they are no support.")
     if bindings:
         paras.append(f"{len(bindings)} recurring binding(s) exist but a recurring remedy makes each unnecessary "
                      "(see Recurring remedies).")

@@ -55,6 +55,11 @@ class Estimate:
     output: str = "output"
     currency: str | None = None
     gain: float | None = None  # (remedy - added) / remedy; 1.0 when no recurring remedy exists
+    #: Median cost per output of the FAIL state at the PASS throughput: the remedy's saving of the
+    #: resource without its overhead, what hardware doing the remedy's work could reach at best
+    #: (the hardware's own price is unknown, so an upper bound).
+    ideal: float | None = None
+    remedy_gain: float | None = None  # (remedy - ideal) / remedy
     lifetime_saving: float | None = None  # per machine over the amortization period
     throughput_from: set[str] = field(default_factory=set)  # "measured", "contract floor"
     prices: dict[str, Price] = field(default_factory=dict)  # the prices used, by key
@@ -148,12 +153,15 @@ def estimate(chains: list[ChainFigures], total: int, remedy: tuple[str, str] | N
             if c.intervention != remedy[0]:
                 continue
             a, r = per_output(c, "pass", "pass", table, est), per_output(c, "fail", "recovered", table, est)
+            i = per_output(c, "fail", "pass", table, est)
             if a is not None and r is not None:
-                pairs.append((a, r))
+                pairs.append((a, r, i))
         est.remedy_chains = len(pairs)
         if pairs:
-            added = [a for a, _ in pairs]
-            est.remedy = statistics.median(r for _, r in pairs)
+            added = [a for a, _, _ in pairs]
+            est.remedy = statistics.median(r for _, r, _ in pairs)
+            ideal = [i for _, _, i in pairs if i is not None]
+            est.ideal = statistics.median(ideal) if ideal else None
         else:  # the remedy's chains could not be priced: the resource's figure alone, no gain
             why = est.reason or f"none of the chains {remedy[1]} recovered could be priced"
             added = [x for c in chains if (x := per_output(c, "pass", "pass", table, est)) is not None]
@@ -167,6 +175,8 @@ def estimate(chains: list[ChainFigures], total: int, remedy: tuple[str, str] | N
     est.added = statistics.median(added)
     if est.remedy is not None and est.remedy > 0:
         est.gain = (est.remedy - est.added) / est.remedy
+        if est.ideal is not None:
+            est.remedy_gain = (est.remedy - est.ideal) / est.remedy
         rates = [r[0] for c in chains if c.intervention == remedy[0] and (r := _rate(c, "pass"))]
         if rates:
             outputs = statistics.median(rates) * 3600.0 * HOURS_PER_YEAR * table.years * table.utilisation

@@ -92,7 +92,7 @@ def _build(home: Path, kind: str, **kw):
 
 
 BOUNDARY_SECTIONS = ["contract", "boundary", "binding", "intervention", "frontier", "trials", "decision", "provenance"]
-DESIGN_SECTIONS = ["requirements", "counter-evidence", "remedies", "derivations", "evidence", "evidence-measured",
+DESIGN_SECTIONS = ["requirements", "capabilities", "economics", "prices", "counter-evidence", "remedies", "derivations", "evidence", "evidence-measured",
                    "evidence-simulated", "evidence-projected", "evidence-vendor-claim"]
 
 
