@@ -139,8 +139,9 @@ def economics_section(reqs: list[dict], estimates: dict[str, economics.Estimate]
                      _gain(est), saving, "projected", est.reason or "—"])
     label = table_label(table) + (": illustrative, not quotes" if table.example else "")
     return Section("economics", "Lifetime economics", [
-        f"Cost per accepted output with the resource added (each supporting chain's PASS state) versus with the "
-        f"best recurring remedy (the FAIL state with the remedy applied, on the same chains), median over the "
+        f"Cost per accepted output with the resource added (each chain's PASS state) versus with the best "
+        f"recurring remedy (the FAIL state with the remedy applied, on the same chains: those the remedy recovered, "
+        f"\"chains read\" of all supporting chains; every supporting chain when no remedy recurs), median over the "
         f"chains; the machine's cost per hour from the price table ({label}) over the outputs it serves: the "
         f"throughput its PASS trials observed (else the contract's throughput floor) × 3600 × utilisation "
         f"{table.utilisation:g}. One-off purchase prices are amortized over {table.years:g} years; the lifetime "
@@ -149,7 +150,7 @@ def economics_section(reqs: list[dict], estimates: dict[str, economics.Estimate]
         "**Evidence class of every estimate: projected** — measured, qualified chains and "
         + ("example prices: the figures show the method, not a decision." if table.example else
            "the prices' own classes (below).")],
-        [Table("table-economics", ["requirement", "chains", "with the resource", "best recurring remedy",
+        [Table("table-economics", ["requirement", "chains read", "with the resource", "best recurring remedy",
                                    "with the remedy", "gain", "lifetime saving", "evidence class", "not computed"],
                rows, "Cost per accepted output per requirement (projected)")] if rows else [],
         empty="No requirement to estimate.")

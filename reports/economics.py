@@ -188,29 +188,26 @@ def estimate(chains: list[ChainFigures], total: int, remedy: tuple[str, str] | N
 # -- reading the figures from the KB ----------------------------------------------------------------
 
 
-def supporting_chains(r, resource: str, limit: int = MAX_CHAINS) -> tuple[list[tuple[str, str]], int]:
+def supporting_chains(r, resource: str, intervention: str | None = None,
+                      limit: int = MAX_CHAINS) -> tuple[list[tuple[str, str]], int]:
     """([(chain, intervention)] of the qualified boundaries binding `resource` or a resource under
-    it, at most `limit`), their number."""
+    it — only those of `intervention` when given —, at most `limit`), the number of all of them."""
     where = (f"?q a luma:QualifiedBoundary ; luma:bindingResource ?b ; luma:qualifies ?chain ; luma:intervention ?i . "
              f"?b luma:broader* <{resource}> .")
     total = r.count(where)
-    rows = r.select(f"SELECT ?chain ?i WHERE {{ {where} }} LIMIT {limit}")
+    only = f"FILTER(?i = <{intervention}>)" if intervention else ""
+    rows = r.select(f"SELECT ?chain ?i WHERE {{ {where} {only} }} LIMIT {limit}")
     return sorted((x["chain"], x["i"]) for x in rows), total
 
 
 def chain_figures(r, chains: list[tuple[str, str]]) -> list[ChainFigures]:
-    """Levels of the PASS and FAIL states, PASS-trial throughput per trial state, and the
-    contract's throughput floor of each chain (VALUES batches)."""
+    """Throughput per trial state of the PASS trials, the contract's throughput floor and the
+    architecture of each chain, then the levels of the PASS and FAIL states of the chains that
+    have a throughput (the others cannot be costed per output), in VALUES batches."""
     out = {c: ChainFigures(c, i) for c, i in chains}
     rates = ", ".join(f"<{u}>" for u in RATES)
     for n in range(0, len(chains), _CHUNK):
         values = " ".join(f"<{c}>" for c, _ in chains[n:n + _CHUNK])
-        for x in r.select(f"""SELECT ?chain ?p ?key ?v ?cat WHERE {{ VALUES ?chain {{ {values} }}
-            ?chain ?p ?s FILTER(?p IN (luma:passState, luma:failState)) ?s luma:level ?l .
-            ?l luma:dimension ?d . ?d luma:recordKey ?key .
-            OPTIONAL {{ ?l qudt:numericValue ?v }} OPTIONAL {{ ?l luma:category ?cat }} }}"""):
-            which = "pass" if x["p"] == LUMA + "passState" else "fail"
-            out[x["chain"]].levels.setdefault(which, {})[x["key"]] = float(x["v"]) if x.get("v") else x.get("cat")
         for x in r.select(f"""SELECT ?chain ?state ?unit (AVG(?v) AS ?mean) WHERE {{ VALUES ?chain {{ {values} }}
             ?chain luma:trial ?t . ?t luma:trialState ?state ; luma:verdict luma:Pass ; luma:observation ?o .
             ?o qudt:unit ?unit ; qudt:numericValue ?v FILTER(?unit IN ({rates})) }} GROUP BY ?chain ?state ?unit"""):
@@ -224,6 +221,15 @@ def chain_figures(r, chains: list[tuple[str, str]]) -> list[ChainFigures]:
             have = out[x["chain"]].floor
             if have is None or RATES[x["unit"]] == "request":
                 out[x["chain"]].floor = (float(x["floor"]), RATES[x["unit"]])
+    rated = [c for c, _ in chains if out[c].throughput or out[c].floor]
+    for n in range(0, len(rated), _CHUNK):
+        values = " ".join(f"<{c}>" for c in rated[n:n + _CHUNK])
+        for x in r.select(f"""SELECT ?chain ?p ?key ?v ?cat WHERE {{ VALUES ?chain {{ {values} }}
+            ?chain ?p ?s FILTER(?p IN (luma:passState, luma:failState)) ?s luma:level ?l .
+            ?l luma:dimension ?d . ?d luma:recordKey ?key .
+            OPTIONAL {{ ?l qudt:numericValue ?v }} OPTIONAL {{ ?l luma:category ?cat }} }}"""):
+            which = "pass" if x["p"] == LUMA + "passState" else "fail"
+            out[x["chain"]].levels.setdefault(which, {})[x["key"]] = float(x["v"]) if x.get("v") else x.get("cat")
         for x in r.select(f"""SELECT ?chain ?label WHERE {{ VALUES ?chain {{ {values} }}
             ?chain luma:architecture ?a . ?a rdfs:label ?label }}"""):
             out[x["chain"]].architecture = x["label"]
@@ -243,7 +249,9 @@ def best_remedy(r, resource: str) -> tuple[str, str, int] | None:
 
 
 def requirement_estimate(r, resource: str, table: PriceTable) -> Estimate:
-    """The economics of the requirement on `resource` from what scope `r` sees."""
-    chains, total = supporting_chains(r, resource)
+    """The economics of the requirement on `resource` from what scope `r` sees: with a recurring
+    remedy, from the chains that remedy recovered (the paired comparison needs no other); without
+    one, from the supporting chains."""
     remedy = best_remedy(r, resource)
+    chains, total = supporting_chains(r, resource, remedy[0] if remedy else None)
     return estimate(chain_figures(r, chains), total, remedy[:2] if remedy else None, table)
