@@ -1,6 +1,6 @@
 """Lifetime economics of a hardware requirement: cost per accepted output with the resource
 added versus with the best recurring remedy, from the requirement's supporting qualified chains
-and a price table (kb/prices.py).
+and a price table (kb/prices.py, which also prices a state: `state_cost`).
 
 Per supporting chain: the PASS state is the machine with the resource added; the FAIL state with
 the chain's intervention applied is the machine with the remedy (its "recovered" trials). A
@@ -16,18 +16,16 @@ The estimate is *projected* evidence: it rests on measured chains and on the pri
 
 from __future__ import annotations
 
-import re
 import statistics
 from dataclasses import dataclass, field
 
-from luma.kb.prices import HOURS_PER_YEAR, Price, PriceTable
+from luma.kb.prices import HOURS_PER_YEAR, NotPriced, Price, PriceTable, state_cost
 from luma.kb.vocab import LUMA, LUNIT
 
 #: Chains read per requirement (the first in the store's order beyond that; the report says so).
 MAX_CHAINS = 400
 _CHUNK = 200
 RATES = {LUNIT + "RequestPerSecond": "request", LUNIT + "TokenPerSecond": "token"}
-_GIB = 2.0**30
 
 
 @dataclass
@@ -64,47 +62,6 @@ class Estimate:
     throughput_from: set[str] = field(default_factory=set)  # "measured", "contract floor"
     prices: dict[str, Price] = field(default_factory=dict)  # the prices used, by key
     reason: str = ""  # why a figure is missing
-
-
-class NotPriced(Exception):
-    """A state cannot be priced with this table (the message says what is missing)."""
-
-
-def state_cost(levels: dict[str, object], table: PriceTable, architecture: str = "") -> tuple[float, list[Price]]:
-    """(cost per hour, the prices used) of a machine state given as {record key: level}."""
-    used: list[Price] = []
-    cost = 0.0
-
-    def price(key: str, what: str) -> Price:
-        p = table.get(key)
-        if p is None:
-            raise NotPriced(f"no {key} price in the table (needed for {what})")
-        used.append(p)
-        return p
-
-    if isinstance(levels.get("compute"), float):
-        cost += levels["compute"] * price("core_hour", "compute").hourly(table.years)
-    for key in ("host_memory", "cxl_memory"):
-        if isinstance(levels.get(key), float):
-            cost += levels[key] / _GIB * price("memory_gib_hour", key).hourly(table.years)
-    kind = levels.get("accelerator_type")
-    count = levels.get("accelerator_count")
-    if kind is not None or count is not None:
-        name = str(kind) if kind is not None else re.sub(r"[^a-z0-9]+", "-", architecture.lower()).strip("-")
-        p = table.accelerator(name)
-        if p is None:
-            raise NotPriced(f"no accelerator_hour price for {name!r} (priced: {', '.join(table.accelerators()) or 'none'})")
-        used.append(p)
-        cost += (count if isinstance(count, float) else 1.0) * p.hourly(table.years)
-    if isinstance(levels.get("power"), float):
-        cost += levels["power"] / 1000.0 * price("kwh", "power").hourly(table.years)
-    if not used:
-        raise NotPriced("the states name no priced dimension (compute, host_memory, cxl_memory, accelerator_count "
-                        "or accelerator_type, power)")
-    currencies = sorted({p.currency for p in used})
-    if len(currencies) > 1:
-        raise NotPriced(f"the prices mix currencies ({', '.join(currencies)}); LUMA converts none")
-    return cost, used
 
 
 def _rate(c: ChainFigures, state: str) -> tuple[float, str, str] | None:

@@ -20,7 +20,6 @@ from click.testing import CliRunner
 from luma.cli.main import cli
 from luma.kb import prices
 from luma.kb.knowledge_base import KnowledgeBase
-from luma.reports import economics
 from luma.rules.engine import Engine
 from luma.settings import Settings
 
@@ -120,21 +119,6 @@ def test_unpriced_states_say_why(home, tmp_path):
                     "date = 2026-01-01\n")
     econ = _table(_build(home, prices.load(path)), "table-economics").rows[0]
     assert econ[2] == "—" and "no core_hour price" in econ[8]
-
-
-def test_state_cost_refuses_mixed_currencies():
-    doc = {"evidence_class": "vendor-claim",
-           "core_hour": {"price": 1, "currency": "USD", "source": "a", "date": prices.dt.date(2026, 1, 1)},
-           "memory_gib_hour": {"price": 1, "currency": "EUR", "source": "b", "date": prices.dt.date(2026, 1, 1)}}
-    with pytest.raises(economics.NotPriced, match="mix currencies"):
-        economics.state_cost({"compute": 1.0, "host_memory": 2.0**30}, prices.parse(doc, "t.toml"))
-
-
-def test_an_accelerator_state_is_priced_by_its_type_and_count():
-    table = prices.load()
-    cost, used = economics.state_cost({"accelerator_type": "nvidia-h100-sxm5-80gb", "accelerator_count": 4.0},
-                                      table)
-    assert cost == pytest.approx(12.0) and [p.key for p in used] == ["accelerator_hour.nvidia-h100-sxm5-80gb"]
 
 
 def test_the_cli_takes_a_price_table_and_refuses_a_bad_one_in_one_line(home, tmp_path):
