@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 
 from luma.cli.partner_evaluate import evaluation_options, run_evaluation
-from luma.cli.project import NONE, READ, project, require
+from luma.cli.project import NONE, READ, project, require, settings
 
 _OUT = click.option("--out", "out", type=click.Path(file_okay=False, path_type=Path), required=True,
                     help="Folder to write report.md, report.html and plots/*.svg into (created if missing).")
@@ -54,12 +54,18 @@ def boundary_cmd(chain: str | None, sprint: str | None, latest: bool, out: Path)
                    "A view, not access control: see docs/security.md.")
 @click.option("--max-rows", type=click.IntRange(1, 10_000), default=25, show_default=True,
               help="Rows per long table, and requirements whose derivation is drawn.")
+@click.option("--prices", "prices_path", type=click.Path(path_type=Path), default=None,
+              help="Price table (TOML: core_hour, memory_gib_hour, kwh, accelerator_hour.TYPE, each with currency, "
+                   "source and date; or a model space file's [cost]) for the lifetime economics. Default: the "
+                   "shipped EXAMPLE table (kb/examples/prices.toml), labelled as examples in the report.")
 @_OUT
 @project(READ)
-def design_in_cmd(scope: str, max_rows: int, out: Path) -> None:
-    """Design-In Report: hardware requirements, counter-evidence, recurring remedies, derivations,
-    and the evidence of each class (needs `luma rules run` first)."""
+def design_in_cmd(scope: str, max_rows: int, prices_path: Path | None, out: Path) -> None:
+    """Design-In Report: hardware requirements, their candidate capability classes ranked by support x
+    economic gain, the lifetime economics (projected, with every price's source), counter-evidence,
+    recurring remedies, derivations, and the evidence of each class (needs `luma rules run` first)."""
     from luma.errors import LumaError
+    from luma.kb import prices
     from luma.kb.knowledge_base import KnowledgeBase
     from luma.kb.scope import Scope
     from luma.reports import design_in
@@ -68,8 +74,9 @@ def design_in_cmd(scope: str, max_rows: int, out: Path) -> None:
     start = time.perf_counter()
     try:
         where = Scope.parse(scope)
+        table = prices.load(prices_path, settings())  # a bad table fails before the KB is opened
         with KnowledgeBase.open(require(), read_only=True) as kb:
-            rep = design_in.build(kb, scope=where, max_rows=max_rows)
+            rep = design_in.build(kb, scope=where, max_rows=max_rows, prices=table)
     except LumaError as exc:
         if exc.field != "scope":
             raise

@@ -11,7 +11,10 @@ from __future__ import annotations
 
 from luma.kb.scope import Scope
 from luma.kb.vocab import EVIDENCE, EVIDENCE_CLASSES
+from luma.kb.prices import PriceTable
+from luma.kb.prices import load as load_prices
 from luma.reports import budget
+from luma.reports import design_in_capabilities as capabilities
 from luma.reports import design_in_data as data
 from luma.reports.derivation import compact
 from luma.reports.fmt import CLASS_ORDER, class_name, dim_key, local, num, quantity
@@ -223,8 +226,9 @@ def _class_sections(r, counts: dict[str, dict[str, int]], limit: int, synthetic:
     return out
 
 
-def build(kb, scope: Scope | None = None, max_rows: int = MAX_ROWS) -> Report:
-    """The Design-In Report of what `scope` (kb/scope.py) may see (the owner's view by default)."""
+def build(kb, scope: Scope | None = None, max_rows: int = MAX_ROWS, prices: PriceTable | None = None) -> Report:
+    """The Design-In Report of what `scope` (kb/scope.py) may see (the owner's view by default);
+    `prices` (kb/prices.py) prices the economics, the shipped example table by default."""
     require()
     r = data.Reader(kb, scope)
     data.check_ready(r)
@@ -238,7 +242,9 @@ def build(kb, scope: Scope | None = None, max_rows: int = MAX_ROWS) -> Report:
     derivations, rule = _derivations(kb, reqs, max_rows)
     qualified_total = data.qualified_count(r)
     synthetic = data.synthetic_count(r) if qualified_total else 0
-    sections = [*_requirements(reqs, bindings, counters), _counter(reqs, counters),
+    table = prices if prices is not None else load_prices(None, kb.settings)
+    economics, ranked = capabilities.sections(r, reqs, bindings, table)
+    sections = [*_requirements(reqs, bindings, counters), *economics, _counter(reqs, counters),
                 _remedies(rems, bindings, max_rows * 2),
                 derivations, *_class_sections(r, counts, max_rows, synthetic)]
     chains = {c: n.get("pex-chain", 0) for c, n in counts.items()}
@@ -247,6 +253,9 @@ def build(kb, scope: Scope | None = None, max_rows: int = MAX_ROWS) -> Report:
              ("Qualified boundaries", str(qualified_total)),
              ("Recurring bindings", str(len(bindings))), ("Hardware requirements", str(len(reqs))),
              ("Recurring remedies", str(len(rems)))]
+    if ranked:
+        facts.append(("Capability classes", ", ".join(x.label for x in ranked)))
+    facts.append(("Prices", capabilities.table_label(table) + (" (examples, not quotes)" if table.example else "")))
     if rule.get("rule"):
         facts.append(("Requirement rule", f"{rule['rule']} v{rule['version']} ({', '.join(rule['parameters'])})"))
     names = ", ".join(dim_key(x["resource"]) for x in reqs)
@@ -254,9 +263,12 @@ def build(kb, scope: Scope | None = None, max_rows: int = MAX_ROWS) -> Report:
         facts.append(("Synthetic boundaries", f"{synthetic} of {qualified_total} (generated, not measurements)"))
     warning = (f" {synthetic} of the {qualified_total} qualified boundaries behind them are synthetic (generated for "
                "benchmarks, not measurements)." if synthetic else "")
-    callout = (f"{len(reqs)} hardware requirement(s) from measured evidence: {names}.{warning}" if reqs else
-               "No hardware requirement: no resource binds recurrently enough in qualified chains without a "
-               "remedy (see the recurring bindings and remedies below).")
+    top = (f" Top capability class: {ranked[0].label} (score {ranked[0].score:.3g}, projected economics"
+           f"{' on EXAMPLE prices' if table.example else ''})." if ranked and ranked[0].score is not None else "")
+    callout = (f"{len(reqs)} hardware requirement(s) from measured evidence: {names}.{warning}{top}" if reqs else
+               "No hardware requirement, so no capability qualifies: no resource binds recurrently enough in "
+               "qualified chains without a remedy (the section \"Capability classes and economics\" says which "
+               "threshold is not met and what would be needed).")
     return Report("design-in", "Design-In Report", f"Hardware requirements from the knowledge base (scope "
                   f"`{r.label}`)", facts, sections, callout=callout,
                   footer="Made by `luma report design-in` from the facts the rules derived at their last run "

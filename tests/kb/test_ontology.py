@@ -19,7 +19,7 @@ from luma.kb.records.loader import validate_document
 from luma.kb.vocab import EVIDENCE_CLASSES, LUMA, LUNIT
 
 ONTOLOGY = importlib.resources.files("luma.ontology")
-TTL_FILES = ["luma.ttl", "shapes.ttl", "dimensions.ttl"]
+TTL_FILES = ["luma.ttl", "shapes.ttl", "dimensions.ttl", "capabilities.ttl"]
 L = Namespace(LUMA)
 PROV = Namespace("http://www.w3.org/ns/prov#")
 SKOS = Namespace("http://www.w3.org/2004/02/skos/core#")
@@ -115,6 +115,7 @@ def test_luma_classes_have_label_and_comment():
         "BindingGroup",
         "HardwareRequirement", "FrontierShift", "KernelResult", "Environment", "SprintTrial", "QualifiedBoundary",
         "MachineParameters", "MachineFigure", "InterventionFigure", "PartnerRetraction", "Runner", "RunnerRevocation",
+        "CapabilityClass", "CapabilityMapping", "CapabilityCandidate",
     }
     assert {str(c).removeprefix(LUMA) for c in classes} == expected
     for cls in classes:

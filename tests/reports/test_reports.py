@@ -92,7 +92,7 @@ def _build(home: Path, kind: str, **kw):
 
 
 BOUNDARY_SECTIONS = ["contract", "boundary", "binding", "intervention", "frontier", "trials", "decision", "provenance"]
-DESIGN_SECTIONS = ["requirements", "counter-evidence", "remedies", "derivations", "evidence", "evidence-measured",
+DESIGN_SECTIONS = ["requirements", "capabilities", "economics", "prices", "counter-evidence", "remedies", "derivations", "evidence", "evidence-measured",
                    "evidence-simulated", "evidence-projected", "evidence-vendor-claim"]
 
 
@@ -154,6 +154,9 @@ def test_both_reports_render_from_the_demo_kb(demo_home, tmp_path):
     for s in ("Hardware requirements", "Counter-evidence", "Recurring remedies", "Simulated evidence"):
         assert f"## {s}" in md or f"### {s}" in md
     assert "none in this kb" in md.lower()  # the demo derives no requirement: said, not left blank
+    # ... and why no capability qualifies: the thresholds and what the KB lacks against them
+    assert "**Nothing qualifies for Design-In.**" in md and "at least 3 workloads on at least 2 architectures" in md
+    assert "| host_memory | 1 | 1 | 1 | 2 more workloads, 1 more architecture |" in md
     assert "Deploy" in (b / "report.md").read_text()
     # a vendor claim is reported, never as a boundary to deploy on
     from luma.kb.knowledge_base import KnowledgeBase

@@ -35,7 +35,7 @@ PREFIXES = f"""@prefix luma: <{LUMA}> .
 """
 RUNNER = f"{ID}runner/0123456789abcdef0123456789abcdef"
 RULES = {"qualified-boundary", "recurring-binding", "recurring-remedy", "hardware-requirement",
-         "counter-evidence", "unqualified-evidence"}
+         "counter-evidence", "unqualified-evidence", "capability-candidate"}
 
 
 @dataclass
@@ -297,3 +297,13 @@ def test_a_with_ingested_records(luma_home, tmp_path):
         assert instances(kb, "QualifiedBoundary") == []
         # the records stay in the ledger (append-only); they no longer qualify
         assert kb.ledger.count_by()[("pex-chain", "measured")] == 4
+
+
+def test_a_requirement_names_its_candidate_capabilities(luma_home):
+    # memory bandwidth binds in 4 workloads on 2 architectures; one int8 fix recovers one chain
+    # (no recurring remedy) -> candidates from the resource's mapping alone (ontology/capabilities.ttl)
+    with derived(luma_home, bandwidth_chains()) as kb:
+        rows = select(kb, """SELECT ?cap ?basis WHERE { ?c a luma:CapabilityCandidate ; luma:capability ?cap ;
+                             luma:candidateBasis ?basis ; luma:candidateFor ?hr . ?hr luma:resource ?r }""")
+    caps = {(r["cap"].rsplit("/", 1)[-1], r["basis"]) for r in rows}
+    assert caps == {("memory-hierarchy", "resource"), ("memory-side-compute", "resource")}
