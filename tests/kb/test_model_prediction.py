@@ -127,7 +127,7 @@ _DROP = object()
     ("predictions.0.state.dimensions.warp_drive", {"value": 1, "unit": "core"}, "predictions[0].state.dimensions"),
     ("predictions.0.state.dimensions.host_memory", {"value": 4, "unit": "ms"}, "predictions[0].state.dimensions"),
     ("predictions.0.clauses.0.unit", "parsecs", "predictions[0].clauses[0].unit"),
-    ("predictions.0.figures.1.unit", "s", "predictions[0].figures[1].unit"),
+    ("predictions.0.figures.3.unit", "s", "predictions[0].figures[3].unit"),
     ("model.code", "not-a-hash", "model.code"),
     ("predictions.0.configuration", {"Bad Key": "x"}, "predictions[0].configuration"),
     ("contract.clauses", [], "contract.clauses"),
