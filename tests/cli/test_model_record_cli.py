@@ -74,7 +74,6 @@ def test_explore_records_the_frontier_and_the_proposals(luma_home):
     assert {r["role"] for r in roles} == {"frontier", "proposal"}
 
 
-@pytest.mark.slow  # the partner evaluation sweeps two sides of an LLM space (~5 s)
 def test_partner_evaluate_records_predictions_and_the_matrix(luma_home, tmp_path):
     assert run("partner", "add", KV).exit_code == 0
     out = run("partner", "evaluate", "kvzip", "--state", H100, "--record", "--out", tmp_path / "e.json")
