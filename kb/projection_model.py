@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from luma.kb import nquads as nq
 from luma.kb import units
-from luma.kb.vocab import EVIDENCE_CLASSES, ID, LUMA, PROV, QUDT, RDF
+from luma.kb.vocab import EVIDENCE_CLASSES, ID, LUMA, PROV, QUDT, RDF, short_hash
 
 TYPE = RDF + "type"
 #: Predicted verdicts: the trial verdicts, and UNKNOWN where the model cannot judge a clause.
@@ -55,7 +55,12 @@ def project_model_prediction(w: nq.QuadWriter, rec, meta, dims) -> None:
         w.add(node, LUMA + "contract", nq.iri(contract))
         if workload:
             w.add(node, LUMA + "workload", nq.iri(workload))
-        w.add(node, LUMA + "predictedState", nq.iri(_state(w, p.state, dims)[0]))
+        state = _state(w, p.state, dims)[0]
+        w.add(node, LUMA + "predictedState", nq.iri(state))
+        # The same prediction recorded twice (same contract, state, settings, model code and
+        # calibration) has the same key, so model-vs-pex counts it once.
+        key = [contract, state, sorted(p.configuration.items()), m.code, m.calibration, rec.intervention]
+        w.add(node, LUMA + "predictionKey", nq.string(short_hash(key)))
         w.add(node, LUMA + "predictionRole", nq.string(p.role))
         w.add(node, LUMA + "predictedVerdict", nq.iri(LUMA + PREDICTED[p.verdict]))
         w.add(node, LUMA + "predictsBaseline", nq.boolean(p.baseline))

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import Field, StrictBool, StrictFloat, StrictInt, StrictStr, ValidationInfo, field_validator, model_validator
+from pydantic import Field, StrictBool, StrictFloat, StrictInt, StrictStr, field_validator, model_validator
 
 from luma.kb.records.pex_chain import (
     Contract,
@@ -137,11 +137,12 @@ class ModelPrediction(StrictModel):
         return rows
 
     @model_validator(mode="after")
-    def _intervention_is_not_baseline(self, info: ValidationInfo) -> "ModelPrediction":
-        if self.intervention is not None:
-            for i, p in enumerate(self.predictions):
-                if p.baseline and p.configuration.get("intervention"):
-                    raise ValueError(f"predictions[{i}].baseline: a state with an intervention is not the baseline")
+    def _intervention_is_not_baseline(self) -> "ModelPrediction":
+        # A chain's PASS and FAIL states are measured without the intervention: a prediction with
+        # it must not be set beside them (rules/75-model-agreement.rq reads `baseline`).
+        for i, p in enumerate(self.predictions):
+            if p.baseline and p.configuration.get("intervention"):
+                raise ValueError(f"predictions[{i}].baseline: a state with an intervention is not the baseline")
         return self
 
 

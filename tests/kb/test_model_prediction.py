@@ -166,3 +166,10 @@ def test_unsigned_predictions_are_ingested_and_a_bad_one_leaves_everything_uncha
     rows = json.loads(luma("kb", "query", "--name", "evidence-by-class", "--format", "json").output)
     kinds = {(b["evidenceClass"]["value"], b["kind"]["value"]) for b in rows["results"]["bindings"]}
     assert kinds == {("Simulated", "model-prediction")}
+
+
+def test_a_state_with_an_intervention_is_not_the_baseline():
+    doc = _broken("predictions.0.configuration", {"intervention": "applied"})
+    with pytest.raises(RecordError) as exc:
+        validate_document(doc, "bad.json")
+    assert exc.value.field == "predictions[0].baseline"
