@@ -52,6 +52,7 @@ def project_model_prediction(w: nq.QuadWriter, rec, meta, dims) -> None:
         w.add(run, LUMA + "prediction", nq.iri(node))
         w.add(node, TYPE, nq.iri(LUMA + "ModelPrediction"))
         w.add(node, LUMA + "evidenceClass", ec)
+        w.add(node, PROV + "wasDerivedFrom", nq.iri(w.graph))  # `luma kb explain` reaches the record
         w.add(node, LUMA + "contract", nq.iri(contract))
         if workload:
             w.add(node, LUMA + "workload", nq.iri(workload))
