@@ -8,6 +8,7 @@ import math
 import click
 
 from luma.cli.output import format_option, print_rows
+from luma.cli.model_record import record_explored, record_option, record_predictions, recorded_line
 from luma.cli.project import NONE, WRITE, project
 
 
@@ -72,9 +73,10 @@ def _fmt(value, unit: str) -> str:
 @click.option("--llm", "llm_ref", help="Serve this LLM (preset such as llama-2-70b, or a config.json path) instead "
               "of the contract's own service.")
 @click.option("--space", "space_ref", help="A space file whose machines, prices and quality table to use.")
+@record_option
 @format_option(choices=("table", "json"))
-@project(NONE)
-def predict_cmd(contract_ref, state_text, llm_ref, space_ref, fmt) -> None:
+@project(WRITE, when=lambda p: p["record"])
+def predict_cmd(contract_ref, state_text, llm_ref, space_ref, record, fmt) -> None:
     """Predict PASS/FAIL per clause of CONTRACT on one machine state, and the binding resource."""
     from luma.cli.project import settings
     from luma.cli.states import parse_state
@@ -83,9 +85,11 @@ def predict_cmd(contract_ref, state_text, llm_ref, space_ref, fmt) -> None:
     levels = parse_state(state_text)
     c = _contract(contract_ref)
     base = space.load(space_ref, c, project=settings()) if space_ref else None
-    p = predict.predict(c, space.from_state(levels, c, llm_ref, base, settings()), _calibration())
+    one = space.from_state(levels, c, llm_ref, base, settings())
+    p = predict.predict(c, one, _calibration())
+    recorded = record_predictions("luma model predict", c, [(p, "state")], one, space_ref) if record else None
     if fmt == "json":
-        click.echo(json.dumps(p.as_dict(), indent=2, default=str))
+        click.echo(json.dumps({**p.as_dict(), **({"recorded": recorded} if recorded else {})}, indent=2, default=str))
         return
     f = p.figures
     llm = "kv_per_device" in f
@@ -109,6 +113,7 @@ def predict_cmd(contract_ref, state_text, llm_ref, space_ref, fmt) -> None:
     click.echo(f"evidence: {p.evidence_class}" + (f"; calibrated error ({which}): {errs}" if errs else ""))
     for note in p.notes:
         click.echo(f"note: {note}")
+    recorded_line(recorded)
 
 
 def _memory_line(f: dict, llm: bool) -> str:
@@ -129,9 +134,10 @@ def _memory_line(f: dict, llm: bool) -> str:
 @click.option("--plot", "plot_path", type=click.Path(dir_okay=False), help="Write the frontier plot (SVG/PNG/PDF).")
 @click.option("--propose", type=click.IntRange(1, 1000), default=10, show_default=True,
               help="How many states to propose for physical trials.")
+@record_option
 @format_option(choices=("table", "json"))
-@project(NONE)
-def explore_cmd(contract_ref, space_ref, plot_path, propose, fmt) -> None:
+@project(WRITE, when=lambda p: p["record"])
+def explore_cmd(contract_ref, space_ref, plot_path, propose, record, fmt) -> None:
     """Sweep a state space: the minimum-cost PASS frontier, the binding resource per region and
     the states a PEX sprint should measure."""
     from luma.cli.project import settings
@@ -142,6 +148,8 @@ def explore_cmd(contract_ref, space_ref, plot_path, propose, fmt) -> None:
     out = simulate.explore(c, sp, _calibration(), propose=propose)
     if plot_path:
         out["plot"] = str(plot.frontier(out, plot_path))
+    if record:
+        out["recorded"] = record_explored(c, sp, space_ref, out)
     if fmt == "json":
         click.echo(json.dumps(out, indent=2, default=str))
         return
@@ -170,6 +178,7 @@ def explore_cmd(contract_ref, space_ref, plot_path, propose, fmt) -> None:
     for key in ("error_basis", "error_summary", "error_note"):
         if out.get(key):
             click.echo(f"{'projected: ' if key == 'error_basis' else ''}{out[key]}")
+    recorded_line(out.get("recorded"))
 
 
 _SHORT = {"accelerator_type": "", "precision": "", "variant": "", "accelerator_count": "x", "concurrency": "conc=",

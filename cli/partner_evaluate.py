@@ -10,7 +10,8 @@ from pathlib import Path
 import click
 
 from luma.cli.output import format_option, print_rows
-from luma.cli.project import NONE, project
+from luma.cli.model_record import record_option, recorded_line
+from luma.cli.project import WRITE, project
 
 
 def _record(ref: str):
@@ -103,8 +104,10 @@ def default_space(contract, state_text: str | None, llm_ref: str | None):
                       f"entry for it (shipped: {', '.join(sorted(space.shipped()))})", field="--space")
 
 
-def run_evaluation(record_ref, contract_ref, state_text, llm_ref, space_ref, repetitions):
-    """(the evaluation as a dict, the InterventionParameters record) for the shared options."""
+def run_evaluation(record_ref, contract_ref, state_text, llm_ref, space_ref, repetitions, context: dict | None = None):
+    """(the evaluation as a dict, the InterventionParameters record) for the shared options;
+    `context`, when given, receives the contract, the state's space and the record's source (what
+    `--record` predicts the evaluation's states with)."""
     from luma.cli.model import _calibration, _contract
     from luma.cli.project import settings
     from luma.cli.states import parse_state
@@ -116,6 +119,8 @@ def run_evaluation(record_ref, contract_ref, state_text, llm_ref, space_ref, rep
     base = space.load(space_ref, c, project=settings()) if space_ref else default_space(c, state_text, llm_ref)
     ev = partner.evaluate(record, c, levels, llm_ref=llm_ref, base=base, calibration=_calibration(),
                           source=source, repetitions=repetitions, project=settings())
+    if context is not None:
+        context.update(contract=c, state=space.from_state(levels, c, llm_ref, base, settings()), source=source)
     return ev.as_dict(), record
 
 
@@ -123,14 +128,20 @@ def run_evaluation(record_ref, contract_ref, state_text, llm_ref, space_ref, rep
 @evaluation_options
 @click.option("--out", "out_path", type=click.Path(dir_okay=False, path_type=Path),
               help="Write the evaluation and the frozen experiment matrix as JSON.")
+@record_option
 @format_option(choices=("table", "json"))
-@project(NONE)
-def evaluate(record_ref, contract_ref, state_text, llm_ref, space_ref, repetitions, out_path, fmt) -> None:
+@project(WRITE, when=lambda p: p["record"])
+def evaluate(record_ref, contract_ref, state_text, llm_ref, space_ref, repetitions, out_path, record, fmt) -> None:
     """Project whether the intervention of RECORD (a record file, or an ingested record's hash
     prefix or name) moves the accepted-service frontier of the contract after its own costs:
     minimum machine state, concurrency, accelerator count, memory tier, cost and energy per
     accepted output, the binding resource next; with the experiment matrix that proves it."""
-    doc, _ = run_evaluation(record_ref, contract_ref, state_text, llm_ref, space_ref, repetitions)
+    context: dict = {}
+    doc, parameters = run_evaluation(record_ref, contract_ref, state_text, llm_ref, space_ref, repetitions, context)
+    if record:
+        from luma.cli.model_record import record_partner
+
+        doc["recorded"] = record_partner(doc, parameters, context)
     if out_path:
         out_path.write_text(json.dumps(doc, indent=2, default=str) + "\n", encoding="utf-8")
     if fmt == "json":
@@ -157,3 +168,4 @@ def evaluate(record_ref, contract_ref, state_text, llm_ref, space_ref, repetitio
     click.echo(f"evidence: {doc['evidence_class']}" + (f"; written to {out_path}" if out_path else ""))
     for note in doc["notes"]:
         click.echo(f"note: {note}")
+    recorded_line(doc.get("recorded"))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import click
 
@@ -50,7 +51,10 @@ def contracts_cmd(fmt: str) -> None:
 
 
 @sprint.command("run")
-@click.argument("contract_ref", metavar="CONTRACT")
+@click.argument("contract_ref", metavar="[CONTRACT]", required=False)
+@click.option("--matrix", "matrix_path", type=click.Path(dir_okay=False, path_type=Path),
+              help="Run the sprint a frozen experiment matrix describes (`luma partner evaluate --out`, `luma sprint "
+                   "plan --out`): its contract, dimension, levels, base state, intervention and repetitions.")
 @click.option("--dimension", help="Dimension to sweep (compute, host_memory, kv_cache, runtime).")
 @click.option("--levels", help="Comma-separated levels, e.g. '64 MiB,96 MiB,128 MiB' (default: the contract's).")
 @click.option("--intervention", help="Intervention to apply at the FAIL level (default: the contract's).")
@@ -63,21 +67,32 @@ def contracts_cmd(fmt: str) -> None:
               help="Ingest every trial and the chain into the ledger and KB.")
 @format_option(choices=("table", "json"))
 @project(WRITE)
-def run_cmd(contract_ref, dimension, levels, intervention, repetitions, start_level, use_model, record, fmt) -> None:
+def run_cmd(contract_ref, matrix_path, dimension, levels, intervention, repetitions, start_level, use_model, record,
+            fmt) -> None:
     """Find the minimum PASS and adjacent FAIL along one dimension, diagnose the binding resource,
-    recover PASS with an intervention and re-qualify the boundary with it in place."""
+    recover PASS with an intervention and re-qualify the boundary with it in place (CONTRACT, or
+    the frozen experiment matrix of --matrix)."""
     from rich.console import Console
 
     from luma.experiments import contract, sprint as sprint_mod, summary
     from luma.experiments.records import Recorder
     from luma.cli.project import settings as command_settings
 
-    c = contract.load(contract_ref, command_settings())
-    import_service(c)
-    plan = sprint_mod.plan(c, dimension, _levels(levels), intervention, repetitions, start_level)
     home = command_settings().home
     err = Console(stderr=True)
-    if start_level is None:
+    if matrix_path is not None:
+        from luma.cli.sprint_matrix import matrix_plan
+
+        plan = matrix_plan(matrix_path, contract_ref, record, dimension=dimension, levels=levels,
+                           intervention=intervention, repetitions=repetitions, start_level=start_level)
+        import_service(plan.contract)
+    else:
+        if contract_ref is None:
+            raise click.UsageError("Missing argument 'CONTRACT' (or give --matrix MATRIX.json)")
+        c = contract.load(contract_ref, command_settings())
+        import_service(c)
+        plan = sprint_mod.plan(c, dimension, _levels(levels), intervention, repetitions, start_level)
+    if start_level is None and (matrix_path is None or plan.start is None):
         plan.start = _model_start(plan, home, use_model, err)
     sprint_id = plan.new_id()
     recorder = Recorder(command_settings(), plan, sprint_id, ingest=record)
@@ -318,3 +333,8 @@ def optimize_cmd(contract_ref, state_text, threads, batches, variants, record, f
     click.echo("no configuration meets the contract on this state" if best is None else
                f"best accepted: {best['variant']}, {best['threads']} thread(s), batch {best['max_batch']}: "
                f"{best['throughput']:.1f} requests/s (the lower of its two runs)")
+
+
+from luma.cli.sprint_matrix import plan_cmd  # noqa: E402 (the command lives with the matrix code)
+
+sprint.add_command(plan_cmd)

@@ -27,6 +27,7 @@ from luma.kb.records.pex_trial import PexTrial
 from luma.kb.records.pex_chain import Level, PexChain
 from luma.kb.records.kinds import KINDS
 from luma.kb.records.rdf_document import project_document  # noqa: F401 (a projector the kinds registry names)
+from luma.kb.projection_model import project_experiment_matrix, project_model_prediction  # noqa: F401 (likewise)
 from luma.kb.records.runner import RunnerRevocation, RunnerTrust
 from luma.kb.scope import PARTNER_RECORD_TYPES, partner_graph
 from luma.kb.vocab import (

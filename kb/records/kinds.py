@@ -59,6 +59,12 @@ KINDS: tuple[RecordKind, ...] = (
     RecordKind("runner-trust", _R + "runner:RunnerTrust", "_runner_trust", command_only=True, evidence=False),
     RecordKind("runner-revocation", _R + "runner:RunnerRevocation", "_runner_revocation", command_only=True,
                evidence=False),
+    # The model's outputs (`--record`): simulated or projected, never signed, never partner-scoped
+    # (a partner evaluation records the intervention's tag and the predictions, not its figures).
+    RecordKind("model-prediction", _R + "model_prediction:ModelPrediction", "project_model_prediction",
+               "model_prediction_schema"),
+    RecordKind("experiment-matrix", _R + "model_prediction:ExperimentMatrix", "project_experiment_matrix",
+               "experiment_matrix_schema"),
     RecordKind("rdf-document", _R + "rdf_document:RdfDocument", "project_document", file_record=False),
 )
 BY_NAME = {k.name: k for k in KINDS}

@@ -14,6 +14,7 @@ from luma.kb.records.intervention_params import intervention_parameters_schema  
 from luma.kb.records.kernel_result import KernelResult
 from luma.kb.records.kinds import BY_NAME, SCHEMA_KINDS
 from luma.kb.records.machine import machine_schema  # noqa: F401 (named by the kinds registry)
+from luma.kb.records.model_prediction import ExperimentMatrix, ModelPrediction
 from luma.kb.records.pex_chain import PexChain
 from luma.kb.records.pex_trial import PexTrial
 
@@ -78,6 +79,41 @@ def pex_trial_schema() -> dict:
     }
     schema["$defs"]["MachineState"]["properties"]["dimensions"]["propertyNames"] = {"enum": sorted(record_dimensions())}
     return schema
+
+
+def model_prediction_schema() -> dict:
+    """JSON Schema (2020-12) of a model-prediction record."""
+    schema = {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$id": "https://w3id.org/luma/schema/model-prediction.schema.json",
+        **ModelPrediction.model_json_schema(mode="validation"),
+        "title": "LUMA model-prediction record",
+        "description": (
+            "What the analytical model predicted (`luma model predict|explore --record`, `luma partner evaluate "
+            "--record`): per machine state the verdict per contract clause, the binding (or tightest) resource "
+            "and the predicted figures with units, with the model's code and calibration hashes. Evidence class "
+            "simulated (a service calibrated on this host) or projected (other hardware, partner figures); it "
+            "never qualifies a boundary. Level units must fit their dimension (checked by `luma kb ingest`)."
+        ),
+    }
+    schema["$defs"]["MachineState"]["properties"]["dimensions"]["propertyNames"] = {"enum": sorted(record_dimensions())}
+    return schema
+
+
+def experiment_matrix_schema() -> dict:
+    """JSON Schema (2020-12) of an experiment-matrix record."""
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$id": "https://w3id.org/luma/schema/experiment-matrix.schema.json",
+        **ExperimentMatrix.model_json_schema(mode="validation"),
+        "title": "LUMA experiment-matrix record",
+        "description": (
+            "A frozen experiment matrix (`luma partner evaluate --record`, `luma sprint run --matrix`): the "
+            "contract, the dimension, the states of each configuration with the model's predicted verdict, and "
+            "the repetitions a PEX sprint runs to prove the projection. `sha256` is the matrix's own hash as its "
+            "writer froze it."
+        ),
+    }
 
 
 #: record_type -> its JSON Schema builder, for the kinds luma.kb.records.kinds publishes one of.

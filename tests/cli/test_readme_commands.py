@@ -93,6 +93,11 @@ BAD_ARGUMENT = {
         "sprint run my.toml --dimension compute --levels '1 core,2 core' --intervention int8-dynamic",
     "sprint bench minilm-memory": "sprint bench minilm-memory --levels '64 MiB'",
     "sprint optimize minilm-memory --state 'compute=2 core'": "sprint optimize minilm-memory --state 'compute 2 core'",
+    "model predict matvec-memory --state 'host_memory=6 MiB' --record":
+        "model predict matvec-memory --state 'host_memory=6 parsecs' --record",
+    "sprint plan matvec-memory --out matrix.json": "sprint plan matvec-memory --levels '8 MiB' --out matrix.json",
+    "sprint run --matrix matrix.json": "sprint run --matrix {bad}",
+    "kb query --name model-vs-pex": "kb query --name model-vs-pexx",
 }
 
 

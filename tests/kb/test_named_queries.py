@@ -54,7 +54,7 @@ def _derived(rule: str = "qualified-boundary") -> set[str]:
 
 
 def test_a_named_query_of_derived_facts_says_the_rules_have_not_run(chains):
-    for name in ("qualified-boundaries", "recurring-bindings", "hardware-requirements", "counter-chains"):
+    for name in ("qualified-boundaries", "recurring-bindings", "hardware-requirements", "counter-chains", "model-vs-pex"):
         result = luma("kb", "query", "--name", name, "--format", "json")
         assert result.exit_code == 1 and "Traceback" not in result.output, result.output
         assert result.stderr.count("\n") == 1 and "luma rules run" in result.stderr, result.stderr

@@ -12,7 +12,7 @@ import pyoxigraph as ox
 import pytest
 from rdflib import OWL, RDF, RDFS, Graph, Namespace, URIRef
 
-from luma.kb import projection, units
+from luma.kb import projection, projection_model, units
 from luma.kb.dimensions import all_dimensions, record_dimensions
 from luma.kb.projection import LedgerMeta, project
 from luma.kb.records.loader import validate_document
@@ -116,6 +116,7 @@ def test_luma_classes_have_label_and_comment():
         "HardwareRequirement", "FrontierShift", "KernelResult", "Environment", "SprintTrial", "QualifiedBoundary",
         "MachineParameters", "MachineFigure", "InterventionFigure", "PartnerRetraction", "Runner", "RunnerRevocation",
         "CapabilityClass", "CapabilityMapping", "CapabilityCandidate",
+        "ModelRun", "ModelPrediction", "ExperimentMatrix", "ModelAgreement",
     }
     assert {str(c).removeprefix(LUMA) for c in classes} == expected
     for cls in classes:
@@ -146,7 +147,8 @@ def test_reused_vocabularies_are_declared_not_redefined():
         ("EvidenceClass", set(EVIDENCE_CLASSES.values())),
         ("ArchitectureKind", {LUMA + v for v in projection.ARCH_KINDS.values()}),
         ("InterventionKind", {LUMA + v for v in projection.INTERVENTION_KINDS.values()}),
-        ("Verdict", {LUMA + v for v in projection.VERDICTS.values()}),
+        # Trial verdicts, and UNKNOWN, which only the model predicts.
+        ("Verdict", {LUMA + v for v in {**projection.VERDICTS, **projection_model.PREDICTED}.values()}),
     ],
 )
 def test_enumerations_match_the_projection(cls, expected):

@@ -106,10 +106,17 @@ def test_shapes_cover_every_type_and_predicate_of_a_record(name):
     assert {p for _, p, _ in triples} - {TYPE} <= paths
 
 
-def _in_lists(path: str) -> list[set[str]]:
+#: Node shapes of the model's records, whose evidence class is only simulated or projected.
+MODEL_SHAPES = {"ModelRunShape", "ModelPredictionShape", "ExperimentMatrixShape"}
+
+
+def _in_lists(path: str, model: bool = False) -> list[set[str]]:
     g = _graph("shapes.ttl")
     out = []
     for shape in g.subjects(SH.path, URIRef(path)):
+        owner = next(g.subjects(SH.property, shape), None)
+        if (str(owner).rsplit("#", 1)[-1] in MODEL_SHAPES) != model:
+            continue
         head = g.value(shape, SH["in"])
         if head is not None:
             out.append({str(m) for m in g.items(head)})
@@ -129,6 +136,16 @@ def _in_lists(path: str) -> list[set[str]]:
 def test_enumerations_in_shapes_match_the_projection(path, expected):
     lists = _in_lists(path)
     assert lists and all(found == expected for found in lists)
+
+
+def test_model_records_shapes_admit_only_the_model_classes():
+    from typing import get_args
+
+    from luma.kb.records.model_prediction import ModelEvidence
+
+    lists = _in_lists(LUMA + "evidenceClass", model=True)
+    assert len(lists) == len(MODEL_SHAPES)
+    assert all(found == {EVIDENCE_CLASSES[c] for c in get_args(ModelEvidence)} for found in lists)
 
 
 def test_classes_named_by_shapes_have_no_subclasses():
@@ -373,8 +390,9 @@ def test_random_edits_get_the_same_verdict_from_both_checkers(triples):
 def test_default_checker_is_compiled_once():
     assert default_checker() is default_checker()
     # 14 for PEX chains and their parts, 2 kernel results, 1 trials, 2 machines, 3 partner records,
-    # 3 runner keys (runner, revocation, revoked runner)
-    assert len(default_checker().shapes) == 26
+    # 3 runner keys (runner, revocation, revoked runner), 6 model outputs (run, prediction, its
+    # clauses and figures, matrix, matrix states)
+    assert len(default_checker().shapes) == 31
 
 
 def test_extra_shapes_add_constraints(tmp_path):
