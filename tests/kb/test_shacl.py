@@ -389,10 +389,11 @@ def test_random_edits_get_the_same_verdict_from_both_checkers(triples):
 
 def test_default_checker_is_compiled_once():
     assert default_checker() is default_checker()
-    # 14 for PEX chains and their parts, 2 kernel results, 1 trials, 2 machines, 3 partner records,
+    # 15 for PEX chains and their parts (software configurations included), 2 kernel results, 1 trials,
+    # 2 machines, 3 partner records,
     # 3 runner keys (runner, revocation, revoked runner), 6 model outputs (run, prediction, its
     # clauses and figures, matrix, matrix states)
-    assert len(default_checker().shapes) == 31
+    assert len(default_checker().shapes) == 32
 
 
 def test_extra_shapes_add_constraints(tmp_path):
