@@ -47,3 +47,5 @@ def test_the_report_reads_diagnosis_frontier_next_binding_and_decision_from_the_
     assert a.next_binding == "host_memory" and a.decided
     decision = boundary.decision(f, a)
     assert "host_memory ≥ 4 MiB" in decision and "Below that, host_memory binds again" in decision
+    report = boundary._report(f, a)
+    assert dict(report.facts)["Binding resource"] == "host_memory (co-binding: compute)"
