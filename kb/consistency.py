@@ -26,6 +26,9 @@ and as a whole (the sprint's own rules, `luma.experiments.search` / `sprint`):
 * `recovered` is true exactly when at least `repetitions` recovered-state trials PASS and every
   one of them does (INCONCLUSIVE is no recovery either), and `recovered: false` rests on a
   measured recovered-state trial that did not PASS.
+
+and its outcomes (diagnosis, co-binding, frontier shift, next binding, decision) against those
+trials and its own: `luma.kb.consistency_outcomes`.
 """
 
 from __future__ import annotations
