@@ -143,9 +143,13 @@ def sprint_trials(plan) -> int:
 def _restorations(diagnosis: dict) -> str:
     parts = []
     for r in diagnosis.get("restorations", [])[1:]:
-        verdict = r["verdict"] or "not needed"
-        parts.append(f"{r['dimension']} -> {r['restored_to']}: {verdict}" + (f" ({r['cause']})" if r.get("cause") else ""))
-    return "; ".join(parts) or "no other dimension to restore"
+        if r["verdict"] == "not-tested":
+            parts.append(f"{r['dimension']}: not tested ({r['reason']})")
+            continue
+        parts.append(f"{r['dimension']} -> {r['restored_to']}: {r['verdict']}" + (f" ({r['cause']})" if r.get("cause") else ""))
+    co = diagnosis.get("also_recovering")
+    text = "; ".join(parts) or "no other dimension to restore"
+    return text + (f" — co-binding: {', '.join(co)}" if co else "")
 
 
 def _in_all(level: str | None, entry: dict | None) -> str | None:
