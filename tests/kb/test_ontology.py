@@ -112,7 +112,7 @@ def test_luma_classes_have_label_and_comment():
         "ResourceDimension", "MachineState", "Level", "SoftwareConfig", "Trial", "Observation", "Verdict",
         "BoundaryQualification", "Intervention", "InterventionKind", "InterventionParameterRecord",
         "EvidenceClass", "SourceRecord", "RecurringBinding", "RecurringRemedy", "ArchitectureEvidence", "UnqualifiedChain", "CounterEvidence",
-        "BindingGroup",
+        "BindingGroup", "BindsBefore", "KvConcurrencyLimit", "KvConcurrencyPoint", "UnrecoveredBoundary", "TierRemedy",
         "HardwareRequirement", "FrontierShift", "KernelResult", "Environment", "SprintTrial", "QualifiedBoundary",
         "MachineParameters", "MachineFigure", "InterventionFigure", "PartnerRetraction", "Runner", "RunnerRevocation",
     }
@@ -125,7 +125,8 @@ def test_provenance_and_derived_classes():
     g = graph("luma.ttl")
     for cls in ("BoundaryQualification", "SourceRecord"):
         assert (L[cls], RDFS.subClassOf, PROV.Entity) in g
-    for cls in ("RecurringBinding", "RecurringRemedy", "ArchitectureEvidence", "HardwareRequirement", "FrontierShift"):
+    for cls in ("RecurringBinding", "RecurringRemedy", "ArchitectureEvidence", "HardwareRequirement", "FrontierShift",
+                "BindsBefore", "KvConcurrencyLimit", "KvConcurrencyPoint", "UnrecoveredBoundary", "TierRemedy"):
         comment = str(g.value(L[cls], RDFS.comment))
         assert "produced by rules, never asserted by hand" in comment.lower()
 
