@@ -101,7 +101,7 @@ def chain_record(result: Result, started: datetime) -> dict | None:
     def software(variant: str) -> dict:
         return software_config(p.contract, variant, result.artifacts.get(variant), env)
 
-    return {
+    chain = {
         "record_type": "pex-chain", "evidence_class": "measured", "workload": get(p.contract.service).workload(),
         "architecture": architecture(), "contract": p.contract.record_contract(),
         "pass_state": pass_state.record(), "fail_state": fail_state.record(), "crossed_dimension": p.dimension,
@@ -110,6 +110,63 @@ def chain_record(result: Result, started: datetime) -> dict | None:
         "recovered": result.recovered, "repetitions": max(1, reps), "trials": trials, "provenance": prov,
         "software": software("fp32"),
     }
+    chain.update(outcomes(result, software))
+    return chain
+
+
+def _row(t: Trial, role: str, repetition: int = 1) -> dict:
+    row = {"state": role, "repetition": repetition, "verdict": t.verdict, "observations": t.observations()}
+    if t.cause:
+        row["failure_cause"] = t.cause
+    return row
+
+
+def _restorations(result: Result, diagnosis: dict) -> list[dict]:
+    """The record's `diagnosis` rows from a sprint's `_diagnose` result."""
+    out = []
+    for r in diagnosis.get("restorations", []):
+        row = {"dimension": r["dimension"], "restored_level": r["restored_to"].model_dump(exclude_none=True),
+               "verdict": r["verdict"]}
+        if r["verdict"] == "not-tested":
+            row["reason"] = r["reason"]
+        elif "trial" in r:
+            row["trials"] = [_row(result.trials[r["trial"]], "diagnosis")]
+        out.append(row)
+    return out
+
+
+def outcomes(result: Result, software) -> dict:
+    """The chain outcomes (issue 16): diagnosis table, co-binding resources, frontier shift, next
+    binding and deployment decision, each with the trials it rests on. `software(variant)`: the
+    record's software block of a variant."""
+    p, b, q = result.plan, result.boundary, result.requalified
+    rows = _restorations(result, result.diagnosis)
+    out = {"diagnosis": rows, "co_binding": list(result.diagnosis.get("also_recovering", []))} if rows else {}
+    decision = [{"software": software("fp32"), "state": p.state(b.min_pass).record()}]
+    if result.recovered and q is not None and q.min_pass is not None and result.frontier:
+        fr = result.frontier
+        shown, counters = [], {}
+        for t in result.trials:
+            if t.variant != p.variant or t.phase != "requalify":
+                continue
+            role = ("after" if t.state == p.state(q.min_pass) else
+                    "below" if q.adjacent_fail is not None and t.state == p.state(q.adjacent_fail) else None)
+            if role:
+                counters[role] = counters.get(role, 0) + 1
+                shown.append(_row(t, role, counters[role]))
+        shift = {"dimension": p.dimension, "before": fr["before"].model_dump(exclude_none=True),
+                 "after": fr["after"].model_dump(exclude_none=True), "below_range": fr["below_range"]}
+        if "absolute_change" in fr:
+            shift.update(absolute_change=fr["absolute_change"], relative_change=fr["relative_change"], unit=fr["unit"])
+        if shown:
+            shift["trials"] = shown
+        out["frontier_shift"] = shift
+        nb = result.next_binding
+        out["next_binding"] = {"resource": nb.get("binding"), "co_binding": list(nb.get("also_recovering", [])),
+                               "note": nb.get("note"), "diagnosis": _restorations(result, nb)}
+        decision.append({"software": software(p.variant), "state": p.state(q.min_pass).record()})
+    out["decision"] = decision
+    return out
 
 
 class Recorder:

@@ -183,7 +183,8 @@ class Sprint:
         if p.dimension != "runtime":
             before, after = (states.base_value(p.dimension, x) for x in (old, new))
             r.frontier.update(saved=before - after, ratio=after / before,
-                              unit="core" if p.dimension == "compute" else "byte")
+                              unit="core" if p.dimension == "compute" else "byte",
+                              absolute_change=after - before, relative_change=(after - before) / before)
         if q.adjacent_fail is not None:
             r.next_binding = self._diagnose(q.adjacent_fail, p.variant, "next-binding", known_pass=q.min_pass)
         else:
@@ -191,9 +192,12 @@ class Sprint:
         return r
 
     def _diagnose(self, fail_index: int, variant: str, phase: str, known_pass: int | None = None) -> dict:
-        """Restore each candidate dimension alone at the FAIL state; the binding resource is the
-        one whose restoration recovers PASS. Restoring the crossed dimension is the minimum PASS
-        state itself, already measured (its trials are the evidence)."""
+        """Restore each candidate dimension (every dimension of the FAIL state) alone to the most
+        this host offers and run a trial there; the binding resources are the restorations that
+        recover PASS. Restoring the crossed dimension is the minimum PASS state itself, already
+        measured (its trials are the evidence). A dimension the runner cannot restore here (the
+        service does not use it, the host offers no more of it) is recorded `not-tested`, with
+        why, rather than left out. More than one recovering restoration: co-binding."""
         p, r = self.plan, self.result
         fail_state = p.state(fail_index)
         crossed_pass = known_pass if known_pass is not None else r.boundary.min_pass
@@ -202,22 +206,36 @@ class Sprint:
         for dim, level in fail_state.levels:
             if dim == p.dimension:
                 continue
-            ref = states.reference_level(dim)
-            if states.order_key(dim, ref) <= states.order_key(dim, level):
-                rows.append({"dimension": dim, "restored_to": level, "verdict": None,
-                             "evidence": "already at this host's full level"})
+            why = self._unrestorable(dim, level)
+            if why:
+                rows.append({"dimension": dim, "restored_to": level, "verdict": "not-tested", "reason": why})
                 continue
-            t = self._trial(fail_state.with_level(dim, ref), variant, phase)
-            rows.append({"dimension": dim, "restored_to": ref, "verdict": t.verdict, "trial": t.index,
-                         "cause": t.cause})
+            t = self._trial(fail_state.with_level(dim, states.reference_level(dim)), variant, phase)
+            rows.append({"dimension": dim, "restored_to": states.reference_level(dim), "verdict": t.verdict,
+                         "trial": t.index, "cause": t.cause})
         recovering = [row["dimension"] for row in rows if row["verdict"] == "PASS"]
         fail_trials = [t for t in r.trials if t.state == fail_state and t.variant == variant]
         causes = sorted({t.cause for t in fail_trials if t.cause})
         # Restoring the crossed dimension always recovers (it is the minimum PASS state); when another
-        # restoration recovers too, the boundary has two binding candidates: both are reported.
+        # restoration recovers too, the boundary is co-bound: both are binding resources.
         return {"binding": p.dimension,
                 "also_recovering": [d for d in recovering if d != p.dimension], "restorations": rows,
                 "fail_causes": causes,
                 "fail_telemetry": {k: fail_trials[-1].telemetry.get(k) for k in
                                    ("peak_rss_bytes", "runtime_footprint_bytes", "weight_bytes", "error", "phase")}
                 if fail_trials else {}}
+
+    def _unrestorable(self, dim: str, level: Level) -> str | None:
+        """Why `dim` cannot be restored by this runner on this host (None when it can)."""
+        service = self.plan.contract.service
+        users = _SERVICE_DIMENSIONS.get(dim)
+        if users is not None and service not in users:
+            return f"the {service} service does not use {dim}: this runner cannot make it bind or recover"
+        try:
+            ref = states.reference_level(dim)
+            full = states.order_key(dim, ref) <= states.order_key(dim, level)
+        except ConfigError as exc:
+            return f"this host cannot provide more {dim}: {exc}"
+        if full:
+            return f"already at this host's full level ({states.describe(ref)}): nothing more to restore here"
+        return None

@@ -58,20 +58,31 @@ def check_measured(record, *, trials_by_hash: Mapping[str, object] | None = None
 def _check_chain(chain: PexChain, trials_by_hash: Mapping[str, object], source: str | None) -> None:
     cited: set[str] = set()
     for i, trial in enumerate(chain.trials):
-        where = f"trials[{i}]"
-        if trial.record is None or trial.observations or trial.failure_cause:
-            check_verdict(chain.contract.clauses, trial.observations, trial.failure_cause, trial.verdict,
-                          source=source, where=where)
-        if trial.record is not None:
-            if trial.record in cited:
-                _refuse(source, f"{where}.record", f"trial record {trial.record[:12]} is cited twice: "
-                                                   "each repetition is a trial of its own")
-            cited.add(trial.record)
-            _check_reference(chain, trial, trials_by_hash.get(trial.record), source, where)
+        wanted = "pass_state" if trial.state == "pass" else "fail_state"
+        check_trial(chain, trial, trials_by_hash, source, f"trials[{i}]", cited, getattr(chain, wanted), wanted)
     _check_counts(chain, source)
+    from luma.kb.consistency_outcomes import check_outcomes
+
+    check_outcomes(chain, trials_by_hash, source, cited)
 
 
-def _check_reference(chain: PexChain, trial: Trial, found, source: str | None, where: str) -> None:
+def check_trial(chain: PexChain, trial: Trial, trials_by_hash: Mapping[str, object], source: str | None, where: str,
+                cited: set[str], state: MachineState | None, state_name: str) -> None:
+    """One trial of the chain (at `where`): an embedded one re-judged, a referenced one found,
+    cited once, and checked against `state` (None: a state the record does not spell out)."""
+    if trial.record is None or trial.observations or trial.failure_cause:
+        check_verdict(chain.contract.clauses, trial.observations, trial.failure_cause, trial.verdict,
+                      source=source, where=where)
+    if trial.record is not None:
+        if trial.record in cited:
+            _refuse(source, f"{where}.record", f"trial record {trial.record[:12]} is cited twice: "
+                                               "each repetition is a trial of its own")
+        cited.add(trial.record)
+        _check_reference(chain, trial, trials_by_hash.get(trial.record), source, where, state, state_name)
+
+
+def _check_reference(chain: PexChain, trial: Trial, found, source: str | None, where: str,
+                     state: MachineState | None, state_name: str) -> None:
     """A referenced pex-trial record: present, measured, of this chain, in the trial's state."""
     ref = getattr(found, "model", found)
     name = f"trial record {trial.record[:12]}"
@@ -86,10 +97,9 @@ def _check_reference(chain: PexChain, trial: Trial, found, source: str | None, w
         if getattr(ref, part) != getattr(chain, part):
             _refuse(source, field, f"{name} ran under another {part} ({getattr(ref, part).name!r}) than the chain's "
                                    f"({getattr(chain, part).name!r})")
-    wanted = "pass_state" if trial.state == "pass" else "fail_state"
-    differs = _difference(ref.state, getattr(chain, wanted))
+    differs = None if state is None else _difference(ref.state, state)
     if differs:
-        _refuse(source, field, f"{name} ran {differs}: a {trial.state}-state trial runs the chain's {wanted}")
+        _refuse(source, field, f"{name} ran {differs}: a {trial.state}-state trial runs the chain's {state_name}")
     if ref.verdict != trial.verdict:
         _refuse(source, f"{where}.verdict", f"verdict {trial.verdict} but {name} says {ref.verdict}")
     check_verdict(ref.contract.clauses, ref.observations, ref.failure_cause, ref.verdict, source=source,
@@ -139,6 +149,11 @@ def _difference(got: MachineState, wanted: MachineState) -> str | None:
         if _key(a) != _key(b):
             return f"with {key} {_text(a)}, not {_text(b)}"
     return None
+
+
+def level_key(level: Level):
+    """A level in comparable form: its category, or (value, unit) in canonical units."""
+    return _key(level)
 
 
 def _key(level: Level):

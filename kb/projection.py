@@ -26,6 +26,7 @@ from luma.kb.records.machine import MachineRecord
 from luma.kb.records.pex_trial import PexTrial
 from luma.kb.records.pex_chain import Level, PexChain
 from luma.kb.records.kinds import KINDS
+from luma.kb.projection_outcomes import project_outcomes
 from luma.kb.records.rdf_document import project_document  # noqa: F401 (a projector the kinds registry names)
 from luma.kb.records.runner import RunnerRevocation, RunnerTrust
 from luma.kb.scope import PARTNER_RECORD_TYPES, partner_graph
@@ -161,22 +162,27 @@ def _pex_chain(w: nq.QuadWriter, rec: PexChain, meta: LedgerMeta, dims: dict[str
     w.add(c, LUMA + "recovered", nq.boolean(rec.recovered))
     w.add(c, LUMA + "repetitions", nq.integer(rec.repetitions))
     for i, trial in enumerate(rec.trials):
-        t = f"{c}/trial/{i}"
-        w.add(c, LUMA + "trial", nq.iri(t))
-        w.add(t, TYPE, nq.iri(LUMA + "Trial"))
-        w.add(t, LUMA + "trialState", nq.string(trial.state))
-        w.add(t, LUMA + "repetitionIndex", nq.integer(trial.repetition))
-        w.add(t, LUMA + "verdict", nq.iri(LUMA + VERDICTS[trial.verdict]))
-        if trial.failure_cause:
-            w.add(t, LUMA + "failureCause", nq.string(trial.failure_cause))
-        for j, obs in enumerate(trial.observations):
-            o = f"{t}/observation/{j}"
-            w.add(t, LUMA + "observation", nq.iri(o))
-            _quantity(w.add, o, obs.metric, obs.value, obs.unit)
+        project_trial(w, c, f"{c}/trial/{i}", trial)
+    project_outcomes(w, c, rec, dims)
 
     if rec.provenance is not None:
         p = rec.provenance
         _activity(w, c, p.tool, p.git_revision, p.host, p.started, p.environment)
+
+
+def project_trial(w: nq.QuadWriter, owner: str, t: str, trial) -> None:
+    """One trial of a chain (or of one of its restorations) at node `t`, linked from `owner`."""
+    w.add(owner, LUMA + "trial", nq.iri(t))
+    w.add(t, TYPE, nq.iri(LUMA + "Trial"))
+    w.add(t, LUMA + "trialState", nq.string(trial.state))
+    w.add(t, LUMA + "repetitionIndex", nq.integer(trial.repetition))
+    w.add(t, LUMA + "verdict", nq.iri(LUMA + VERDICTS[trial.verdict]))
+    if trial.failure_cause:
+        w.add(t, LUMA + "failureCause", nq.string(trial.failure_cause))
+    for j, obs in enumerate(trial.observations):
+        o = f"{t}/observation/{j}"
+        w.add(t, LUMA + "observation", nq.iri(o))
+        _quantity(w.add, o, obs.metric, obs.value, obs.unit)
 
 
 def software_config(w: nq.QuadWriter, cfg) -> str:

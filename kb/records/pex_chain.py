@@ -185,6 +185,71 @@ class Trial(StrictModel):
                           "ingest finds it in the ledger or the same batch and re-judges it.")
 
 
+class DiagnosisTrial(Trial):
+    """A trial of one restoration (the FAIL state with one dimension restored); state role
+    `diagnosis`."""
+
+    state: Literal["diagnosis"]
+
+
+class FrontierTrial(Trial):
+    """A trial of the re-qualification with the intervention in place: `after` at the new minimum
+    PASS level, `below` at the level under it (the new adjacent FAIL)."""
+
+    state: Literal["after", "below"]
+
+
+class Restoration(StrictModel):
+    """One candidate dimension restored alone at the FAIL state: its verdict and the trials it
+    rests on. `not-tested`: the runner could not restore it here (`reason` says why). The crossed
+    dimension's restoration is the minimum PASS state itself (the chain's pass-state trials)."""
+
+    dimension: StrictStr
+    restored_level: Level | None = None
+    verdict: Literal["PASS", "FAIL", "INCONCLUSIVE", "not-tested"]
+    reason: Name | None = None
+    trials: Annotated[list[DiagnosisTrial], Field(max_length=MAX_TRIALS)] = []
+
+
+class FrontierShift(StrictModel):
+    """The boundary re-qualified with the intervention in place: the crossed dimension's minimum
+    PASS level before and after. `absolute_change` = after - before and `relative_change` =
+    (after - before) / before, in `unit` (the canonical unit); None for a categorical dimension.
+    `below_range`: the intervention passes at the lowest level given (the new boundary lies
+    below it). The software in place is the intervention's."""
+
+    dimension: StrictStr
+    before: Level
+    after: Level
+    absolute_change: Number | None = None
+    relative_change: Number | None = None
+    unit: Name | None = None
+    below_range: StrictBool = False
+    #: The re-qualification's trials (`after` / `below`); the recovered trials stand for `after`
+    #: when it is the FAIL level.
+    trials: Annotated[list[FrontierTrial], Field(max_length=MAX_TRIALS)] = []
+
+
+class NextBinding(StrictModel):
+    """The resource that binds next, with the intervention in place: the restorations at the new
+    adjacent FAIL that recover PASS. `resource` None: none found (`note` says why, e.g. the
+    intervention passes at every level given)."""
+
+    resource: StrictStr | None = None
+    co_binding: Annotated[list[StrictStr], Field(max_length=64)] = []
+    note: Name | None = None
+    #: The restorations at the new adjacent FAIL it rests on.
+    diagnosis: Annotated[list[Restoration], Field(max_length=64)] = []
+
+
+class Decision(StrictModel):
+    """The deployment decision for one software configuration: the minimum complete state that
+    serves the contract with it."""
+
+    software: SoftwareConfig
+    state: MachineState
+
+
 class Environment(StrictModel):
     """Where a figure was measured: CPU model and ISA, library versions, threads."""
 
@@ -231,6 +296,15 @@ class PexChain(StrictModel):
     provenance: Provenance | None = None
     #: The software the boundary (PASS and FAIL states) was measured with.
     software: SoftwareConfig | None = None
+    #: Each candidate dimension restored alone at the FAIL state (chain outcomes, issue 16).
+    #: (None, not [], when absent: a record without outcomes keeps its canonical JSON, its hash.)
+    diagnosis: Annotated[list[Restoration], Field(max_length=64)] | None = None
+    #: Dimensions other than `binding_resource` whose restoration alone also recovered PASS.
+    co_binding: Annotated[list[StrictStr], Field(max_length=64)] | None = None
+    frontier_shift: FrontierShift | None = None
+    next_binding: NextBinding | None = None
+    #: The minimum complete state per software configuration.
+    decision: Annotated[list[Decision], Field(max_length=64)] | None = None
     #: The runner's signature over the content hash (which leaves this block out).
     attestation: Attestation | None = None
 
@@ -264,7 +338,50 @@ class PexChain(StrictModel):
         key = self.crossed_dimension
         if _level_key(self.pass_state.dimensions[key]) == _level_key(self.fail_state.dimensions[key]):
             raise ValueError(f"crossed_dimension: {key!r} has the same level in pass_state and fail_state")
+        self._outcomes_known(dims)
         return self
+
+    def _outcomes_known(self, dims: dict[str, Dimension]) -> None:
+        """The chain outcomes name known dimensions with levels that fit them."""
+        def known(field: str, key: str) -> None:
+            if key not in dims:
+                raise ValueError(f"{field}: unknown dimension {key!r} (known: {', '.join(sorted(dims))})")
+
+        def restorations(field: str, rows: list[Restoration]) -> None:
+            seen = set()
+            for i, r in enumerate(rows):
+                known(f"{field}[{i}].dimension", r.dimension)
+                if r.dimension in seen:
+                    raise ValueError(f"{field}[{i}].dimension: {r.dimension!r} is restored twice")
+                seen.add(r.dimension)
+                if r.restored_level is not None:
+                    _check_level(r.dimension, r.restored_level, dims)
+                if r.verdict == "not-tested":
+                    if r.reason is None or r.trials:
+                        raise ValueError(f"{field}[{i}]: a not-tested restoration gives a reason and has no trials")
+                elif r.restored_level is None:
+                    raise ValueError(f"{field}[{i}].restored_level: a tested restoration names the level it restored")
+
+        restorations("diagnosis", self.diagnosis or [])
+        co = self.co_binding or []
+        for i, key in enumerate(co):
+            known(f"co_binding[{i}]", key)
+            if key == self.binding_resource or key in co[:i]:
+                raise ValueError(f"co_binding[{i}]: {key!r} repeats the binding resource or another co-binding one")
+        f = self.frontier_shift
+        if f is not None:
+            if f.dimension != self.crossed_dimension:
+                raise ValueError(f"frontier_shift.dimension: {f.dimension!r} is not the crossed dimension "
+                                 f"{self.crossed_dimension!r}")
+            for part in ("before", "after"):
+                _check_level(f.dimension, getattr(f, part), dims)
+        n = self.next_binding
+        if n is not None:
+            for i, key in enumerate(([n.resource] if n.resource else []) + n.co_binding):
+                known("next_binding.resource" if i == 0 and n.resource else "next_binding.co_binding", key)
+            if n.co_binding and n.resource is None:
+                raise ValueError("next_binding.co_binding: co-binding resources without a resource")
+            restorations("next_binding.diagnosis", n.diagnosis)
 
 
 def _convertible(value, unit: str) -> None:

@@ -18,6 +18,7 @@ from rdflib import RDF, Graph, Namespace, URIRef
 from luma.errors import ConfigError, RecordError
 from luma.kb import projection, units
 from luma.kb.projection import LedgerMeta, project
+from luma.kb.projection_outcomes import RESTORATION_VERDICTS
 from luma.kb.records.loader import validate_document
 from luma.kb.shacl import ShapeChecker, default_checker
 from luma.kb.vocab import EVIDENCE_CLASSES, LUMA, PROV, QUDT, RDFS, XSD
@@ -124,6 +125,7 @@ def _in_lists(path: str) -> list[set[str]]:
         (LUMA + "architectureKind", {LUMA + v for v in projection.ARCH_KINDS.values()}),
         (LUMA + "interventionKind", {LUMA + v for v in projection.INTERVENTION_KINDS.values()}),
         (LUMA + "verdict", {LUMA + v for v in projection.VERDICTS.values()}),
+        (LUMA + "restorationVerdict", {LUMA + v for v in RESTORATION_VERDICTS.values()}),
     ],
 )
 def test_enumerations_in_shapes_match_the_projection(path, expected):
@@ -372,9 +374,9 @@ def test_random_edits_get_the_same_verdict_from_both_checkers(triples):
 
 def test_default_checker_is_compiled_once():
     assert default_checker() is default_checker()
-    # 14 for PEX chains and their parts, 2 kernel results, 1 trials, 2 machines, 3 partner records,
+    # 17 for PEX chains and their parts (3 of them chain outcomes), 2 kernel results, 1 trials, 2 machines, 3 partner records,
     # 3 runner keys (runner, revocation, revoked runner)
-    assert len(default_checker().shapes) == 26
+    assert len(default_checker().shapes) == 29
 
 
 def test_extra_shapes_add_constraints(tmp_path):
