@@ -177,3 +177,18 @@ def test_only_dimensions_ttl_declares_resource_dimensions():
         assert not individuals(graph(name), L.ResourceDimension), name
     assert set(all_dimensions()) == individuals(graph("dimensions.ttl"), L.ResourceDimension)
     assert "hbm_capacity" in record_dimensions()
+
+
+def test_a_contracts_concurrency_is_projected_and_old_contracts_keep_their_iri():
+    def contract_facts(doc):
+        triples = projected(doc)
+        iri = next(o for s, p, o in triples if p == LUMA + "contract")
+        return iri, [(p, o) for s, p, o in triples if s == iri.strip("<>")]
+
+    old_iri, old = contract_facts(EXAMPLE)
+    assert LUMA + "concurrency" not in {p for p, _ in old}
+    # The IRI of a contract without a concurrency is the one it had before the field existed.
+    assert old_iri == "<" + projection.ID + "contract/" + projection._hash(
+        json.dumps(EXAMPLE["contract"], separators=(",", ":"))) + ">"
+    iri, facts = contract_facts({**EXAMPLE, "contract": {**EXAMPLE["contract"], "concurrency": 16}})
+    assert iri != old_iri and (LUMA + "concurrency", '"16"^^<http://www.w3.org/2001/XMLSchema#integer>') in facts
