@@ -10,6 +10,12 @@ measurement`).
 to sign it (`signer`, a kb.runners.Signer the project trusts) and with trials that agree with
 it: each carries its trials, judged as the sprint judges them (kb/judge.py), and is signed.
 Without a signer the would-be measured chains are labelled `simulated`.
+
+Each chain also carries its outcomes (issue 16), consistent with its trials as ingest checks
+them: a diagnosis (the crossed dimension, the binding resource and any co-binding one recover
+PASS, another restoration FAILs or is not tested), a share of co-binding chains, and on a
+recovered chain the frontier shift and next binding. They are drawn from a random stream of
+their own (per record), so the chains themselves are the ones earlier versions generated.
 """
 
 from __future__ import annotations
@@ -96,10 +102,67 @@ def records(n: int, seed: int = 7, signer=None) -> Iterator[dict]:
             # The run id makes every record distinct, as real runs are.
             "provenance": {"tool": TOOL, "git_revision": f"run-{seed}-{i}", "host": f"runner-{i % 16:02d}"},
         }
+        rec.update(outcomes(random.Random(f"{seed}/{i}/outcomes"), rec, chosen, contract))
         if rec["evidence_class"] == "measured":
             rec["trials"] = trials(rnd, contract, repetitions, recovered)
             rec = signer.sign(rec, f"synthetic record {i}")
         yield rec
+
+
+def outcomes(rnd: random.Random, rec: dict, chosen: list[str], contract: dict) -> dict:
+    """Diagnosis, co-binding, frontier shift and next binding of a synthetic chain, consistent
+    with its states and trials (kb/consistency_outcomes.py): every restoration that PASSes is the
+    binding resource or a co-binding one; the shift's `after` is the FAIL level (the recovered
+    trials PASS there) or one level lower with its own trials."""
+    from luma.kb import units
+
+    crossed, binding = rec["crossed_dimension"], rec["binding_resource"]
+    passing = lambda state: trials(rnd, contract, 1, True)[0] | {"state": state}  # noqa: E731
+    failing = {"state": "diagnosis", "repetition": 1, "verdict": "FAIL", "failure_cause": "oom"}
+    co = [crossed] if binding != crossed else []
+    spare = [d for d in chosen if d not in (crossed, binding)]
+    if spare and rnd.random() < 0.05:  # a co-binding chain: another restoration also recovers
+        co.append(spare.pop(0))
+    fail_dims = rec["fail_state"]["dimensions"]
+    rows = [{"dimension": crossed, "restored_level": rec["pass_state"]["dimensions"][crossed], "verdict": "PASS"}]
+    for d in chosen:
+        if d == crossed:
+            continue
+        unit, levels = _LEVELS[d]
+        if fail_dims[d]["value"] == levels[-1] and d != binding and d not in co:
+            rows.append({"dimension": d, "restored_level": fail_dims[d], "verdict": "not-tested",
+                         "reason": "already at the runner's full level: nothing more to restore"})
+            continue
+        top = {"value": levels[-1] if fail_dims[d]["value"] != levels[-1] else levels[-2], "unit": unit}
+        if d == binding or d in co:
+            rows.append({"dimension": d, "restored_level": top, "verdict": "PASS", "trials": [passing("diagnosis")]})
+        elif rnd.random() < 0.5:
+            rows.append({"dimension": d, "restored_level": top, "verdict": "FAIL", "trials": [failing]})
+        else:
+            rows.append({"dimension": d, "restored_level": top, "verdict": "not-tested",
+                         "reason": "the runner cannot set this dimension"})
+    out = {"diagnosis": rows, "co_binding": co}
+    if not rec["recovered"]:
+        return out
+    unit, levels = _LEVELS[crossed]
+    before, fail = rec["pass_state"]["dimensions"][crossed], fail_dims[crossed]
+    k = levels.index(fail["value"])
+    shift_trials, below_range, after = [], False, fail
+    if k > 0 and rnd.random() < 0.5:  # the intervention passes one level lower still
+        after = {"value": levels[k - 1], "unit": unit}
+        shift_trials.append(passing("after"))
+        below_range = k - 1 == 0
+    else:
+        below_range = k == 0
+    if not below_range:
+        shift_trials.append({"state": "below", "repetition": 1, "verdict": "FAIL", "failure_cause": "oom"})
+    (b, canonical), (a, _) = units.normalise(before["value"], unit), units.normalise(after["value"], unit)
+    out["frontier_shift"] = {"dimension": crossed, "before": before, "after": after, "absolute_change": a - b,
+                             "relative_change": (a - b) / b, "unit": canonical, "below_range": below_range,
+                             "trials": shift_trials}
+    out["next_binding"] = ({"resource": None, "note": "the intervention passes at every level given"}
+                           if below_range else {"resource": crossed})
+    return out
 
 
 def trials(rnd: random.Random, contract: dict, repetitions: int, recovered: bool) -> list[dict]:

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from luma.reports import boundary_data as data
 from luma.reports import budget
 from luma.reports.boundary_data import ChainFacts, Level, TrialFact
+from luma.kb.vocab import LUMA
 from luma.reports.fmt import local, quantity, verdicts_text
 from luma.reports.plots import Point, require, trial_plot
 from luma.reports.render import Plot, Report, Section, Table
@@ -43,6 +44,14 @@ class Analysis:
     #: The largest runtime footprint (bytes) measured per software variant: what a host_memory
     #: level (a budget on top of it) needs added for the deployment's total.
     footprints: dict[str, float | None] = field(default_factory=dict)
+    #: The frontier shift as the chain record states it (reports/boundary_outcomes.Frontier).
+    shift: object = None
+    #: Restorations the runner could not make here: (dimension, why).
+    not_tested: list[tuple[str, str]] = field(default_factory=list)
+    co_binding: list[str] = field(default_factory=list)
+    next_co_binding: list[str] = field(default_factory=list)
+    #: Whether the decision's states are the chain's own deployment-decision facts.
+    decided: bool = False
 
 
 def _restored(t: TrialFact, ref: dict[str, Level]) -> str:
@@ -50,6 +59,55 @@ def _restored(t: TrialFact, ref: dict[str, Level]) -> str:
 
 
 def analyse(f: ChainFacts) -> Analysis:
+    """Each step as the chain's outcome facts state it (diagnosis, frontier shift, next binding,
+    decision: written by the runner, checked at ingest); the trials behind them from the sprint
+    (or, without a sprint, the chain's own trials). A chain recorded before outcomes were facts
+    has its steps reconstructed from the sprint trials."""
+    a = _from_trials(f)
+    _from_outcomes(f, a)
+    return a
+
+
+def _restoration_row(r, f: ChainFacts, pass_verdicts: str,
+                     crossed_from: str = "the minimum PASS state's trials") -> list[str]:
+    """A diagnosis table row from a restoration fact."""
+    to = r.level.text() if r.level is not None else "—"
+    if r.verdict == "not-tested":
+        return [r.dimension, to, "not tested", r.reason or "-", "—", f.evidence]
+    if not r.trials:  # the crossed dimension: the minimum PASS state itself
+        return [r.dimension, to, pass_verdicts or r.verdict, "-", crossed_from, f.evidence]
+    causes = sorted({c for _, c in r.trials if c})
+    n = len(r.trials)
+    return [r.dimension, to, r.verdict, ", ".join(causes) or "-",
+            f"{n} trial{'s' if n != 1 else ''} in the chain record", f.evidence]
+
+
+def _from_outcomes(f: ChainFacts, a: Analysis) -> None:
+    o = f.outcomes
+    if o is None or not o.stated:
+        return
+    x = f.crossed
+    if o.diagnosis:
+        pass_verdicts = a.diagnosis[0][2] if a.diagnosis else "PASS"
+        a.diagnosis = [_restoration_row(r, f, pass_verdicts) for r in o.diagnosis]
+        a.not_tested = [(r.dimension, r.reason or "") for r in o.diagnosis if r.verdict == "not-tested"]
+        a.co_binding = list(o.co_binding)
+    if o.frontier is not None:
+        a.shift, a.requal_pass = o.frontier, o.frontier.after
+        if o.frontier.below_range:
+            a.requal_fail = None
+        a.next_binding = o.next_binding
+        a.next_co_binding = list(o.next_co_binding)
+        a.next_rows = [_restoration_row(r, f, "PASS", "the re-qualified minimum PASS") for r in o.next_diagnosis]
+    base, treated = (o.decided(f.props.get(LUMA + p)) for p in ("softwareConfig", "interventionSoftwareConfig"))
+    if base is not None and x in base:
+        a.min_pass, a.decided = base[x], True
+        a.context = {d: lv for d, lv in base.items() if d != x}
+    if treated is not None and x in treated and f.recovered:
+        a.requal_pass = treated[x]
+
+
+def _from_trials(f: ChainFacts) -> Analysis:
     """Reconstruct each step from the sprint trials (or, without a sprint, the chain's own trials)."""
     x = f.crossed
     ctx = {d: lv for d, lv in f.fail_levels.items() if d != x}
@@ -187,9 +245,13 @@ def _binding_text(f: ChainFacts, a: Analysis) -> str:
     if f.binding != f.crossed:  # a record may name another resource than the one it crossed
         return (f"Binding resource: **{f.binding}**, as the chain record states (the crossed dimension is "
                 f"{f.crossed}); its diagnosis trials are not in this KB.")
-    others = [r[0] for r in a.diagnosis[1:] if r[2] == "PASS"]
-    return (f"Binding resource: **{f.binding}** — restoring it alone at the FAIL state recovers PASS"
-            + (f"; restoring {', '.join(others)} also did." if others else "; no other restoration did."))
+    others = a.co_binding or [r[0] for r in a.diagnosis[1:] if r[2] == "PASS"]
+    text = (f"Binding resource: **{f.binding}** — restoring it alone at the FAIL state recovers PASS"
+            + (f"; restoring {', '.join(others)} alone also did: a **co-binding** boundary, bound by "
+               f"{' and '.join([f.binding, *others])}." if others else "; no other restoration did."))
+    if a.not_tested:
+        text += " Not tested on the runner's host: " + "; ".join(f"{d} ({why})" for d, why in a.not_tested) + "."
+    return text
 
 
 def _reps(n: int) -> str:
@@ -199,6 +261,11 @@ def _reps(n: int) -> str:
 def _shift(a: Analysis) -> str:
     if a.requal_pass is None:
         return "not measured"
+    fr = a.shift
+    if fr is not None and fr.absolute is not None and fr.relative is not None:  # as the chain record states it
+        sign = "−" if fr.absolute <= 0 else "+"
+        return (f"{fr.before.text()} → {fr.after.text()} ({sign}{quantity(abs(fr.absolute), fr.before.unit)}, "
+                f"×{1 + fr.relative:.2f})")
     if a.min_pass.value is None or a.requal_pass.value is None:
         return f"{a.min_pass.text()} → {a.requal_pass.text()}"
     saved = a.min_pass.value - a.requal_pass.value
@@ -251,8 +318,10 @@ def _decision(f: ChainFacts, a: Analysis) -> str:
         text += (f", or at {at(a.adj_fail, a.treated)} with {a.treated} (recovered there "
                  f"×{len(a.recovery) or f.repetitions}; the boundary with it in place was not re-qualified)")
     text += f"; the other dimensions as tested ({ctx})." if ctx else "."
-    if a.requal_fail is not None and a.next_binding:
-        text += f" Below that, {a.next_binding} binds again ({a.requal_fail.text()} fails with {a.treated})."
+    if a.next_binding:
+        below = f" ({a.requal_fail.text()} fails with {a.treated})" if a.requal_fail is not None else ""
+        co = f", with {', '.join(a.next_co_binding)} co-binding" if a.next_co_binding else ""
+        text += f" Below that, {a.next_binding} binds again{below}{co}."
     who = f" by runner {f.record['runner']} (key `{f.record['fingerprint']}`)" if f.record.get("runner") else ""
     return text + budget_sentence(f, a) + f" Evidence: {f.evidence}{who}, {_reps(f.repetitions)}."
 
@@ -344,8 +413,9 @@ def _report(f: ChainFacts, a: Analysis) -> Report:
     budgeted = budget.is_budget(x)
     frontier_rows = [] if a.requal_pass is None else [
         [a.baseline, a.min_pass.text(), a.adj_fail.text(), f.evidence],
-        [a.treated, a.requal_pass.text(), a.requal_fail.text() if a.requal_fail else "below the levels tried",
-         f.evidence]]
+        [a.treated, a.requal_pass.text(), a.requal_fail.text() if a.requal_fail else
+         "below the levels tried" if a.shift is None or a.shift.below_range else
+         "measured below it (the chain record's trials)", f.evidence]]
     if budgeted and frontier_rows:  # the total a deployment of each variant needs
         for row, lv, v in ((frontier_rows[0], a.min_pass, a.baseline), (frontier_rows[1], a.requal_pass, a.treated)):
             foot = a.footprints.get(v)

@@ -89,6 +89,8 @@ class ChainFacts:
     run: Derivation | None = None
     #: Whether that run derived a qualified boundary of this chain.
     qualified: bool = False
+    #: What the chain record states of its outcomes (reports/boundary_outcomes.Outcomes).
+    outcomes: object = None
 
     @property
     def crossed(self) -> str:
@@ -239,6 +241,9 @@ def gather(kb, chain: str) -> ChainFacts:
                        {k: sorted(v) for k, v in env.items()}, _chain_trials(kb, chain, props))
     _qualification(kb, facts)
     _sprint(kb, facts)
+    from luma.reports import boundary_outcomes
+
+    facts.outcomes = boundary_outcomes.read(kb, chain, graph)
     return facts
 
 

@@ -88,7 +88,7 @@ def test_explaining_a_recurring_binding_names_every_supporting_record(derived_kb
     for boundary in boundaries:
         assert LUMA + "QualifiedBoundary" in boundary["types"]
         assert boundary["derived_by"]["rule"] == "qualified-boundary"
-        assert boundary["derived_by"]["version"] == 5  # v5: co-binding resources (issue 16)
+        assert boundary["derived_by"]["version"] == 5  # v5: it carries its co-binding resources (issue 16)
         assert boundary["derived_by"]["parameters"] == ["min_repetitions=3"]
         assert boundary["record"] is None
         [chain] = boundary["supports"]
