@@ -96,7 +96,8 @@ class Contract(StrictModel):
 
     def record_contract(self) -> dict:
         """The contract as a PEX-chain record carries it."""
-        return {"name": self.name, "clauses": [c.model_dump(exclude_none=True) for c in self.clauses]}
+        return {"name": self.name, "clauses": [c.model_dump(exclude_none=True) for c in self.clauses],
+                "concurrency": self.load.concurrency}
 
 
 def judged(metric: str) -> bool:

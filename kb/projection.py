@@ -214,9 +214,12 @@ def _architecture(w: nq.QuadWriter, ar) -> str:
 
 
 def _contract(w: nq.QuadWriter, contract) -> str:
-    iri = ID + "contract/" + _hash(contract.model_dump_json())
+    # exclude_none: a contract without a concurrency keeps the IRI it had before the field existed.
+    iri = ID + "contract/" + _hash(contract.model_dump_json(exclude_none=True))
     if w.entity(iri, LUMA + "ServiceContract"):
         w.describe(iri, LABEL, nq.string(contract.name))
+        if contract.concurrency is not None:
+            w.describe(iri, LUMA + "concurrency", nq.integer(contract.concurrency))
         for i, clause in enumerate(contract.clauses):
             cl = f"{iri}/clause/{i}"
             w.describe(iri, LUMA + "clause", nq.iri(cl))

@@ -66,6 +66,12 @@ def records(n: int, seed: int = 7, signer=None) -> Iterator[dict]:
         ]}
         for i in range(12)
     ]
+    # Half the contracts hold the service at a stated concurrency (2 .. 64 concurrent requests), so
+    # that the rule on KV growth and concurrency has chains to read; set without drawing from `rnd`,
+    # so the rest of the stream (and every other field) is what it was before.
+    for i, c in enumerate(contracts):
+        if i % 2 == 0:
+            c["concurrency"] = 2 ** (i // 2 + 1)
     dims = list(_LEVELS)
     for i in range(n):
         wl = rnd.choice(workloads)

@@ -88,6 +88,9 @@ class Contract(StrictModel):
 
     name: Name
     clauses: Annotated[list[Clause], Field(min_length=1, max_length=256)]
+    #: The concurrent requests the clauses are held at (the contract's load), when it states one:
+    #: the rules read it to tell a KV cache that limits concurrency (rules/80-kv-concurrency.rq).
+    concurrency: Annotated[StrictInt, Field(ge=1, le=1_000_000)] | None = None
 
 
 class Level(StrictModel):

@@ -57,3 +57,10 @@ def test_the_sprints_chain_is_self_consistent(fail_verdicts, recovery, recovered
 
 def test_no_chain_without_a_measured_adjacent_fail():
     assert _chain(["INCONCLUSIVE"], ["PASS"] * 3) is None
+
+
+def test_the_sprints_chain_carries_the_contracts_concurrency():
+    # The rules tell a KV cache that limits concurrency by it (rules/80-kv-concurrency.rq).
+    chain = _chain(["FAIL"], ["PASS"] * 3)
+    assert chain["contract"]["concurrency"] == PLAN.contract.load.concurrency
+    assert validate_document(chain, "chain.json").model.contract.concurrency == PLAN.contract.load.concurrency

@@ -117,7 +117,7 @@ def test_luma_classes_have_label_and_comment():
         "ResourceDimension", "MachineState", "Level", "SoftwareConfig", "Trial", "Observation", "Verdict",
         "BoundaryQualification", "Intervention", "InterventionKind", "InterventionParameterRecord",
         "EvidenceClass", "SourceRecord", "RecurringBinding", "RecurringRemedy", "ArchitectureEvidence", "UnqualifiedChain", "CounterEvidence",
-        "BindingGroup",
+        "BindingGroup", "BindsBefore", "KvConcurrencyLimit", "KvConcurrencyPoint", "UnrecoveredBoundary", "TierRemedy",
         "HardwareRequirement", "FrontierShift", "KernelResult", "Environment", "SprintTrial", "QualifiedBoundary",
         "MachineParameters", "MachineFigure", "InterventionFigure", "PartnerRetraction", "Runner", "RunnerRevocation",
         "CapabilityClass", "CapabilityMapping", "CapabilityCandidate",
@@ -133,7 +133,8 @@ def test_provenance_and_derived_classes():
     g = graph("luma.ttl")
     for cls in ("BoundaryQualification", "SourceRecord"):
         assert (L[cls], RDFS.subClassOf, PROV.Entity) in g
-    for cls in ("RecurringBinding", "RecurringRemedy", "ArchitectureEvidence", "HardwareRequirement"):
+    for cls in ("RecurringBinding", "RecurringRemedy", "ArchitectureEvidence", "HardwareRequirement",
+                "BindsBefore", "KvConcurrencyLimit", "KvConcurrencyPoint", "UnrecoveredBoundary", "TierRemedy"):
         comment = str(g.value(L[cls], RDFS.comment))
         assert "produced by rules, never asserted by hand" in comment.lower()
     # The frontier shift is a chain outcome the runner writes (issue 16), checked at ingest.
@@ -179,3 +180,18 @@ def test_only_dimensions_ttl_declares_resource_dimensions():
         assert not individuals(graph(name), L.ResourceDimension), name
     assert set(all_dimensions()) == individuals(graph("dimensions.ttl"), L.ResourceDimension)
     assert "hbm_capacity" in record_dimensions()
+
+
+def test_a_contracts_concurrency_is_projected_and_old_contracts_keep_their_iri():
+    def contract_facts(doc):
+        triples = projected(doc)
+        iri = next(o for s, p, o in triples if p == LUMA + "contract")
+        return iri, [(p, o) for s, p, o in triples if s == iri.strip("<>")]
+
+    old_iri, old = contract_facts(EXAMPLE)
+    assert LUMA + "concurrency" not in {p for p, _ in old}
+    # The IRI of a contract without a concurrency is the one it had before the field existed.
+    assert old_iri == "<" + projection.ID + "contract/" + projection._hash(
+        json.dumps(EXAMPLE["contract"], separators=(",", ":"))) + ">"
+    iri, facts = contract_facts({**EXAMPLE, "contract": {**EXAMPLE["contract"], "concurrency": 16}})
+    assert iri != old_iri and (LUMA + "concurrency", '"16"^^<http://www.w3.org/2001/XMLSchema#integer>') in facts
