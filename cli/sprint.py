@@ -271,6 +271,8 @@ def _optimize_trials(contract, state, threads, batches, variants) -> int:
     counts = [t for t in (threads or sorted({1, cores})) if 1 <= t <= cores]
     if not getattr(service, "uses_torch", True):
         counts = [cores]
+    if contract.load.mode == "closed":  # optimize.run: a batch never holds more requests than there are clients
+        batches = [b for b in batches if b <= contract.load.concurrency] or [min(batches)]
     return len(known) * max(len(counts), 1) * len(batches) + 2
 
 
@@ -305,7 +307,9 @@ def optimize_cmd(contract_ref, state_text, threads, batches, variants, record, f
     chosen = [v.strip() for v in variants.split(",") if v.strip()] if variants else None
     with _trials("sprint optimize", _optimize_trials(c, state, thread_counts, batch_sizes, chosen), err) as progress:
         out = optimize.run(c, state, home / "artifacts", thread_counts, batch_sizes, recorder.trial, progress, chosen)
-    out.pop("_trials")
+    public = {k: v for k, v in out.items() if not k.startswith("_")}
+    recorded = recorder.optimum(c, state, out, public) if out["_trials"] else None
+    out = {**public, "result_recorded": recorded is not None and record, "records_folder": str(recorder.folder)}
     if fmt == "json":
         click.echo(json.dumps(out, indent=2))
         return
@@ -318,3 +322,6 @@ def optimize_cmd(contract_ref, state_text, threads, batches, variants, record, f
     click.echo("no configuration meets the contract on this state" if best is None else
                f"best accepted: {best['variant']}, {best['threads']} thread(s), batch {best['max_batch']}: "
                f"{best['throughput']:.1f} requests/s (the lower of its two runs)")
+    click.echo(f"result recorded: {'yes' if out['result_recorded'] else 'no'} ({out['records_folder']})"
+               + ("; `luma rules run`, then `luma kb query --name stale-boundaries` shows the boundaries it "
+                  "made stale" if out["result_recorded"] else ""))
