@@ -373,8 +373,8 @@ def test_random_edits_get_the_same_verdict_from_both_checkers(triples):
 def test_default_checker_is_compiled_once():
     assert default_checker() is default_checker()
     # 14 for PEX chains and their parts, 2 kernel results, 1 trials, 2 machines, 3 partner records,
-    # 3 runner keys (runner, revocation, revoked runner)
-    assert len(default_checker().shapes) == 26
+    # 3 runner keys (runner, revocation, revoked runner), 3 optimize results (result, configuration, trial)
+    assert len(default_checker().shapes) == 29
 
 
 def test_extra_shapes_add_constraints(tmp_path):
