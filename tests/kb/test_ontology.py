@@ -113,7 +113,7 @@ def test_luma_classes_have_label_and_comment():
         "BoundaryQualification", "Intervention", "InterventionKind", "InterventionParameterRecord",
         "EvidenceClass", "SourceRecord", "RecurringBinding", "RecurringRemedy", "ArchitectureEvidence", "UnqualifiedChain", "CounterEvidence",
         "BindingGroup",
-        "OptimizeResult", "TriedConfiguration", "SearchTrial", "QualifiedOptimum", "StaleBoundary", "StaleOptimum",
+        "OptimizeResult", "TriedConfiguration", "SearchTrial", "QualifiedOptimum", "StaleBoundary",
         "HardwareRequirement", "FrontierShift", "KernelResult", "Environment", "SprintTrial", "QualifiedBoundary",
         "MachineParameters", "MachineFigure", "InterventionFigure", "PartnerRetraction", "Runner", "RunnerRevocation",
     }

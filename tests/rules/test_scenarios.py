@@ -35,7 +35,7 @@ PREFIXES = f"""@prefix luma: <{LUMA}> .
 """
 RUNNER = f"{ID}runner/0123456789abcdef0123456789abcdef"
 RULES = {"qualified-boundary", "recurring-binding", "recurring-remedy", "hardware-requirement",
-         "counter-evidence", "unqualified-evidence"}
+         "counter-evidence", "unqualified-evidence", "qualified-optimum", "stale-boundary"}
 
 
 @dataclass
