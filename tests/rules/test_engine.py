@@ -130,7 +130,7 @@ def test_cli_rules_list_check_run(luma_home):
     runner = CliRunner()
     assert runner.invoke(cli, ["rules", "check"]).exit_code == 0
     listed = json.loads(runner.invoke(cli, ["rules", "list", "--format", "json"]).stdout)
-    assert [r["id"] for r in listed][:2] == ["qualified-boundary", "recurring-binding"]
+    assert [r["id"] for r in listed][:2] == ["qualified-boundary", "qualified-optimum"]
     assert runner.invoke(cli, ["rules", "run"]).exit_code == 1  # no project yet: nothing to derive from
     assert runner.invoke(cli, ["kb", "init"]).exit_code == 0
     out = runner.invoke(cli, ["rules", "run", "--format", "json"])
