@@ -68,8 +68,7 @@ def run_cmd(contract_ref, dimension, levels, intervention, repetitions, start_le
     recover PASS with an intervention and re-qualify the boundary with it in place."""
     from rich.console import Console
 
-    from luma.experiments import contract, sprint as sprint_mod, summary
-    from luma.experiments.records import Recorder
+    from luma.experiments import contract, sprint as sprint_mod
     from luma.cli.project import settings as command_settings
 
     c = contract.load(contract_ref, command_settings())
@@ -79,14 +78,7 @@ def run_cmd(contract_ref, dimension, levels, intervention, repetitions, start_le
     err = Console(stderr=True)
     if start_level is None:
         plan.start = _model_start(plan, home, use_model, err)
-    sprint_id = plan.new_id()
-    recorder = Recorder(command_settings(), plan, sprint_id, ingest=record)
-    with _trials("sprint run", sprint_trials(plan), err) as progress:
-        result = sprint_mod.Sprint(plan, home / "artifacts", recorder.trial, progress, sprint_id).run()
-    out = summary.summarize(result)
-    chain = recorder.finish(result, out)
-    out["chain_recorded"] = chain is not None and record
-    out["records_folder"] = str(recorder.folder)
+    out = execute(plan, command_settings(), record, err)
     if fmt == "json":
         click.echo(json.dumps(out, indent=2, default=str))
         return
@@ -94,6 +86,23 @@ def run_cmd(contract_ref, dimension, levels, intervention, repetitions, start_le
                                "runtime_footprint_mib", "quality", "throughput"], "table",
                title=f"sprint {out['sprint']}: {out['dimension']} over {out['base_state']}")
     print_rows(_boundary_rows(out), ["item", "value"], "table", title="boundary")
+
+
+def execute(plan, project, record: bool, err) -> dict:
+    """Run one sprint of `plan` with its trials on screen, write its records (and ingest them when
+    `record`); the sprint's summary with `chain_recorded` and `records_folder`."""
+    from luma.experiments import sprint as sprint_mod, summary
+    from luma.experiments.records import Recorder
+
+    sprint_id = plan.new_id()
+    recorder = Recorder(project, plan, sprint_id, ingest=record)
+    with _trials("sprint run", sprint_trials(plan), err) as progress:
+        result = sprint_mod.Sprint(plan, project.home / "artifacts", recorder.trial, progress, sprint_id).run()
+    out = summary.summarize(result)
+    chain = recorder.finish(result, out)
+    out["chain_recorded"] = chain is not None and record
+    out["records_folder"] = str(recorder.folder)
+    return out
 
 
 def _trials(title: str, expected: int, console):
@@ -325,3 +334,8 @@ def optimize_cmd(contract_ref, state_text, threads, batches, variants, record, f
     click.echo(f"result recorded: {'yes' if out['result_recorded'] else 'no'} ({out['records_folder']})"
                + ("; `luma rules run`, then `luma kb query --name stale-boundaries` shows the boundaries it "
                   "made stale" if out["result_recorded"] else ""))
+
+
+from luma.cli.requalify import requalify_cmd  # noqa: E402 (a subcommand in a module of its own)
+
+sprint.add_command(requalify_cmd)
