@@ -11,7 +11,7 @@ import pyoxigraph as ox
 
 from luma.kb.knowledge_base import KnowledgeBase
 from luma.kb.named_queries import get_named_query
-from luma.kb.vocab import ID, record_graph
+from luma.kb.vocab import ENTITY_GRAPH, ID, record_graph
 from luma.rules.engine import Engine
 from luma.settings import Settings
 from tests.rules.test_incremental import _derived
@@ -31,6 +31,7 @@ class SoftwareChain(Chain):
         return super().trig() + f"""
 <{g}> {{ <{g}> prov:generatedAtTime "{self.at}"^^<{XSD}dateTime> .
   <{self.iri}> luma:contract <{CONTRACT}> ; luma:softwareConfig <{ID}software/{self.software}> . }}
+<{ENTITY_GRAPH}> {{ <{ID}software/{self.software}> a luma:SoftwareConfig . }}
 """
 
 
@@ -44,6 +45,7 @@ def optimum(key: str, workload: str, architecture: str, software: str, at: str) 
       luma:architecture <{ID}architecture/{architecture}> ; luma:contract <{CONTRACT}> ;
       luma:machineState <{ID}state/s1> ; luma:softwareConfig <{ID}software/{software}> .
 }}
+<{ENTITY_GRAPH}> {{ <{ID}software/{software}> a luma:SoftwareConfig . }}
 """
 
 
