@@ -36,9 +36,13 @@ def requalify_cmd(chains, all_stale, record, fmt) -> None:
     settings = command_settings()
     err = Console(stderr=True)
     with KnowledgeBase.open(settings) as kb:
+        picked = requalify.chains_named(kb, list(chains)) if chains else []  # before anything changes
         Engine(kb).run()
+        left = requalify.unqualified(kb, picked)
+        if left:
+            raise click.ClickException(f"chain {left[0]} is no qualified boundary (`luma kb query --name "
+                                       "qualified-boundaries` lists them): nothing to measure again")
         rows = requalify.stale_rows(kb)
-        picked = requalify.qualified_chains(kb, list(chains)) if chains else []
         if all_stale:
             picked += [r["chain"] for r in rows if r["chain"] not in picked]
         hashes = requalify.chain_hashes(kb, picked)

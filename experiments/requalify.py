@@ -61,21 +61,30 @@ def chain_hashes(kb, chains: list[str]) -> dict[str, str]:
     return {r["chain"]: r["h"] for r in rows}
 
 
-def qualified_chains(kb, refs: list[str]) -> list[str]:
-    """The chain IRIs of qualified boundaries named by `refs` (a chain IRI, a boundary IRI, or
-    the start of a chain's key, at least 8 hex digits); UsageError-like ConfigError otherwise."""
-    rows = kb.store.select(f"SELECT ?chain WHERE {{ GRAPH <{_QB}> {{ ?q <{LUMA}qualifies> ?chain }} }}")
-    known = sorted(r["chain"] for r in rows)
+def chains_named(kb, refs: list[str]) -> list[str]:
+    """The chain IRIs `refs` name (a chain IRI, its boundary's IRI, or the start of the chain's
+    key, at least 8 hex digits), read from the chain records (so before any rule runs);
+    ConfigError naming the first that names none or several."""
+    rows = kb.store.select(f"SELECT ?chain WHERE {{ GRAPH ?g {{ ?g <{LUMA}recordKind> \"pex-chain\" . "
+                           f"?chain a <{LUMA}BoundaryQualification> }} }}")
+    known = sorted({r["chain"] for r in rows})
     out = []
     for ref in refs:
         ref = ref.strip().removesuffix("/qualified")
         hits = [c for c in known if c == ref or (len(ref) >= 8 and c.rsplit("/", 1)[-1].startswith(ref))]
         if len(hits) != 1:
-            why = "no qualified boundary" if not hits else f"{len(hits)} qualified boundaries"
+            why = "no chain" if not hits else f"{len(hits)} chains"
             raise ConfigError(f"{why} matches {ref!r} (give a chain IRI or at least 8 hex digits of its key; "
                               "`luma kb query --name qualified-boundaries` lists them)", field="CHAIN")
         out.append(hits[0])
     return list(dict.fromkeys(out))
+
+
+def unqualified(kb, chains: list[str]) -> list[str]:
+    """Those of `chains` the rules did not qualify (there is no boundary to measure again)."""
+    rows = kb.store.select(f"SELECT ?chain WHERE {{ GRAPH <{_QB}> {{ ?q <{LUMA}qualifies> ?chain }} }}")
+    qualified = {r["chain"] for r in rows}
+    return [c for c in chains if c not in qualified]
 
 
 def sprint_folders(home: Path) -> dict[str, Path]:

@@ -93,6 +93,8 @@ BAD_ARGUMENT = {
         "sprint run my.toml --dimension compute --levels '1 core,2 core' --intervention int8-dynamic",
     "sprint bench minilm-memory": "sprint bench minilm-memory --levels '64 MiB'",
     "sprint optimize minilm-memory --state 'compute=2 core'": "sprint optimize minilm-memory --state 'compute 2 core'",
+    "kb query --name stale-boundaries": "kb query --name stale-boundary",
+    "sprint requalify --stale": "sprint requalify --stale 0000000000000000",
 }
 
 
