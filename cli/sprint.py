@@ -74,8 +74,7 @@ def run_cmd(contract_ref, matrix_path, dimension, levels, intervention, repetiti
     the frozen experiment matrix of --matrix)."""
     from rich.console import Console
 
-    from luma.experiments import contract, sprint as sprint_mod, summary
-    from luma.experiments.records import Recorder
+    from luma.experiments import contract, sprint as sprint_mod
     from luma.cli.project import settings as command_settings
 
     home = command_settings().home
@@ -94,14 +93,7 @@ def run_cmd(contract_ref, matrix_path, dimension, levels, intervention, repetiti
         plan = sprint_mod.plan(c, dimension, _levels(levels), intervention, repetitions, start_level)
     if start_level is None and (matrix_path is None or plan.start is None):
         plan.start = _model_start(plan, home, use_model, err)
-    sprint_id = plan.new_id()
-    recorder = Recorder(command_settings(), plan, sprint_id, ingest=record)
-    with _trials("sprint run", sprint_trials(plan), err) as progress:
-        result = sprint_mod.Sprint(plan, home / "artifacts", recorder.trial, progress, sprint_id).run()
-    out = summary.summarize(result)
-    chain = recorder.finish(result, out)
-    out["chain_recorded"] = chain is not None and record
-    out["records_folder"] = str(recorder.folder)
+    out = execute(plan, command_settings(), record, err)
     if fmt == "json":
         click.echo(json.dumps(out, indent=2, default=str))
         return
@@ -109,6 +101,23 @@ def run_cmd(contract_ref, matrix_path, dimension, levels, intervention, repetiti
                                "runtime_footprint_mib", "quality", "throughput"], "table",
                title=f"sprint {out['sprint']}: {out['dimension']} over {out['base_state']}")
     print_rows(_boundary_rows(out), ["item", "value"], "table", title="boundary")
+
+
+def execute(plan, project, record: bool, err) -> dict:
+    """Run one sprint of `plan` with its trials on screen, write its records (and ingest them when
+    `record`); the sprint's summary with `chain_recorded` and `records_folder`."""
+    from luma.experiments import sprint as sprint_mod, summary
+    from luma.experiments.records import Recorder
+
+    sprint_id = plan.new_id()
+    recorder = Recorder(project, plan, sprint_id, ingest=record)
+    with _trials("sprint run", sprint_trials(plan), err) as progress:
+        result = sprint_mod.Sprint(plan, project.home / "artifacts", recorder.trial, progress, sprint_id).run()
+    out = summary.summarize(result)
+    chain = recorder.finish(result, out)
+    out["chain_recorded"] = chain is not None and record
+    out["records_folder"] = str(recorder.folder)
+    return out
 
 
 def _trials(title: str, expected: int, console):
@@ -290,6 +299,8 @@ def _optimize_trials(contract, state, threads, batches, variants) -> int:
     counts = [t for t in (threads or sorted({1, cores})) if 1 <= t <= cores]
     if not getattr(service, "uses_torch", True):
         counts = [cores]
+    if contract.load.mode == "closed":  # optimize.run: a batch never holds more requests than there are clients
+        batches = [b for b in batches if b <= contract.load.concurrency] or [min(batches)]
     return len(known) * max(len(counts), 1) * len(batches) + 2
 
 
@@ -324,7 +335,9 @@ def optimize_cmd(contract_ref, state_text, threads, batches, variants, record, f
     chosen = [v.strip() for v in variants.split(",") if v.strip()] if variants else None
     with _trials("sprint optimize", _optimize_trials(c, state, thread_counts, batch_sizes, chosen), err) as progress:
         out = optimize.run(c, state, home / "artifacts", thread_counts, batch_sizes, recorder.trial, progress, chosen)
-    out.pop("_trials")
+    public = {k: v for k, v in out.items() if not k.startswith("_")}
+    recorded = recorder.optimum(c, state, out, public) if out["_trials"] else None
+    out = {**public, "result_recorded": recorded is not None and record, "records_folder": str(recorder.folder)}
     if fmt == "json":
         click.echo(json.dumps(out, indent=2))
         return
@@ -337,6 +350,14 @@ def optimize_cmd(contract_ref, state_text, threads, batches, variants, record, f
     click.echo("no configuration meets the contract on this state" if best is None else
                f"best accepted: {best['variant']}, {best['threads']} thread(s), batch {best['max_batch']}: "
                f"{best['throughput']:.1f} requests/s (the lower of its two runs)")
+    click.echo(f"result recorded: {'yes' if out['result_recorded'] else 'no'} ({out['records_folder']})"
+               + ("; `luma rules run`, then `luma kb query --name stale-boundaries` shows the boundaries it "
+                  "made stale" if out["result_recorded"] else ""))
+
+
+from luma.cli.requalify import requalify_cmd  # noqa: E402 (a subcommand in a module of its own)
+
+sprint.add_command(requalify_cmd)
 
 
 from luma.cli.sprint_matrix import plan_cmd  # noqa: E402 (the command lives with the matrix code)

@@ -8,8 +8,13 @@ in increasing order, and the walk stops once throughput stops rising by at least
 batching only adds latency from there) or a failure that batching cannot fix appears (out of
 memory, KV capacity, quality). A latency or throughput miss at a small batch does not stop it:
 queueing behind batch-1 service is what batching removes. Each configuration is
-one physical trial with closed-loop clients enough to fill its batch; the two best are measured
-again and ranked by the lower of their two throughputs.
+one physical trial at the contract's own load; the two best are measured again and ranked by
+the lower of their two throughputs.
+
+The accepted service is not searched: every trial runs the contract's load (its concurrency,
+arrival mode and rate), only the software changes. Under closed-loop clients a batch larger than
+the concurrency never fills, so those batch sizes are not tried. `result` gives what the search
+found as an optimize-result record's body (kb/records/optimize_result.py), which ingest re-judges.
 """
 
 from __future__ import annotations
@@ -38,11 +43,14 @@ def run(contract, state: State, cache, threads: list[int] | None = None, batches
     threads = [t for t in (threads or sorted({1, cores})) if 1 <= t <= cores]
     if not getattr(service, "uses_torch", True):
         threads = [cores]  # thread count is torch's setting; other runtimes use their cores
+    if contract.load.mode == "closed":
+        # A batch never holds more requests than there are clients: larger ones are the same service.
+        batches = [b for b in batches if b <= contract.load.concurrency] or [min(batches)]
     artifacts = {v: service.prepare(v, cache) for v in variants}
     rows, trials = [], []
 
     def measure(variant: str, th: int, batch: int, confirm: bool = False) -> dict:
-        load = contract.load.model_copy(update={"max_batch": batch, "concurrency": max(contract.load.concurrency, batch)})
+        load = contract.load.model_copy(update={"max_batch": batch})  # the contract's load, its concurrency kept
         label = f"{variant}, {th} thread(s), batch {batch}" + (" (confirming)" if confirm else "")
         progress(label)
         t: Trial = run_trial(contract.model_copy(update={"load": load}), state, artifacts[variant], variant,
@@ -76,7 +84,53 @@ def run(contract, state: State, cache, threads: list[int] | None = None, batches
                           "verdict": "PASS" if again["verdict"] == "PASS" else again["verdict"]})
     best = max((f for f in finalists if f["verdict"] == "PASS"), key=lambda f: f["throughput"], default=None)
     return {"contract": contract.name, "state": state.label(), "configurations": rows, "finalists": finalists,
-            "best": best, "trials": len(trials), "_trials": trials}
+            "best": best, "trials": len(trials), "_trials": trials, "_artifacts": artifacts, "_cores": cores}
+
+
+def settings_of(contract, batch: int, threads: int, cores: int) -> dict:
+    """The service-side settings of a configuration, as a sprint's software block has them
+    (experiments/software.py): the batch, and the thread count where it is not the state's
+    cores (a sprint's default), so that a configuration a sprint also runs has the same key."""
+    out = {"max_batch": batch}
+    if threads != cores:
+        out["threads"] = threads
+    return out
+
+
+def result(contract, state: State, out: dict, environment: dict) -> dict:
+    """The body of the optimize-result record of a search `out` (from `run`): its configurations
+    with their trials, and the best accepted one, from the trials themselves (the rule ingest
+    checks, kb/consistency.py)."""
+    from luma.experiments.software import software_config
+    from luma.kb.records.optimize_result import CONFIRMATIONS
+
+    groups: dict[tuple, list[Trial]] = {}
+    for t in out["_trials"]:
+        groups.setdefault((t.variant, t.extra["threads"], t.extra["max_batch"]), []).append(t)
+    configurations, best, best_rate = [], None, None
+    for (variant, th, batch), trials in groups.items():
+        sw = software_config(contract, variant, out["_artifacts"].get(variant), environment)
+        sw["settings"] = settings_of(contract, batch, th, out["_cores"])
+        rows = []
+        for t in trials:
+            row = {"verdict": t.verdict, "observations": t.observations()}
+            if t.cause:
+                row["failure_cause"] = t.cause
+            rows.append(row)
+        configurations.append({"software": sw, "concurrency": trials[0].extra["concurrency"], "trials": rows})
+        rates = [float(t.telemetry.get("throughput") or 0.0) for t in trials]
+        if len(trials) >= CONFIRMATIONS and all(t.verdict == "PASS" for t in trials) and \
+                all(isinstance(t.telemetry.get("throughput"), (int, float)) for t in trials):
+            if best_rate is None or min(rates) > best_rate:
+                best, best_rate = sw, min(rates)
+    load = {"mode": contract.load.mode, "concurrency": contract.load.concurrency}
+    if contract.load.rate is not None:
+        load["rate"] = contract.load.rate
+    body = {"load": load, "configurations": configurations}
+    if best is not None:
+        body["best"] = best
+        body["throughput"] = {"value": best_rate, "unit": "1/s"}
+    return body
 
 
 def plan_for(contract, state_levels: dict) -> Plan:

@@ -216,3 +216,22 @@ class Recorder:
             self._ingest(path)
         (self.folder / "sprint.json").write_text(json.dumps(summary, indent=1, default=str))
         return chain
+
+    def optimum(self, contract, state, out: dict, summary: dict) -> dict:
+        """Write and ingest the optimize-result record of a search (`optimize.run`'s `out`), with
+        `optimize.json` (its summary) beside it; the record as written."""
+        from luma.experiments import optimize
+        from luma.experiments.services import get
+
+        self.folder.mkdir(parents=True, exist_ok=True)
+        prov = provenance(self.started)
+        doc = {"record_type": "optimize-result", "evidence_class": "measured", "sprint": self.sprint_id,
+               "workload": get(contract.service).workload(), "architecture": architecture(),
+               "contract": contract.record_contract(), "state": state.record(),
+               **optimize.result(contract, state, out, prov.get("environment", {})), "provenance": prov}
+        doc = self._signed(doc)
+        path = self.folder / "optimum.json"
+        path.write_text(json.dumps(doc, indent=1))
+        self._ingest(path)
+        (self.folder / "optimize.json").write_text(json.dumps(summary, indent=1, default=str))
+        return doc

@@ -55,6 +55,8 @@ def summarize(result: Result) -> dict:
         "frontier": _plain(result.frontier), "next_binding": _plain(result.next_binding),
         "physical_trials": len(result.trials), "problems": result.problems,
         "trials": [trial_row(t, p) for t in result.trials],
+        # The whole contract, so that `luma sprint requalify` can run this sprint again.
+        "contract_spec": p.contract.model_dump(mode="json"),
     }
     if p.dimension in BUDGETS and b:
         out["deployment"] = _deployment(result)

@@ -29,6 +29,12 @@ and as a whole (the sprint's own rules, `luma.experiments.search` / `sprint`):
 
 and its outcomes (diagnosis, co-binding, frontier shift, next binding, decision) against those
 trials and its own: `luma.kb.consistency_outcomes`.
+
+An **optimize-result** record (`luma sprint optimize`): every configuration ran at the record's
+`load` concurrency (a search may not pass by changing the accepted service); every embedded
+trial is re-judged against the contract; and `best` / `throughput` are what the trials give: the
+accepted configuration (at least `CONFIRMATIONS` trials, all PASS) with the highest throughput,
+counted as the lowest of its trials' (none when no configuration was accepted).
 """
 
 from __future__ import annotations
@@ -38,6 +44,7 @@ from collections.abc import Mapping
 from luma.errors import RecordError
 from luma.kb import units
 from luma.kb.records.pex_chain import Level, MachineState, PexChain, Trial
+from luma.kb.records.optimize_result import CONFIRMATIONS, OptimizeResult
 from luma.kb.records.pex_trial import PexTrial
 from luma.kb.rejudge import check_verdict
 
@@ -56,6 +63,8 @@ def check_measured(record, *, trials_by_hash: Mapping[str, object] | None = None
         # `is None`, not falsiness: the gate's mapping reads the ledger on demand, and its length
         # counts only the batch's trials (empty when every cited trial is in the ledger already).
         _check_chain(model, trials_by_hash if trials_by_hash is not None else {}, source)
+    elif isinstance(model, OptimizeResult):
+        _check_optimum(model, source)
 
 
 def _check_chain(chain: PexChain, trials_by_hash: Mapping[str, object], source: str | None) -> None:
@@ -139,6 +148,60 @@ def _check_counts(chain: PexChain, source: str | None) -> None:
         detail = f"all {passed} recovered-state trials PASS" if passed else "it has no recovered-state trial"
         _refuse(source, "recovered", f"recovered is false but {detail}: a failed recovery is a measured "
                                      "recovered-state trial that did not PASS")
+
+
+def _check_optimum(result: OptimizeResult, source: str | None) -> None:
+    """An optimize result agrees with its trials (module docstring)."""
+    best, best_at = None, None
+    for i, cfg in enumerate(result.configurations):
+        where = f"configurations[{i}]"
+        if cfg.concurrency != result.load.concurrency:
+            _refuse(source, f"{where}.concurrency", f"ran at concurrency {cfg.concurrency}, not the contract's "
+                                                    f"{result.load.concurrency}: a search may not pass by changing "
+                                                    "the accepted service")
+        if cfg.software.service != result.configurations[0].software.service:
+            _refuse(source, f"{where}.software.service", "every configuration serves the same service")
+        rates = []
+        for j, trial in enumerate(cfg.trials):
+            check_verdict(result.contract.clauses, trial.observations, trial.failure_cause, trial.verdict,
+                          source=source, where=f"{where}.trials[{j}]")
+            rates.append(_throughput(trial))
+        accepted = len(cfg.trials) >= CONFIRMATIONS and all(t.verdict == "PASS" for t in cfg.trials)
+        if accepted and None in rates:
+            _refuse(source, f"{where}.trials", "an accepted configuration's trials each observe its throughput")
+        if accepted and (best is None or min(rates) > best):
+            best, best_at = min(rates), i
+    if best_at is None:
+        if result.best is not None or result.throughput is not None:
+            _refuse(source, "best", f"no configuration was accepted (at least {CONFIRMATIONS} trials, all PASS), "
+                                    "so there is no best")
+        return
+    wanted = result.configurations[best_at].software
+    ties = [c.software for c in result.configurations
+            if len(c.trials) >= CONFIRMATIONS and all(t.verdict == "PASS" for t in c.trials)
+            and min(_throughput(t) for t in c.trials) == best]
+    if result.best is None or result.best not in ties:
+        _refuse(source, "best", f"the trials make {wanted.variant} {_settings(wanted)} the best accepted "
+                                f"configuration ({best:g} requests/s), not "
+                                + ("none" if result.best is None else f"{result.best.variant} {_settings(result.best)}"))
+    if result.throughput is None:
+        _refuse(source, "throughput", "a best configuration states its throughput")
+    stated = units.normalise(result.throughput.value, result.throughput.unit)[0]
+    if abs(stated - best) > 1e-9 * max(1.0, abs(best)):
+        _refuse(source, "throughput.value", f"{stated:g} requests/s, but the lowest of the best configuration's "
+                                            f"trials is {best:g}")
+
+
+def _throughput(trial) -> float | None:
+    """The trial's observed throughput in requests per second, None when it has none."""
+    for obs in trial.observations:
+        if obs.metric == "throughput":
+            return units.normalise(obs.value, obs.unit)[0]
+    return None
+
+
+def _settings(cfg) -> str:
+    return "(" + ", ".join(f"{k}={v}" for k, v in sorted(cfg.settings.items())) + ")"
 
 
 def _difference(got: MachineState, wanted: MachineState) -> str | None:

@@ -507,5 +507,7 @@ def _runner_revocation(w: nq.QuadWriter, rec: RunnerRevocation, meta: LedgerMeta
     _activity(w, r, p.tool, p.git_revision, p.host, p.started, p.environment)
 
 
+from luma.kb.projection_optimize import _optimize_result  # noqa: E402,F401 (a projector the kinds registry names)
+
 #: record_type -> projector, for every kind of luma.kb.records.kinds.
 PROJECTORS: dict[str, Callable] = {k.name: globals()[k.projector] for k in KINDS}

@@ -114,7 +114,8 @@ def validator():
     return jsonschema.Draft202012Validator(schema)
 
 
-@pytest.mark.parametrize("record_type", ["pex-chain", "kernel-result", "pex-trial", "machine", "intervention-parameters"])
+@pytest.mark.parametrize("record_type", ["pex-chain", "kernel-result", "pex-trial", "machine", "intervention-parameters",
+                                         "optimize-result"])
 def test_committed_schema_is_the_generated_one(record_type):
     from luma.kb.records.schema import schema_text
 

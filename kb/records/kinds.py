@@ -52,6 +52,8 @@ KINDS: tuple[RecordKind, ...] = (
     RecordKind("kernel-result", _R + "kernel_result:KernelResult", "_kernel_result", "kernel_result_schema"),
     RecordKind("pex-trial", _R + "pex_trial:PexTrial", "_pex_trial", "pex_trial_schema"),
     RecordKind("machine", _R + "machine:MachineRecord", "_machine", "machine_schema"),
+    RecordKind("optimize-result", _R + "optimize_result:OptimizeResult", "_optimize_result",
+               "optimize_result_schema"),
     RecordKind("intervention-parameters", _R + "intervention_params:InterventionParameters",
                "_intervention_parameters", "intervention_parameters_schema", partner=True),
     RecordKind("partner-retraction", _R + "intervention_params:PartnerRetraction", "_partner_retraction",

@@ -15,6 +15,7 @@ from luma.kb.records.kernel_result import KernelResult
 from luma.kb.records.kinds import BY_NAME, SCHEMA_KINDS
 from luma.kb.records.machine import machine_schema  # noqa: F401 (named by the kinds registry)
 from luma.kb.records.model_prediction import ExperimentMatrix, ModelPrediction
+from luma.kb.records.optimize_result import optimize_result_schema  # noqa: F401 (named by the kinds registry)
 from luma.kb.records.pex_chain import PexChain
 from luma.kb.records.pex_trial import PexTrial
 

@@ -98,6 +98,8 @@ BAD_ARGUMENT = {
     "sprint plan matvec-memory --out matrix.json": "sprint plan matvec-memory --levels '8 MiB' --out matrix.json",
     "sprint run --matrix matrix.json": "sprint run --matrix {bad}",
     "kb query --name model-vs-pex": "kb query --name model-vs-pexx",
+    "kb query --name stale-boundaries": "kb query --name stale-boundary",
+    "sprint requalify --stale": "sprint requalify --stale 0000000000000000",
 }
 
 

@@ -118,6 +118,7 @@ def test_luma_classes_have_label_and_comment():
         "BoundaryQualification", "Intervention", "InterventionKind", "InterventionParameterRecord",
         "EvidenceClass", "SourceRecord", "RecurringBinding", "RecurringRemedy", "ArchitectureEvidence", "UnqualifiedChain", "CounterEvidence",
         "BindingGroup", "BindsBefore", "KvConcurrencyLimit", "KvConcurrencyPoint", "UnrecoveredBoundary", "TierRemedy",
+        "OptimizeResult", "TriedConfiguration", "SearchTrial", "QualifiedOptimum", "StaleBoundary",
         "HardwareRequirement", "FrontierShift", "KernelResult", "Environment", "SprintTrial", "QualifiedBoundary",
         "MachineParameters", "MachineFigure", "InterventionFigure", "PartnerRetraction", "Runner", "RunnerRevocation",
         "CapabilityClass", "CapabilityMapping", "CapabilityCandidate",

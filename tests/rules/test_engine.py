@@ -131,7 +131,9 @@ def test_cli_rules_list_check_run(luma_home):
     assert runner.invoke(cli, ["rules", "check"]).exit_code == 0
     listed = json.loads(runner.invoke(cli, ["rules", "list", "--format", "json"]).stdout)
     ids = [r["id"] for r in listed]  # in run order: every rule after the rules it reads from
-    assert ids[0] == "qualified-boundary" and ids.index("recurring-binding") < ids.index("tier-remedy")
+    assert ids[:2] == ["qualified-boundary", "qualified-optimum"]
+    assert ids.index("recurring-binding") < ids.index("tier-remedy")
+    assert ids.index("stale-boundary") < ids.index("recurring-binding")
     assert runner.invoke(cli, ["rules", "run"]).exit_code == 1  # no project yet: nothing to derive from
     assert runner.invoke(cli, ["kb", "init"]).exit_code == 0
     out = runner.invoke(cli, ["rules", "run", "--format", "json"])

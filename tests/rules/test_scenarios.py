@@ -36,7 +36,7 @@ PREFIXES = f"""@prefix luma: <{LUMA}> .
 RUNNER = f"{ID}runner/0123456789abcdef0123456789abcdef"
 RULES = {"qualified-boundary", "recurring-binding", "recurring-remedy", "hardware-requirement",
          "counter-evidence", "unqualified-evidence", "capability-candidate", "model-agreement", "binds-before",
-         "kv-concurrency-limit", "unrecovered-boundary", "tier-remedy"}
+         "kv-concurrency-limit", "unrecovered-boundary", "tier-remedy", "qualified-optimum", "stale-boundary"}
 
 
 @dataclass
