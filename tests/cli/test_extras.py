@@ -36,6 +36,7 @@ def test_a_command_that_needs_torch_names_the_extra(args, luma_without_kernels, 
     assert not home.exists()  # nothing made: not even the project directory
 
 
+@pytest.mark.slow
 def test_the_base_install_runs_what_needs_no_torch(luma_without_kernels, tmp_path):
     home = tmp_path / "project"
     for args in (["kb", "init"], ["model", "predict", "matvec-memory"], ["model", "predict", "minilm-memory"],

@@ -33,6 +33,7 @@ def test_usage_errors_exit_2(args, message):
     assert result.exit_code == 2 and message in result.output
 
 
+@pytest.mark.slow
 def test_evaluate_digits_json_and_its_records_in_the_kb(luma_home):
     result = CliRunner().invoke(cli, ["kernels", "evaluate", "--model", "digits", "--bits", "8",
                                       "--granularity", "per-channel", "--format", "json"])

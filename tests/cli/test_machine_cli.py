@@ -108,6 +108,7 @@ def test_no_ingest_writes_only_the_out_file(luma_home, tmp_path, monkeypatch):
     assert not any(luma_home.iterdir())
 
 
+@pytest.mark.slow
 def test_characterize_quick_records_the_host_in_the_kb(luma_home, tmp_path):
     pytest.importorskip("torch")
     out = tmp_path / "host.json"

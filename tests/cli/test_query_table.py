@@ -8,6 +8,7 @@ import copy
 import csv
 import io
 import json
+import pytest
 from pathlib import Path
 
 from click.testing import CliRunner
@@ -94,6 +95,7 @@ def test_fitting_wraps_headers_before_it_folds_values():
     assert fit([9, 9, 15], [5, 5, 15], [5, 5, 12], 26) is None
 
 
+@pytest.mark.slow
 def test_the_cli_table_is_human_and_csv_json_stay_canonical(luma_home, runner_key, evidence, tmp_path):
     doc = json.loads((ROOT / "kb" / "examples" / "embedding-minilm.json").read_text())
     doc = evidence.with_trials({**copy.deepcopy(doc), "evidence_class": "measured", "repetitions": 3})

@@ -166,6 +166,7 @@ def test_a_bad_argument_is_one_line(command, project, tmp_path, monkeypatch):
     assert json.loads(after.stdout) == json.loads(stats.stdout)  # bad input changes nothing
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("command", [c for c in COMMANDS if c not in NO_PROJECT_AND_SLOW])
 def test_a_bad_luma_home_is_one_line(command, tmp_path, monkeypatch):
     from luma.cli.project import NONE

@@ -216,6 +216,7 @@ def test_a_group_readable_private_key_is_refused(luma_home, tmp_path):
     assert str(key) in line and "0644" in line
 
 
+@pytest.mark.slow
 def test_a_sprint_signs_its_records_with_the_project_key(tmp_path):
     home = tmp_path / "home"
     env = {k: v for k, v in os.environ.items() if not k.startswith("LUMA_")} | {"LUMA_HOME": str(home)}

@@ -21,6 +21,7 @@ def test_help_everywhere(sub):
     assert result.exit_code == 0 and "Usage:" in result.output
 
 
+@pytest.mark.slow
 def test_bench_counts_trials_of_bisection_and_sweep(luma_home):
     levels = "2 MiB,4 MiB,8 MiB,16 MiB"
     result = _run("sprint", "bench", "matvec-memory", "--levels", levels, "--repetitions", "2", "--format", "json")
@@ -32,6 +33,7 @@ def test_bench_counts_trials_of_bisection_and_sweep(luma_home):
     assert not (luma_home / "ledger.sqlite").exists()  # a benchmark records nothing
 
 
+@pytest.mark.slow
 def test_optimize_reports_the_best_accepted_configuration_and_records_its_trials(luma_home):
     result = _run("sprint", "optimize", "matvec-memory", "--batches", "1,4", "--format", "json")
     assert result.exit_code == 0, result.output

@@ -105,6 +105,7 @@ def test_params_round_trip_through_the_calibration_file(luma_home):
     assert services.get("matvec").params(cal).calibrated and not services.get("matvec").params(None).calibrated
 
 
+@pytest.mark.slow
 def test_calibrate_matvec_on_this_host(luma_home):
     result = CliRunner().invoke(cli, ["model", "calibrate", "matvec-memory", "--format", "json"])
     assert result.exit_code == 0, result.output

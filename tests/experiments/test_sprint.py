@@ -33,6 +33,7 @@ def _ledger_counts(home: Path) -> dict:
         return {kind: n for (kind, _), n in kb.ledger.count_by().items()}
 
 
+@pytest.mark.slow
 def test_whole_chain_on_the_tiny_service_lands_in_ledger_and_kb(luma_home):
     result = _run("sprint", "run", "matvec-memory", "--format", "json")
     assert result.exit_code == 0, result.output

@@ -83,6 +83,7 @@ def _set(observations: list[dict], metric: str, value: float) -> None:
 # -- a real sprint ----------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_real_sprints_trial_and_chain_records_pass(sprint):
     trials = _by_hash(sprint["trials"])
     for h, doc in sprint["trials"].items():

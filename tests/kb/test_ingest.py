@@ -62,6 +62,7 @@ def test_ingesting_the_same_file_twice_changes_nothing(runner_key, signed, tmp_p
 # -- rebuild -------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_rebuild_reproduces_the_kb_exactly(luma_home, evidence):
     _build_project(luma_home, evidence, 200, rdf=True)
     records = TRUST_RECORDS + 202  # the valid chain, 200 synthetic chains, the Turtle document
@@ -316,6 +317,7 @@ def _levels(compute: float, mem: float, unit: str = "GiB", **more) -> dict:
     return {"dimensions": {"compute": {"value": compute, "unit": "core"}, "host_memory": {"value": mem, "unit": unit}, **more}}
 
 
+@pytest.mark.slow
 def test_qualified_boundaries_selects_exactly_the_qualified_chains(runner_key, evidence, tmp_path):
     on_compute = {"crossed_dimension": "compute", "binding_resource": "compute"}
     changes = {  # name: (qualified?, changes to the valid chain, which crosses host_memory 1.5 -> 1 GiB)
@@ -354,6 +356,7 @@ def test_qualified_boundaries_selects_exactly_the_qualified_chains(runner_key, e
     assert by_chain[chain_of["qualified-many-repetitions"]]["repetitions"]["value"] == "6"
 
 
+@pytest.mark.slow
 def test_plain_rdf_cannot_forge_a_measured_boundary(signed, tmp_path):
     """DESIGN §8: a plain RDF document loaded as vendor-claim must not turn into measured evidence."""
     forged = tmp_path / "forged.ttl"

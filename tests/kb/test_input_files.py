@@ -140,6 +140,7 @@ def test_a_file_that_is_not_regular_is_refused(kind, seeded, tmp_path):
         assert state() == seeded
 
 
+@pytest.mark.slow
 def test_devices_and_fifos_are_refused_at_once(seeded, tmp_path):
     """Before: /dev/zero was read until memory ran out, a FIFO waited forever for a writer."""
     fifo = tmp_path / "fifo.json"

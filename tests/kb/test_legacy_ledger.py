@@ -8,6 +8,7 @@ them: the record's canonical JSON as payload, evidence class `measured`, no tria
 from __future__ import annotations
 
 import json
+import pytest
 from pathlib import Path
 
 from click.testing import CliRunner
@@ -32,6 +33,7 @@ CHAIN = {
 }
 
 
+@pytest.mark.slow
 def test_unattested_measured_records_of_an_old_ledger_stay_and_never_qualify(luma_home, tmp_path):
     settings = Settings.from_env(home=luma_home)
     rec = validate_document(CHAIN, "legacy.json", luma_home)

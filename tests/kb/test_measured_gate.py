@@ -167,6 +167,7 @@ def test_a_record_signed_by_a_key_since_revoked_is_refused(project, tmp_path):
     assert state(project) == before
 
 
+@pytest.mark.slow
 def test_a_revoked_keys_records_stay_and_stop_qualifying_at_the_next_rules_run(project, tmp_path):
     path = signed_chain(tmp_path)
     ok(luma("kb", "ingest", path))

@@ -61,6 +61,7 @@ def test_a_named_query_of_derived_facts_says_the_rules_have_not_run(chains):
     assert luma("kb", "query", "--name", "evidence-by-class").exit_code == 0  # reads the records themselves
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("min_repetitions", [None, 4, 5])
 def test_the_rules_and_the_named_query_agree_on_the_run_parameters(chains, min_repetitions):
     args = ("--param", f"min_repetitions={min_repetitions}") if min_repetitions else ()
@@ -73,6 +74,7 @@ def test_the_rules_and_the_named_query_agree_on_the_run_parameters(chains, min_r
     assert {int(r["repetitions"]) for r in rows} == {n for n in REPETITIONS if n >= needed}
 
 
+@pytest.mark.slow
 def test_pages_of_a_named_query_hold_every_row_once(chains):
     assert luma("rules", "run").exit_code == 0
     whole = _rows(luma("kb", "query", "--name", "qualified-boundaries", "--format", "json"))
@@ -97,6 +99,7 @@ def test_an_ad_hoc_query_is_paged_at_its_end(chains):
     assert luma("kb", "query", sparql, "--limit", -1).exit_code == 2
 
 
+@pytest.mark.slow
 def test_records_after_the_rules_run_are_noted(chains, runner_key, evidence, tmp_path):
     assert luma("rules", "run").exit_code == 0
     quiet = luma("kb", "query", "--name", "qualified-boundaries", "--format", "json")
@@ -111,6 +114,7 @@ def test_records_after_the_rules_run_are_noted(chains, runner_key, evidence, tmp
     assert len(_rows(caught_up)) == 4 and "note:" not in caught_up.stderr
 
 
+@pytest.mark.slow
 def test_facts_of_another_rule_version_are_not_read_as_this_one(chains):
     assert luma("rules", "run").exit_code == 0
     rules = load_all()
@@ -158,6 +162,7 @@ def test_a_named_query_pages_in_its_page_form_or_at_its_end():
     assert named_queries()["evidence-by-class"].derived_by == ()
 
 
+@pytest.mark.slow
 def test_facts_of_an_unfinished_rules_run_are_not_read(chains):
     assert luma("rules", "run").exit_code == 0
     with KnowledgeBase.open(Settings.from_env()) as kb:  # as a run killed half-way leaves the store

@@ -25,6 +25,7 @@ from tests.kb.projects import (  # noqa: F401 (fixtures are used by name)
 QB_VARS = re.findall(r"\?(\w+)", re.search(r"^SELECT (.*)$", named_queries()["qualified-boundaries"].sparql, re.M)[1])
 
 
+@pytest.mark.slow
 def test_query_json_is_sparql_results_json(in_query_home):
     named = sparql_json(luma("kb", "query", "--name", "qualified-boundaries", "--format", "json"))
     assert named["head"]["vars"] == QB_VARS and named["results"]["bindings"]

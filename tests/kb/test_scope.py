@@ -115,6 +115,7 @@ def test_a_dataset_clause_cannot_reach_another_partner(kb, me, other):
     assert both == own
 
 
+@pytest.mark.slow
 def test_derived_facts_do_not_carry_another_partners_data(kb):
     report = Engine(kb).run({})
     assert report.new > 0  # the public chains derive something
@@ -126,6 +127,7 @@ def test_derived_facts_do_not_carry_another_partners_data(kb):
         assert not terms(kb, EVERYTHING, f"partner:{me}") & secret
 
 
+@pytest.mark.slow
 def test_no_rule_reads_what_only_partner_records_write(kb):
     # Rules run over every graph; if one read a partner-only predicate, its derived (public) facts
     # could carry a partner's figures. Shared terms (record kind, evidence class) are filtered by

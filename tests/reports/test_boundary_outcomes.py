@@ -35,6 +35,7 @@ def co_bound(monkeypatch, tmp_path) -> dict:
                                state={"compute": "1 core", "kv_cache": "64 MiB"}))
 
 
+@pytest.mark.slow
 def test_the_report_reads_diagnosis_frontier_next_binding_and_decision_from_the_facts(
         co_bound, luma_home, runner_key, evidence, tmp_path):
     f, a = _report_of(co_bound, runner_key, evidence, tmp_path)

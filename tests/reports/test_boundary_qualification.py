@@ -51,6 +51,7 @@ def _verdict(chain: str) -> tuple[str, str, str]:
     return qualification, boundary.decision(f, a), latest
 
 
+@pytest.mark.slow
 def test_the_report_follows_the_rules_run_and_its_parameters(chains):
     # Before the rules run, nothing is qualified and the report says what to run.
     q, decision, latest = _verdict(chains[4])

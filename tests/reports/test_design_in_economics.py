@@ -72,6 +72,7 @@ def _table(rep, tid):
     return next(t for t in rep.tables() if t.id == tid)
 
 
+@pytest.mark.slow
 def test_the_requirement_names_capabilities_and_economics_with_sources(home):
     rep = _build(home)
     caps = _table(rep, "table-capabilities").rows
@@ -99,6 +100,7 @@ def test_the_requirement_names_capabilities_and_economics_with_sources(home):
     assert "Top capability class: memory-side compute or compression" in rep.callout
 
 
+@pytest.mark.slow
 def test_the_score_is_support_times_gain_and_a_dearer_resource_ranks_nothing(home, tmp_path):
     # memory at 0.05 per GiB-hour: adding the resource costs more per request than int8 does, so the
     # memory hierarchy scores 0; doing int8's work in hardware still saves
@@ -113,6 +115,7 @@ def test_the_score_is_support_times_gain_and_a_dearer_resource_ranks_nothing(hom
     assert "EXAMPLE" not in " ".join(p for s in rep.sections for p in s.paragraphs)
 
 
+@pytest.mark.slow
 def test_unpriced_states_say_why(home, tmp_path):
     path = tmp_path / "accel-only.toml"
     path.write_text('evidence_class = "vendor-claim"\n[kwh]\nprice = 0.1\ncurrency = "EUR"\nsource = "s"\n'
@@ -121,6 +124,7 @@ def test_unpriced_states_say_why(home, tmp_path):
     assert econ[2] == "—" and "no core_hour price" in econ[8]
 
 
+@pytest.mark.slow
 def test_the_cli_takes_a_price_table_and_refuses_a_bad_one_in_one_line(home, tmp_path):
     bad = tmp_path / "bad.toml"
     bad.write_text('[core_hour]\nprice = 1\ncurrency = "USD"\ndate = 2026-01-01\n')
@@ -134,6 +138,7 @@ def test_the_cli_takes_a_price_table_and_refuses_a_bad_one_in_one_line(home, tmp
     assert "## Capability classes" in md and "## Lifetime economics" in md and "### Prices" in md
 
 
+@pytest.mark.slow
 def test_the_capabilities_named_query_lists_each_candidate(home):
     from luma.kb.named_queries import get_named_query
 
@@ -164,6 +169,7 @@ def _golden(name: str, text: str) -> None:
     assert text == path.read_text(), f"differs from {path}"
 
 
+@pytest.mark.slow
 def test_golden_capability_and_economics_sections(home):
     _golden("design-in-capabilities.md", _sections_md(_build(home), "## Capability classes", "## Counter-evidence"))
 
@@ -182,6 +188,7 @@ def thin_home(luma_home, signed, evidence):
     return luma_home
 
 
+@pytest.mark.slow
 def test_golden_why_nothing_qualifies(thin_home):
     rep = _build(thin_home)
     assert "no capability qualifies" in rep.callout

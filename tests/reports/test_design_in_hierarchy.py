@@ -52,6 +52,7 @@ def _table(rep, tid):
     return next(t for t in rep.tables() if t.id == tid)
 
 
+@pytest.mark.slow
 def test_the_root_is_never_a_row_and_parents_are_marked(report):
     rep, _ = report
     bindings = _table(rep, "table-bindings-not-required").rows
@@ -63,6 +64,7 @@ def test_the_root_is_never_a_row_and_parents_are_marked(report):
     assert "transfer_bandwidth" not in text
 
 
+@pytest.mark.slow
 def test_a_partner_retraction_is_not_vendor_claim_evidence(report):
     rep, evidence = report
     table = _table(rep, "table-evidence")

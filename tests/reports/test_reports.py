@@ -113,6 +113,7 @@ def _check_self_contained(html: str) -> None:
     assert "url(" not in lowered.replace("url(#", "")  # SVG clip paths refer to their own ids only
 
 
+@pytest.mark.slow
 def test_boundary_report_of_a_sprint(full_home, tmp_path):
     out = _report(full_home["home"], tmp_path / "b", "boundary", "--sprint", full_home["sprint"])
     rep = _build(full_home["home"], "boundary", sprint=full_home["sprint"])
@@ -147,6 +148,7 @@ def test_design_in_report_has_every_class_section(full_home, tmp_path):
     assert "nvidia-h100-sxm5-80gb" in md and "p95_latency" in md  # a spec sheet, a model error fact
 
 
+@pytest.mark.slow
 def test_both_reports_render_from_the_demo_kb(demo_home, tmp_path):
     b = _report(demo_home, tmp_path / "b", "boundary", "--latest")
     d = _report(demo_home, tmp_path / "d", "design-in")
@@ -225,6 +227,7 @@ def test_design_in_needs_the_rules_and_a_known_scope(full_home, demo_home, tmp_p
         assert result.exit_code == 1 and "--scope" in result.output, result.output
 
 
+@pytest.mark.slow
 def test_a_partner_scope_sees_its_own_records_only(tmp_path, env):
     home = tmp_path / "scoped"
     examples = ROOT / "kb" / "examples"
@@ -332,6 +335,7 @@ def test_the_demo_runs_the_whole_loop_and_writes_the_three_reports(demo_home):
     assert f"| {name} |" in (demo_home / "reports" / "design-in" / "report.md").read_text()
 
 
+@pytest.mark.slow
 def test_running_the_demo_again_counts_its_sprint_once(demo_home, tmp_path):
     """Issue 15, item 19: a second `luma demo` in the same project measures nothing again, so the
     Design-In report still has one qualified boundary and no "recurring" remedy made of one sprint

@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import pyoxigraph as ox
+import pytest
 
 from luma.kb.knowledge_base import KnowledgeBase
 from luma.kb.named_queries import get_named_query
@@ -58,6 +59,7 @@ def _stale(kb) -> list[dict]:
     return kb.store.select(get_named_query("stale-boundaries").sparql)
 
 
+@pytest.mark.slow
 def test_an_optimum_that_changes_the_software_makes_boundaries_stale_and_they_stop_supporting(luma_home):
     chains = [SoftwareChain(**{k: getattr(c, k) for k in ("key", "workload", "task", "architecture", "level",
                                                           "intervention")}) for c in bandwidth_chains()]
@@ -94,6 +96,7 @@ def test_an_optimum_that_changes_the_software_makes_boundaries_stale_and_they_st
         assert sorted(m["q"].rsplit("/", 2)[-2] for m in marks) == ["bw0", "bw2"]
 
 
+@pytest.mark.slow
 def test_a_newer_chain_under_other_software_makes_the_older_one_stale(luma_home):
     old = SoftwareChain("old", "w0", "chat", "arch0", software="k1", at="2026-01-01T00:00:00Z")
     other = SoftwareChain("new", "w0", "chat", "arch0", software="k2", at="2026-02-01T00:00:00Z",

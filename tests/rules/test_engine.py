@@ -57,6 +57,7 @@ def test_bad_sparql_is_refused(body, message):
         analyse(rule("x", body))
 
 
+@pytest.mark.slow
 def test_a_rule_file_with_service_is_refused_by_check_and_run(luma_home, tmp_path):
     """A project rule (`$LUMA_HOME/rules/*.rq`) that would call out: `luma rules check` and
     `luma rules run` refuse it in one line, and nothing is sent."""
@@ -126,6 +127,7 @@ def test_transitive_fixpoint_rerun_and_retraction(luma_home):
         assert third.removed == 15 - 6 and third.new == 0  # 6 pairs remain: 0-1, 1-2, 0-2, 3-4, 4-5, 3-5
 
 
+@pytest.mark.slow
 def test_cli_rules_list_check_run(luma_home):
     runner = CliRunner()
     assert runner.invoke(cli, ["rules", "check"]).exit_code == 0

@@ -69,6 +69,7 @@ def _walk(node: dict):
         yield from _walk(child)
 
 
+@pytest.mark.slow
 def test_explaining_a_recurring_binding_names_every_supporting_record(derived_kb):
     home, qualified, everything = derived_kb
     with _open(home) as kb:
@@ -103,6 +104,7 @@ def test_explaining_a_recurring_binding_names_every_supporting_record(derived_kb
     assert leaves == qualified
 
 
+@pytest.mark.slow
 def test_capped_listing_still_names_every_record(derived_kb):
     home, qualified, _ = derived_kb
     with _open(home) as kb:
@@ -158,6 +160,7 @@ def test_unknown_or_malformed_iri_is_refused(luma_home):
             explain(kb, "not an iri")
 
 
+@pytest.mark.slow
 def test_cli_explain_json_and_table(derived_kb):
     _home, qualified, _ = derived_kb  # LUMA_HOME points at it
     runner = CliRunner()

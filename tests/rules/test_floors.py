@@ -60,6 +60,7 @@ def test_malformed_floors_are_refused(header, message):
         parse(text, "x.rq")
 
 
+@pytest.mark.slow
 def test_an_exploratory_run_stays_out_of_the_kb(luma_home):
     """One workload on two architectures: no requirement; with --exploratory min_workloads=1 one
     appears -- in the exploratory copy only, marked so by `luma kb explain`."""

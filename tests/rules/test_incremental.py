@@ -53,6 +53,7 @@ def test_new_records_run_as_a_delta_and_end_where_a_full_run_ends(luma_home, run
         assert counts == {r.rule: r.facts for r in full.runs}
 
 
+@pytest.mark.slow
 def test_a_cache_the_store_does_not_vouch_for_is_ignored(luma_home, runner_key, tmp_path):
     with _open(luma_home) as kb:
         kb.ingest([write_jsonl(tmp_path / "a.jsonl", 120, signer=runner_key)], submitter="t")

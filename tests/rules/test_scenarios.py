@@ -132,6 +132,7 @@ def test_the_hierarchy_comes_with_the_knowledge_base(luma_home):
     assert [r["p"] for r in rows] == [DIM + "transfer_bandwidth"]
 
 
+@pytest.mark.slow
 def test_a_memory_bandwidth_binding_in_four_workloads_on_two_architectures_is_a_requirement(luma_home):
     with derived(luma_home, bandwidth_chains()) as kb:
         assert len(instances(kb, "QualifiedBoundary")) == 4
@@ -153,6 +154,7 @@ def test_a_memory_bandwidth_binding_in_four_workloads_on_two_architectures_is_a_
         assert (again.new, again.removed) == (0, 0)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("evidence", ["Simulated", "Projected", "VendorClaim"])
 def test_b_the_same_pattern_without_measured_evidence_is_no_requirement(luma_home, evidence):
     chains = bandwidth_chains(evidence=evidence)
@@ -166,6 +168,7 @@ def test_b_the_same_pattern_without_measured_evidence_is_no_requirement(luma_hom
         assert {r["class"] for r in rows} == {LUMA + evidence}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("architectures", [3, 1], ids=["one-workload-three-architectures", "a-single-chain"])
 def test_c_one_workload_is_no_requirement(luma_home, architectures):
     chains = [Chain(f"one{n}", "w0", "chat", f"arch{n}", intervention=f"fix-{n}") for n in range(architectures)]
@@ -174,6 +177,7 @@ def test_c_one_workload_is_no_requirement(luma_home, architectures):
         assert instances(kb, "RecurringBinding") == [] and instances(kb, "HardwareRequirement") == []
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind, requirement", [("Software", False), ("Partner", False), ("Hardware", True)])
 def test_d_a_recurring_remedy_is_reported(luma_home, kind, requirement):
     # The same intervention recovers memory bandwidth in all four workloads. A software or partner
@@ -193,12 +197,14 @@ def test_d_a_recurring_remedy_is_reported(luma_home, kind, requirement):
         assert ("memory_bandwidth" in requirements(kb)) is requirement
 
 
+@pytest.mark.slow
 def test_d_an_intervention_used_once_is_no_remedy(luma_home):
     with derived(luma_home, bandwidth_chains()[:1] + [Chain("m1", "w9", "chat", "arch0", binding="host_memory",
                                                             unit=UNIT + "BYTE", level=2**30)]) as kb:
         assert instances(kb, "RecurringRemedy") == []
 
 
+@pytest.mark.slow
 def test_e_counter_evidence_is_counted(luma_home):
     # Four chat workloads bind memory bandwidth. Other chat chains bind compute (twice) and host
     # memory (once): 3 counter-chains. An embedding chain binding compute is of another task class.
@@ -224,6 +230,7 @@ def test_e_counter_evidence_is_counted(luma_home):
         assert "memory_bandwidth" in requirements(kb)
 
 
+@pytest.mark.slow
 def test_a_parent_recurs_over_two_bound_resources_and_the_root_never(luma_home):
     # Host memory binds in 2 workloads, the KV cache in 2 others, on 2 architectures: neither
     # recurs alone (3 workloads needed), their parent memory capacity does (4 workloads); the
@@ -260,6 +267,7 @@ def _record(n: int, gbps: int) -> dict:
             "intervention": {"name": f"fix-{n}", "kind": "software"}, "recovered": True, "repetitions": 3}
 
 
+@pytest.mark.slow
 def test_a_with_ingested_records(luma_home, tmp_path):
     """Scenario (a) from real, signed PEX-chain records through ingest and projection; then the
     key that signed them is revoked, and the next rules run drops the requirement."""
@@ -300,6 +308,7 @@ def test_a_with_ingested_records(luma_home, tmp_path):
         assert kb.ledger.count_by()[("pex-chain", "measured")] == 4
 
 
+@pytest.mark.slow
 def test_a_requirement_names_its_candidate_capabilities(luma_home):
     # memory bandwidth binds in 4 workloads on 2 architectures; one int8 fix recovers one chain
     # (no recurring remedy) -> candidates from the resource's mapping alone (ontology/capabilities.ttl)

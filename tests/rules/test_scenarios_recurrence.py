@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import random
+import pytest
 
 from luma.kb import runners, synthetic
 from luma.kb.knowledge_base import KnowledgeBase
@@ -70,6 +71,7 @@ def select(kb, sparql: str) -> list[dict[str, str]]:
     return kb.store.select(f"PREFIX luma: <{LUMA}>\nPREFIX prov: <http://www.w3.org/ns/prov#>\n{sparql}")
 
 
+@pytest.mark.slow
 def test_bandwidth_binds_before_compute_with_one_contrary_chain(luma_home, tmp_path):
     levels = {"memory_bandwidth": 400, "compute": 8}
     records = [chain(w, a, "memory_bandwidth", levels, next_binding="compute", intervention=f"fix-{w}")
@@ -91,6 +93,7 @@ def test_bandwidth_binds_before_compute_with_one_contrary_chain(luma_home, tmp_p
         assert len(support) == 6 and {r["crossed"] for r in support} == {DIM + "memory_bandwidth"}
 
 
+@pytest.mark.slow
 def test_kv_cache_limits_concurrency(luma_home, tmp_path):
     records = [chain(w, a, "kv_cache", {"kv_cache": 512 * (1 + a) * (w + 1), "compute": 8},
                      intervention="kv-cache-compression", kind="partner", concurrency=8 * (1 + a))
