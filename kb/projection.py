@@ -121,12 +121,18 @@ def _hash(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:32]
 
 
+def record_node(w: nq.QuadWriter, node: str, cls: str, evidence: str) -> None:
+    """A record's root node: its class (a name in the LUMA namespace), its evidence class (an IRI
+    term) and an explicit link to its record graph, so that union-graph queries (and `luma kb
+    explain`) keep its provenance."""
+    w.add(node, TYPE, nq.iri(LUMA + cls))
+    w.add(node, LUMA + "evidenceClass", evidence)
+    w.add(node, PROV + "wasDerivedFrom", nq.iri(w.graph))
+
+
 def _pex_chain(w: nq.QuadWriter, rec: PexChain, meta: LedgerMeta, dims: dict[str, Dimension]) -> None:
     c = ID + "chain/" + meta.content_hash[:32]
-    w.add(c, TYPE, nq.iri(LUMA + "BoundaryQualification"))
-    w.add(c, LUMA + "evidenceClass", nq.iri(EVIDENCE_CLASSES[rec.evidence_class]))
-    # Explicit link to the record, so union-graph queries (and `kb explain`) keep provenance.
-    w.add(c, PROV + "wasDerivedFrom", nq.iri(w.graph))
+    record_node(w, c, "BoundaryQualification", nq.iri(EVIDENCE_CLASSES[rec.evidence_class]))
 
     w.add(c, LUMA + "workload", nq.iri(_workload(w, rec.workload)))
 
@@ -241,9 +247,7 @@ def _state(w: nq.QuadWriter, state, dims: dict[str, Dimension]) -> tuple[str, di
 
 def _pex_trial(w: nq.QuadWriter, rec: PexTrial, meta: LedgerMeta, dims: dict[str, Dimension]) -> None:
     t = ID + "trial/" + meta.content_hash[:32]
-    w.add(t, TYPE, nq.iri(LUMA + "SprintTrial"))
-    w.add(t, LUMA + "evidenceClass", nq.iri(EVIDENCE_CLASSES[rec.evidence_class]))
-    w.add(t, PROV + "wasDerivedFrom", nq.iri(w.graph))
+    record_node(w, t, "SprintTrial", nq.iri(EVIDENCE_CLASSES[rec.evidence_class]))
     w.add(t, LUMA + "sprint", nq.string(rec.sprint))
     w.add(t, LUMA + "sequence", nq.integer(rec.sequence))
     w.add(t, LUMA + "trialPhase", nq.string(rec.phase))
@@ -329,9 +333,7 @@ def _intervention(w: nq.QuadWriter, name: str, kind: str) -> str:
 
 def _kernel_result(w: nq.QuadWriter, rec: KernelResult, meta: LedgerMeta, dims: dict[str, Dimension]) -> None:
     r = ID + "result/" + meta.content_hash[:32]
-    w.add(r, TYPE, nq.iri(LUMA + "KernelResult"))
-    w.add(r, LUMA + "evidenceClass", nq.iri(EVIDENCE_CLASSES[rec.evidence_class]))
-    w.add(r, PROV + "wasDerivedFrom", nq.iri(w.graph))
+    record_node(w, r, "KernelResult", nq.iri(EVIDENCE_CLASSES[rec.evidence_class]))
     w.add(r, LUMA + "workload", nq.iri(_workload(w, rec.workload)))  # the same entity PEX chains name
     m = rec.method
     w.add(r, LUMA + "intervention", nq.iri(_intervention(w, m.name, m.kind)))
@@ -373,9 +375,7 @@ def _machine(w: nq.QuadWriter, rec: MachineRecord, meta: LedgerMeta, dims: dict[
     unit), each carrying the record's evidence class so a figure is never read without it."""
     m = ID + "machine/" + meta.content_hash[:32]
     ec = nq.iri(EVIDENCE_CLASSES[rec.evidence_class])
-    w.add(m, TYPE, nq.iri(LUMA + "MachineParameters"))
-    w.add(m, LUMA + "evidenceClass", ec)
-    w.add(m, PROV + "wasDerivedFrom", nq.iri(w.graph))
+    record_node(w, m, "MachineParameters", ec)
     w.add(m, LUMA + "machineName", nq.string(rec.name))
     w.add(m, LUMA + "architecture", nq.iri(_architecture(w, rec.architecture)))
     w.add(m, LUMA + "deviceCount", nq.integer(rec.count))
@@ -421,9 +421,7 @@ def _intervention_parameters(w: nq.QuadWriter, rec: InterventionParameters, meta
     the record's evidence class), lists as repeated literals. All in the partner's graph."""
     r = ID + "intervention-parameters/" + meta.content_hash[:32]
     ec = nq.iri(EVIDENCE_CLASSES[rec.evidence_class])
-    w.add(r, TYPE, nq.iri(LUMA + "InterventionParameterRecord"))
-    w.add(r, LUMA + "evidenceClass", ec)
-    w.add(r, PROV + "wasDerivedFrom", nq.iri(w.graph))
+    record_node(w, r, "InterventionParameterRecord", ec)
     w.add(r, LUMA + "partnerName", nq.string(rec.partner))
     w.add(r, LABEL, nq.string(rec.name))
     w.add(r, LUMA + "parameterVersion", nq.string(rec.version))

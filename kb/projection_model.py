@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from luma.kb import nquads as nq
 from luma.kb import units
-from luma.kb.vocab import EVIDENCE_CLASSES, ID, LUMA, PROV, QUDT, RDF, short_hash
+from luma.kb.vocab import EVIDENCE_CLASSES, ID, LUMA, QUDT, RDF, short_hash
 
 TYPE = RDF + "type"
 #: Predicted verdicts: the trial verdicts, and UNKNOWN where the model cannot judge a clause.
@@ -22,13 +22,11 @@ PREDICTED = {"PASS": "Pass", "FAIL": "Fail", "UNKNOWN": "Unknown"}
 
 def project_model_prediction(w: nq.QuadWriter, rec, meta, dims) -> None:
     """The run and one node per predicted state."""
-    from luma.kb.projection import _activity, _contract, _state, _workload
+    from luma.kb.projection import _activity, _contract, _state, _workload, record_node
 
     run = ID + "model-run/" + meta.content_hash[:32]
     ec = nq.iri(EVIDENCE_CLASSES[rec.evidence_class])
-    w.add(run, TYPE, nq.iri(LUMA + "ModelRun"))
-    w.add(run, LUMA + "evidenceClass", ec)
-    w.add(run, PROV + "wasDerivedFrom", nq.iri(w.graph))
+    record_node(w, run, "ModelRun", ec)
     w.add(run, LUMA + "command", nq.string(rec.command))
     m = rec.model
     w.add(run, LUMA + "modelName", nq.string(m.name))
@@ -50,9 +48,7 @@ def project_model_prediction(w: nq.QuadWriter, rec, meta, dims) -> None:
     for i, p in enumerate(rec.predictions):
         node = f"{run}/prediction/{i}"
         w.add(run, LUMA + "prediction", nq.iri(node))
-        w.add(node, TYPE, nq.iri(LUMA + "ModelPrediction"))
-        w.add(node, LUMA + "evidenceClass", ec)
-        w.add(node, PROV + "wasDerivedFrom", nq.iri(w.graph))  # `luma kb explain` reaches the record
+        record_node(w, node, "ModelPrediction", ec)
         w.add(node, LUMA + "contract", nq.iri(contract))
         if workload:
             w.add(node, LUMA + "workload", nq.iri(workload))
@@ -107,12 +103,10 @@ def project_model_prediction(w: nq.QuadWriter, rec, meta, dims) -> None:
 
 def project_experiment_matrix(w: nq.QuadWriter, rec, meta, dims) -> None:
     """The matrix and one node per state of each configuration."""
-    from luma.kb.projection import _activity, _contract
+    from luma.kb.projection import _activity, _contract, record_node
 
     mx = ID + "experiment-matrix/" + meta.content_hash[:32]
-    w.add(mx, TYPE, nq.iri(LUMA + "ExperimentMatrix"))
-    w.add(mx, LUMA + "evidenceClass", nq.iri(EVIDENCE_CLASSES[rec.evidence_class]))
-    w.add(mx, PROV + "wasDerivedFrom", nq.iri(w.graph))
+    record_node(w, mx, "ExperimentMatrix", nq.iri(EVIDENCE_CLASSES[rec.evidence_class]))
     w.add(mx, LUMA + "matrixHash", nq.string(rec.sha256))
     w.add(mx, LUMA + "contract", nq.iri(_contract(w, rec.contract)))
     w.add(mx, LUMA + "matrixDimension", nq.string(rec.dimension))

@@ -9,16 +9,14 @@ from __future__ import annotations
 from luma.kb import nquads as nq
 from luma.kb import units
 from luma.kb.records.optimize_result import CONFIRMATIONS, OptimizeResult
-from luma.kb.vocab import EVIDENCE_CLASSES, ID, LUMA, PROV
+from luma.kb.vocab import EVIDENCE_CLASSES, ID, LUMA
 
 
 def _optimize_result(w: nq.QuadWriter, rec: OptimizeResult, meta, dims) -> None:
     from luma.kb import projection as p
 
     r = ID + "optimum/" + meta.content_hash[:32]
-    w.add(r, p.TYPE, nq.iri(LUMA + "OptimizeResult"))
-    w.add(r, LUMA + "evidenceClass", nq.iri(EVIDENCE_CLASSES[rec.evidence_class]))
-    w.add(r, PROV + "wasDerivedFrom", nq.iri(w.graph))
+    p.record_node(w, r, "OptimizeResult", nq.iri(EVIDENCE_CLASSES[rec.evidence_class]))
     w.add(r, LUMA + "sprint", nq.string(rec.sprint))
     w.add(r, LUMA + "workload", nq.iri(p._workload(w, rec.workload)))
     w.add(r, LUMA + "architecture", nq.iri(p._architecture(w, rec.architecture)))

@@ -16,6 +16,12 @@ them: a diagnosis (the crossed dimension, the binding resource and any co-bindin
 PASS, another restoration FAILs or is not tested), a share of co-binding chains, and on a
 recovered chain the frontier shift and next binding. They are drawn from a random stream of
 their own (per record), so the chains themselves are the ones earlier versions generated.
+
+With `software_share` > 0 that share of the chains also names the software it was measured with
+(the workload's service, one of two library versions, the newer one more likely later in the
+year) and when its trials started, so that the closed loop (rules/15-stale-boundary.rq) has
+boundaries to compare; drawn from a stream of its own too, and off by default (tests that count
+what the rules derive from these chains keep their figures).
 """
 
 from __future__ import annotations
@@ -54,9 +60,9 @@ TOOL = "luma synthetic: generated for benchmarks and tests, not a measurement"
 _REQUESTS = 1000
 
 
-def records(n: int, seed: int = 7, signer=None) -> Iterator[dict]:
+def records(n: int, seed: int = 7, signer=None, software_share: float = 0.0) -> Iterator[dict]:
     """Yield `n` distinct, valid PEX-chain records (measured ones signed by `signer`, else none
-    measured: see the module docstring)."""
+    measured; `software_share` of them naming their software: see the module docstring)."""
     rnd = random.Random(seed)
     workloads = [(f"workload-{i:03d}", f"model-{i % 17:02d}", _TASKS[i % len(_TASKS)]) for i in range(60)]
     contracts = [
@@ -109,6 +115,8 @@ def records(n: int, seed: int = 7, signer=None) -> Iterator[dict]:
             "provenance": {"tool": TOOL, "git_revision": f"run-{seed}-{i}", "host": f"runner-{i % 16:02d}"},
         }
         rec.update(outcomes(random.Random(f"{seed}/{i}/outcomes"), rec, chosen, contract))
+        if software_share:
+            software(random.Random(f"{seed}/{i}/software"), rec, software_share)
         if rec["evidence_class"] == "measured":
             rec["trials"] = trials(rnd, contract, repetitions, recovered)
             rec = signer.sign(rec, f"synthetic record {i}")
@@ -171,6 +179,20 @@ def outcomes(rnd: random.Random, rec: dict, chosen: list[str], contract: dict) -
     return out
 
 
+def software(rnd: random.Random, rec: dict, share: float) -> None:
+    """With probability `share`, name the chain's software and its start time (in place)."""
+    from datetime import datetime, timedelta, timezone
+
+    if rnd.random() >= share:
+        return
+    day = rnd.uniform(0, 365)
+    torch = "2.13.0" if rnd.random() < day / 365 else "2.12.0"
+    rec["software"] = {"service": rec["workload"]["name"], "variant": "fp32",
+                       "libraries": {"python": "3.11.7", "torch": torch}}
+    started = datetime(2026, 1, 1, tzinfo=timezone.utc) + timedelta(days=day)
+    rec["provenance"]["started"] = started.replace(microsecond=0).isoformat()
+
+
 def trials(rnd: random.Random, contract: dict, repetitions: int, recovered: bool) -> list[dict]:
     """Trials that agree with the chain: `repetitions` PASSes at the PASS state, one FAIL (out of
     memory) at the adjacent FAIL state, and `repetitions` recovered PASSes (or one FAIL)."""
@@ -194,9 +216,9 @@ def trials(rnd: random.Random, contract: dict, repetitions: int, recovered: bool
     return trials
 
 
-def write_jsonl(path: Path, n: int, seed: int = 7, signer=None) -> Path:
+def write_jsonl(path: Path, n: int, seed: int = 7, signer=None, software_share: float = 0.0) -> Path:
     """Write `n` records as JSON Lines (the bulk interchange form)."""
     with open(path, "w") as fh:
-        for rec in records(n, seed, signer):
+        for rec in records(n, seed, signer, software_share):
             fh.write(json.dumps(rec, separators=(",", ":")) + "\n")
     return path

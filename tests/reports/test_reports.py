@@ -144,7 +144,7 @@ def test_design_in_report_has_every_class_section(full_home, tmp_path):
             "table-vendor-claim-chains", "table-vendor-claim-machines"} <= tables
     assert {p.id for p in rep.plots()} == {"plot-requirement-ranges", "plot-evidence"}
     assert any(b.__class__.__name__ == "Tree" for s in rep.sections for b in s.blocks)
-    assert "rule `hardware-requirement` v3" in md and "supporting record(s)" in md
+    assert "rule `hardware-requirement` v4" in md and "supporting record(s)" in md
     assert "nvidia-h100-sxm5-80gb" in md and "p95_latency" in md  # a spec sheet, a model error fact
 
 

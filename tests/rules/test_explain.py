@@ -89,8 +89,9 @@ def test_explaining_a_recurring_binding_names_every_supporting_record(derived_kb
     for boundary in boundaries:
         assert LUMA + "QualifiedBoundary" in boundary["types"]
         assert boundary["derived_by"]["rule"] == "qualified-boundary"
-        # v6: it carries its co-binding resources, and its software, contract and time (issue 16)
-        assert boundary["derived_by"]["version"] == 6
+        # v7: it carries its co-binding and next binding resources, its contract, and its software
+        # and time (issue 16)
+        assert boundary["derived_by"]["version"] == 7
         assert boundary["derived_by"]["parameters"] == ["min_repetitions=3"]
         assert boundary["record"] is None
         [chain] = boundary["supports"]
@@ -172,8 +173,8 @@ def test_cli_explain_json_and_table(derived_kb):
     table = runner.invoke(cli, ["kb", "explain", RB_HOST_MEMORY, "--max-supports", "3"])
     assert table.exit_code == 0, table.output
     text = table.stdout
-    assert "rule recurring-binding v6 (min_architectures=2, min_workloads=3)" in text
-    assert text.count("rule qualified-boundary v6 (min_repetitions=3)") == 1 + 3  # the group, 3 boundaries
+    assert "rule recurring-binding v7 (min_architectures=2, min_workloads=3)" in text
+    assert text.count("rule qualified-boundary v7 (min_repetitions=3)") == 1 + 3  # the group, 3 boundaries
     assert text.count("(pex-chain, measured") == 3 and "1 more support(s) not listed" in text
     assert text.splitlines()[-1] == f"4 supporting record(s): {', '.join(qualified)}"
 
