@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from luma.kb.vocab import ID, LUMA, PROV
-from luma.rules.analysis import Analysed, analyse, dependency_graph, keys_meet, refuse_remote_rule, strata
+from luma.rules.analysis import Analysed, analyse_cached, dependency_graph, keys_meet, refuse_remote_rule, strata
 from luma.rules.loader import Rule, RuleError, load_all, render, resolve_params
 from luma.rules.state import DERIVED, RunState, StateStore
 
@@ -99,7 +99,7 @@ class Engine:
         #: Where a run keeps what it derived (to skip unchanged work next time).
         self.cache = cache or kb.settings.home / "cache" / "rules"
         rules = rules if rules is not None else load_all(kb.settings.home / "rules")
-        self.analysed: list[Analysed] = [analyse(r) for r in rules]
+        self.analysed: list[Analysed] = [analyse_cached(r, self.cache / "analysis") for r in rules]
         self.strata = strata(self.analysed)  # refuses cycles through negation before anything runs
 
     def _derived(self, rule_id: str) -> set[bytes]:

@@ -1,0 +1,50 @@
+"""The rule analysis is cached per rule text (rules/analysis.py `analyse_cached`): the cached
+analysis equals a fresh one, a changed rule is analysed again, a broken cache file is ignored,
+and a rule that does not analyse raises every time."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from luma.rules.analysis import analyse, analyse_cached
+from luma.rules.loader import RuleError, load_all, parse
+
+
+def _fields(a):
+    return {f.name: getattr(a, f.name) for f in dataclasses.fields(a) if f.name != "rule"}
+
+
+@pytest.mark.parametrize("rule", load_all(), ids=lambda r: r.id)
+def test_a_cached_analysis_equals_a_fresh_one(rule, tmp_path):
+    first = analyse_cached(rule, tmp_path)  # analysed and written
+    assert len(list(tmp_path.glob(f"{rule.id}-*.json"))) == 1
+    again = analyse_cached(rule, tmp_path)  # read back
+    assert _fields(again) == _fields(first) == _fields(analyse(rule))
+
+
+def test_a_changed_rule_is_analysed_again_and_a_broken_cache_file_is_ignored(tmp_path):
+    text = """# id: t
+# version: 1
+# description: test
+# derives: ?x
+PREFIX luma: <https://w3id.org/luma/ns#>
+CONSTRUCT { ?x a luma:A } WHERE { ?x a luma:B }
+"""
+    rule = parse(text, "t.rq")
+    assert ("type", "https://w3id.org/luma/ns#B") in analyse_cached(rule, tmp_path).reads
+    changed = parse(text.replace("luma:B }", "luma:C }"), "t.rq")
+    assert ("type", "https://w3id.org/luma/ns#C") in analyse_cached(changed, tmp_path).reads
+    for f in tmp_path.glob("t-*.json"):
+        f.write_text("{not json")
+    assert _fields(analyse_cached(rule, tmp_path)) == _fields(analyse(rule))
+
+
+def test_a_rule_that_does_not_analyse_is_never_cached(tmp_path):
+    rule = parse("# id: bad\n# version: 1\n# description: d\nPREFIX luma: <https://w3id.org/luma/ns#>\n"
+                 "SELECT ?x WHERE { ?x a luma:B }\n", "bad.rq")
+    for _ in range(2):
+        with pytest.raises(RuleError):
+            analyse_cached(rule, tmp_path)
+    assert list(tmp_path.iterdir()) == []
