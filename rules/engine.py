@@ -176,37 +176,66 @@ class Engine:
         for r in members:  # the text that runs, parameter values in place
             refuse_remote_rule(r, queries[r.id])
         own = {r.id: _activity_quads(r, acts[r.id], ctx.values[r.id]) for r in members}
-        before = {r.id: self._before(ctx.state, r.id, ctx.prev) for r in members}
-        diff: dict = {}
         if _recursive(stratum):
+            before = {r.id: self._before(ctx.state, r.id, ctx.prev) for r in members}
             for r in members:
                 runs[r.id].mode = "full"
             after = self._fixpoint(n, members, queries, own, runs)
-        else:
-            # Nothing in the stratum reads its own output, so one evaluation is its fixpoint, and
-            # the old facts may stay in place while it runs: only the difference is written (a
-            # re-run on unchanged data writes nothing).
-            after = {}
+            out = []
             for r in members:
-                t = time.perf_counter()
-                if mode[r.id] == "skip":
-                    after[r.id], diff[r.id] = before[r.id], (set(), set())
-                    continue
-                if mode[r.id] == "delta":  # new record graphs only: their facts add to the old
-                    fresh = self.kb.store.query(queries[r.id], named_graphs=ctx.added).body
-                    after[r.id] = before[r.id] | _to_quads(fresh, graph_of(r.id))
-                else:
-                    after[r.id] = _to_quads(self.kb.store.query(queries[r.id]).body, graph_of(r.id)) | own[r.id]
-                diff[r.id] = (after[r.id] - before[r.id], before[r.id] - after[r.id])
-                self._apply(r.id, before[r.id], *diff[r.id])
-                runs[r.id].rounds, runs[r.id].seconds = 1, time.perf_counter() - t
+                new, gone = after[r.id] - before[r.id], before[r.id] - after[r.id]
+                run = runs[r.id]
+                run.facts, run.new, run.removed = len(after[r.id]), len(new), len(gone)
+                out.append((run, after[r.id], acts[r.id], None))
+            return out
+        # Nothing in the stratum reads its own output, so one evaluation is its fixpoint, and the
+        # old facts may stay in place while it runs: only the difference is written (a re-run on
+        # unchanged data writes nothing).
         out = []
         for r in members:
-            new, gone = diff[r.id] if r.id in diff else (after[r.id] - before[r.id], before[r.id] - after[r.id])
-            run = runs[r.id]
-            run.facts, run.new, run.removed = len(after[r.id]), len(new), len(gone)
-            out.append((run, after[r.id], acts[r.id], new if mode[r.id] == "delta" else None))
+            t, run, g = time.perf_counter(), runs[r.id], graph_of(r.id)
+            if mode[r.id] == "skip":
+                run.facts = ctx.prev.rules[r.id]["facts"]
+                out.append((run, None, acts[r.id], None))
+                continue
+            if mode[r.id] == "delta" and ctx.state.has_derived(r.id):
+                # New record graphs only: their facts add to the old. What is new is told by asking
+                # the store about the fresh quads, not by reading the rule's whole cached output
+                # back (660k quads of qualified-boundary at 100k chains: 0.6 s on every run).
+                fresh = _to_quads(self.kb.store.query(queries[r.id], named_graphs=ctx.added).body, g)
+                new = fresh - self._present(g, fresh)
+                self._apply(r.id, set(), new, set())
+                run.facts, run.new, run.rounds = ctx.prev.rules[r.id]["facts"] + len(new), len(new), 1
+                run.seconds = time.perf_counter() - t
+                out.append((run, set(), acts[r.id], new))
+                continue
+            before = self._before(ctx.state, r.id, ctx.prev)
+            t = time.perf_counter()
+            if mode[r.id] == "delta":  # no cached output to append to: the old facts and the new
+                after = before | _to_quads(self.kb.store.query(queries[r.id], named_graphs=ctx.added).body, g)
+            else:
+                after = _to_quads(self.kb.store.query(queries[r.id]).body, g) | own[r.id]
+            new, gone = after - before, before - after
+            self._apply(r.id, before, new, gone)
+            run.rounds, run.seconds = 1, time.perf_counter() - t
+            run.facts, run.new, run.removed = len(after), len(new), len(gone)
+            out.append((run, after, acts[r.id], None))
         return out
+
+    def _present(self, graph: str, quads: set[bytes]) -> set[bytes]:
+        """Those of `quads` (N-Quads lines in `graph`) that the store's `graph` holds already."""
+        import pyoxigraph as ox
+
+        out: set[bytes] = set()
+        lines = sorted(quads)
+        for i in range(0, len(lines), 2000):
+            chunk = lines[i:i + 2000]
+            rows = " ".join(f"({q.subject} {q.predicate} {q.object})"
+                            for q in ox.parse(b"\n".join(chunk) + b"\n", format=ox.RdfFormat.N_QUADS))
+            answer = self.kb.store.query(f"CONSTRUCT {{ ?s ?p ?o }} WHERE {{ VALUES (?s ?p ?o) {{ {rows} }} "
+                                         f"GRAPH <{graph}> {{ ?s ?p ?o }} }}", union=False).body
+            out |= _to_quads(answer, graph)
+        return out & quads
 
     def _mode(self, rule: Rule, values: dict, prev: RunState, ctx: "_Context", deps, changed: set) -> str:
         """"skip", "delta" (a `reads: records` rule over the new record graphs) or "full"."""

@@ -123,6 +123,10 @@ class StateStore:
             return None
         return {line for line in data.splitlines() if line}
 
+    def has_derived(self, rule_id: str) -> bool:
+        """Whether the rule's derived quads are cached (a delta run then only appends to them)."""
+        return (self.folder / f"{_safe(rule_id)}.nq").is_file()
+
     def begin(self) -> None:
         """Called before the first write: a run killed half-way leaves no valid cache behind."""
         self._through = self.watermark()  # what this run reads: the KB as it is now
