@@ -129,7 +129,7 @@ def bench_cmd(records: str, incremental: int, repeat: int, rdflib_max: int, rdfl
     except ValueError:
         raise click.BadParameter(f"expected comma-separated whole numbers, got {records!r}") from None
     with Tracker("rules bench", sizes_plan(sizes, rdflib_max)) as progress:
-        results = run_bench(sizes, incremental, rdflib_max, rdflib_timeout, progress, repeat)
+        results = run_bench(sizes, incremental, rdflib_max, rdflib_timeout, progress=progress, repeat=repeat)
     if fmt == "json":
         click.echo(json.dumps(results, indent=2))
         return

@@ -16,12 +16,18 @@ def _fields(a):
     return {f.name: getattr(a, f.name) for f in dataclasses.fields(a) if f.name != "rule"}
 
 
-@pytest.mark.parametrize("rule", load_all(), ids=lambda r: r.id)
+#: Two rules in the default run (one per-record rule, one that reads derived facts); every rule
+#: in the slow run (rdflib parses each in 0.1-1 s).
+_FAST = {"unrecovered-boundary", "binds-before"}
+
+
+@pytest.mark.parametrize("rule", [r if r.id in _FAST else pytest.param(r, marks=pytest.mark.slow) for r in load_all()],
+                         ids=lambda r: r.id)
 def test_a_cached_analysis_equals_a_fresh_one(rule, tmp_path):
-    first = analyse_cached(rule, tmp_path)  # analysed and written
+    first = analyse_cached(rule, tmp_path)  # analysed (a fresh analysis) and written
     assert len(list(tmp_path.glob(f"{rule.id}-*.json"))) == 1
     again = analyse_cached(rule, tmp_path)  # read back
-    assert _fields(again) == _fields(first) == _fields(analyse(rule))
+    assert _fields(again) == _fields(first)
 
 
 def test_a_changed_rule_is_analysed_again_and_a_broken_cache_file_is_ignored(tmp_path):
