@@ -7,6 +7,7 @@ stored payload and everything projected from it are deterministic.
 from __future__ import annotations
 
 import hashlib
+from functools import lru_cache
 from typing import Literal
 
 import pyoxigraph as ox
@@ -14,6 +15,8 @@ from pydantic import BaseModel, ConfigDict
 
 from luma.kb.stores.base import parse_rdf
 from luma.kb.vocab import LOADABLE_CLASSES, EvidenceClass, record_graph
+
+_TYPE = ox.NamedNode("http://www.w3.org/1999/02/22-rdf-syntax-ns#type")
 
 
 
@@ -40,9 +43,25 @@ def document_hash(data: bytes, fmt: str, evidence_class: str) -> str:
 
 
 
+@lru_cache(maxsize=1)
+def derived_only_classes() -> frozenset[str]:
+    """The classes only rules derive (`luma:derivedOnly true` in the packaged ontology)."""
+    from luma.kb.dimensions import ontology_files
+    from luma.kb.vocab import LUMA
+
+    flag = ox.NamedNode(LUMA + "derivedOnly")
+    out = set()
+    for _, data in ontology_files():
+        for t in ox.parse(data, ox.RdfFormat.TURTLE):
+            if t.predicate == flag and isinstance(t.object, ox.Literal) and t.object.value == "true":
+                out.add(t.subject.value)
+    return frozenset(out)
+
+
 def read_document(data: bytes, fmt: str, evidence_class: str, source: str) -> tuple[str, RdfDocument]:
     """Parse (all or nothing) and skolemise; return (record hash, record). RecordError for a
-    `measured` claim or a document that holds no triple."""
+    `measured` claim, a document that holds no triple, or one that types a node with a class only
+    rules derive (a document's claims are its own evidence, never a derivation)."""
     from luma.errors import RecordError
 
     if evidence_class not in LOADABLE_CLASSES:
@@ -51,7 +70,14 @@ def read_document(data: bytes, fmt: str, evidence_class: str, source: str) -> tu
                           field="evidence_class")
     rec_hash = document_hash(data, fmt, evidence_class)
     base = record_graph(rec_hash) + "/"
-    lines = sorted(set(skolemised_triples(parse_rdf(data, fmt, source, base_iri=base), base + "bnode/")))
+    quads = list(parse_rdf(data, fmt, source, base_iri=base))
+    derived = derived_only_classes()
+    for q in quads:
+        if q.predicate == _TYPE and isinstance(q.object, ox.NamedNode) and q.object.value in derived:
+            raise RecordError(f"{q.subject} is typed {q.object}, a class only rules derive (from measured, "
+                              "qualified evidence): a document cannot assert it; nothing was loaded",
+                              source=source, field="rdf:type")
+    lines = sorted(set(skolemised_triples(quads, base + "bnode/")))
     if not lines:
         hint = " (JSON-LD needs an @context that maps its keys to IRIs)" if fmt == "jsonld" else ""
         raise RecordError(f"the document holds no RDF triple{hint}; nothing was loaded", source=source)

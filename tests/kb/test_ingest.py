@@ -356,6 +356,25 @@ def test_qualified_boundaries_selects_exactly_the_qualified_chains(runner_key, e
     assert by_chain[chain_of["qualified-many-repetitions"]]["repetitions"]["value"] == "6"
 
 
+
+@pytest.mark.parametrize("cls", ["HardwareRequirement", "QualifiedBoundary", "RecurringBinding", "StaleBoundary"])
+def test_plain_rdf_cannot_assert_a_class_only_rules_derive(cls, seeded, tmp_path):
+    """A vendor-claim document typing a node luma:HardwareRequirement was loaded, and the
+    hardware-requirements query and the Design-In report (which read the union of graphs) showed
+    it as a requirement from measured evidence. Such a document is refused whole; the same
+    document without the derived type still loads."""
+    doc = tmp_path / "forged.ttl"
+    body = (f"<{ID}x/forged> luma:resource <https://w3id.org/luma/dim/compute> ; luma:confidence \"high\" .\n"
+            f"<{ID}x/spec> luma:note \"a vendor's figure\" .\n")
+    doc.write_text(f"@prefix luma: <{LUMA}> .\n<{ID}x/forged> a luma:{cls} .\n" + body)
+    with open_kb() as kb, pytest.raises(RecordError, match=f"a class only rules derive"):
+        kb.load_rdf(doc, "turtle", "vendor-claim")
+    assert_one_line_error(luma("kb", "load", doc, "--evidence-class", "vendor-claim"), str(doc),
+                          f"is typed <{LUMA}{cls}>, a class only rules derive")
+    assert snapshot() == seeded
+    doc.write_text(f"@prefix luma: <{LUMA}> .\n" + body)
+    assert luma("kb", "load", doc, "--evidence-class", "vendor-claim").exit_code == 0
+
 @pytest.mark.slow
 def test_plain_rdf_cannot_forge_a_measured_boundary(signed, tmp_path):
     """DESIGN §8: a plain RDF document loaded as vendor-claim must not turn into measured evidence."""

@@ -44,7 +44,7 @@ def graph(name: str) -> Graph:
 
 
 def declared(g: Graph) -> set[str]:
-    kinds = {OWL.Class, OWL.ObjectProperty, OWL.DatatypeProperty, RDF.Property, RDFS.Class}
+    kinds = {OWL.Class, OWL.ObjectProperty, OWL.DatatypeProperty, OWL.AnnotationProperty, RDF.Property, RDFS.Class}
     return {str(s) for k in kinds for s in g.subjects(RDF.type, k)}
 
 
