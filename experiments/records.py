@@ -190,6 +190,13 @@ class Recorder:
         signer = self._signer[0]
         return doc if signer is None else signer.sign(doc, f"{self.sprint_id}: {doc['record_type']}")
 
+    def _save(self, path: Path, doc: dict) -> dict:
+        """Sign `doc`, write it to `path` and ingest it (when the sprint records); the record as written."""
+        record = self._signed(doc)
+        path.write_text(json.dumps(record, indent=1))
+        self._ingest(path)
+        return record
+
     def _ingest(self, path: Path) -> None:
         if not self.ingest_records:
             return
@@ -201,19 +208,14 @@ class Recorder:
 
     def trial(self, trial: Trial) -> None:
         self.folder.mkdir(parents=True, exist_ok=True)
-        path = self.folder / f"trial-{trial.index:03d}.json"
-        record = self._signed(trial_record(self.plan, self.sprint_id, trial, self.started))
-        path.write_text(json.dumps(record, indent=1))
-        self._ingest(path)
+        self._save(self.folder / f"trial-{trial.index:03d}.json",
+                   trial_record(self.plan, self.sprint_id, trial, self.started))
 
     def finish(self, result: Result, summary: dict) -> dict | None:
         self.folder.mkdir(parents=True, exist_ok=True)
         chain = chain_record(result, self.started)
         if chain is not None:
-            chain = self._signed(chain)
-            path = self.folder / "chain.json"
-            path.write_text(json.dumps(chain, indent=1))
-            self._ingest(path)
+            chain = self._save(self.folder / "chain.json", chain)
         (self.folder / "sprint.json").write_text(json.dumps(summary, indent=1, default=str))
         return chain
 
@@ -229,9 +231,6 @@ class Recorder:
                "workload": get(contract.service).workload(), "architecture": architecture(),
                "contract": contract.record_contract(), "state": state.record(),
                **optimize.result(contract, state, out, prov.get("environment", {})), "provenance": prov}
-        doc = self._signed(doc)
-        path = self.folder / "optimum.json"
-        path.write_text(json.dumps(doc, indent=1))
-        self._ingest(path)
+        doc = self._save(self.folder / "optimum.json", doc)
         (self.folder / "optimize.json").write_text(json.dumps(summary, indent=1, default=str))
         return doc

@@ -25,6 +25,7 @@ from typing import Annotated, Literal
 from pydantic import AfterValidator, Field, StrictBool, StrictStr, field_validator, model_validator
 
 from luma.kb import units
+from luma.kb.records.envelope import record_schema
 from luma.kb.records.machine import Quantity, Slug, Source
 from luma.kb.records.pex_chain import EvidenceClass, Provenance, StrictModel
 
@@ -220,22 +221,16 @@ class PartnerRetraction(StrictModel):
 def intervention_parameters_schema() -> dict:
     """JSON Schema (2020-12) of an intervention-parameters record
     (ontology/intervention-parameters.schema.json is its output)."""
-    return {
-        "$schema": "https://json-schema.org/draft/2020-12/schema",
-        "$id": "https://w3id.org/luma/schema/intervention-parameters.schema.json",
-        **InterventionParameters.model_json_schema(mode="validation"),
-        "title": "LUMA intervention-parameters record",
-        "description": (
-            "A technology partner's parameters of one intervention: supported data classes, formats and "
-            "access patterns, compression / capacity / effective-bandwidth effect per data class, encode and "
-            "decode throughput, added latency, power, silicon area, buffering, metadata and memory-management "
-            "overhead, integration point, coherence and software-transparency constraints, limitations and the "
-            "licensing / evaluation boundary. Evidence class vendor-claim unless measured (which needs the "
-            "provenance of the measurement). Quantities are {value, unit} with pint units that must fit the "
-            "field (ratios dimensionless, throughput in bytes/s, latency in s, power in W, area in m^2, "
-            "buffering in bytes); values must be finite and within the field's range (compression ratio at "
-            "least 1, multipliers above 0, the rest at least 0). These unit checks are enforced by `luma "
-            "partner add` and `luma kb ingest`, not by this schema alone. TOML, YAML or JSON; a partner file "
-            "may be at most 1 MiB (LUMA_MAX_PARTNER_FILE_BYTES)."
-        ),
-    }
+    return record_schema("intervention-parameters", InterventionParameters, "LUMA intervention-parameters record", (
+        "A technology partner's parameters of one intervention: supported data classes, formats and "
+        "access patterns, compression / capacity / effective-bandwidth effect per data class, encode and "
+        "decode throughput, added latency, power, silicon area, buffering, metadata and memory-management "
+        "overhead, integration point, coherence and software-transparency constraints, limitations and the "
+        "licensing / evaluation boundary. Evidence class vendor-claim unless measured (which needs the "
+        "provenance of the measurement). Quantities are {value, unit} with pint units that must fit the "
+        "field (ratios dimensionless, throughput in bytes/s, latency in s, power in W, area in m^2, "
+        "buffering in bytes); values must be finite and within the field's range (compression ratio at "
+        "least 1, multipliers above 0, the rest at least 0). These unit checks are enforced by `luma "
+        "partner add` and `luma kb ingest`, not by this schema alone. TOML, YAML or JSON; a partner file "
+        "may be at most 1 MiB (LUMA_MAX_PARTNER_FILE_BYTES)."
+    ))

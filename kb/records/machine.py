@@ -24,6 +24,7 @@ from pydantic import AfterValidator, Field, StrictBool, StrictInt, StrictStr, mo
 from luma.errors import RecordError, UnknownName
 from luma.kb import units
 from luma.kb.attestation import SCHEMA_NOTE, Attestation
+from luma.kb.records.envelope import record_schema
 from luma.kb.records.pex_chain import (
     Architecture,
     Count,
@@ -392,18 +393,12 @@ def load_machine(name_or_path: str | Path, project=None) -> MachineRecord:
 
 def machine_schema() -> dict:
     """JSON Schema (2020-12) of a machine record (ontology/machine.schema.json is its output)."""
-    return {
-        "$schema": "https://json-schema.org/draft/2020-12/schema",
-        "$id": "https://w3id.org/luma/schema/machine.schema.json",
-        **MachineRecord.model_json_schema(mode="validation"),
-        "title": "LUMA machine record",
-        "description": (
-            "Machine parameters: per-device figures with units (compute throughput per precision, memory "
-            "capacity and bandwidth per tier, interconnect, storage, power, price), the evidence class "
-            "(measured by `luma machine characterize`, vendor-claim from a named spec sheet) and provenance. "
-            "Quantities are {value, unit} with pint units that must fit the field (a bandwidth in bytes or "
-            "bits per second, a capacity in bytes, a throughput in FLOP/s or OP/s); values must be positive "
-            "and finite. These unit checks are enforced by `luma kb ingest`, not by this schema alone."
-            + SCHEMA_NOTE
-        ),
-    }
+    return record_schema("machine", MachineRecord, "LUMA machine record", (
+        "Machine parameters: per-device figures with units (compute throughput per precision, memory "
+        "capacity and bandwidth per tier, interconnect, storage, power, price), the evidence class "
+        "(measured by `luma machine characterize`, vendor-claim from a named spec sheet) and provenance. "
+        "Quantities are {value, unit} with pint units that must fit the field (a bandwidth in bytes or "
+        "bits per second, a capacity in bytes, a throughput in FLOP/s or OP/s); values must be positive "
+        "and finite. These unit checks are enforced by `luma kb ingest`, not by this schema alone."
+        + SCHEMA_NOTE
+    ))

@@ -19,6 +19,7 @@ from typing import Annotated, Literal
 from pydantic import Field, StrictFloat, StrictInt, model_validator
 
 from luma.kb.attestation import SCHEMA_NOTE, Attestation
+from luma.kb.records.envelope import record_schema
 from luma.kb.records.pex_chain import (
     MAX_OBSERVATIONS_PER_TRIAL,
     Architecture,
@@ -101,20 +102,10 @@ class OptimizeResult(StrictModel):
 
 def optimize_result_schema() -> dict:
     """JSON Schema (2020-12) of an optimize-result record."""
-    from luma.kb.dimensions import record_dimensions
-
-    schema = {
-        "$schema": "https://json-schema.org/draft/2020-12/schema",
-        "$id": "https://w3id.org/luma/schema/optimize-result.schema.json",
-        **OptimizeResult.model_json_schema(mode="validation"),
-        "title": "LUMA optimize-result record",
-        "description": (
-            "What `luma sprint optimize` found on one fixed machine state: every software configuration "
-            "tried (variant, batching, threads) with its trials, and the best accepted one with its "
-            f"throughput. A configuration is accepted when at least {CONFIRMATIONS} trials ran and all PASSed; "
-            "its throughput is the lowest of its trials'. Every configuration runs at the contract's load. "
-            "`luma kb ingest` re-judges every trial of a measured record and recomputes the best." + SCHEMA_NOTE
-        ),
-    }
-    schema["$defs"]["MachineState"]["properties"]["dimensions"]["propertyNames"] = {"enum": sorted(record_dimensions())}
-    return schema
+    return record_schema("optimize-result", OptimizeResult, "LUMA optimize-result record", (
+        "What `luma sprint optimize` found on one fixed machine state: every software configuration "
+        "tried (variant, batching, threads) with its trials, and the best accepted one with its "
+        f"throughput. A configuration is accepted when at least {CONFIRMATIONS} trials ran and all PASSed; "
+        "its throughput is the lowest of its trials'. Every configuration runs at the contract's load. "
+        "`luma kb ingest` re-judges every trial of a measured record and recomputes the best." + SCHEMA_NOTE
+    ), state_dimensions=True)

@@ -10,6 +10,7 @@ import json
 
 from luma.kb.attestation import SCHEMA_NOTE
 from luma.kb.dimensions import record_dimensions
+from luma.kb.records.envelope import record_schema
 from luma.kb.records.intervention_params import intervention_parameters_schema  # noqa: F401 (named by the kinds registry)
 from luma.kb.records.kernel_result import KernelResult
 from luma.kb.records.kinds import BY_NAME, SCHEMA_KINDS
@@ -19,29 +20,17 @@ from luma.kb.records.optimize_result import optimize_result_schema  # noqa: F401
 from luma.kb.records.pex_chain import PexChain
 from luma.kb.records.pex_trial import PexTrial
 
-SCHEMA_ID = "https://w3id.org/luma/schema/pex-chain.schema.json"
-
-
 def pex_chain_schema() -> dict:
     """JSON Schema (2020-12) of a PEX-chain record, with the dimension vocabulary spelled out."""
-    schema = PexChain.model_json_schema(mode="validation")
+    schema = record_schema("pex-chain", PexChain, "LUMA PEX-chain record", (
+        "One boundary qualification: minimum PASS -> adjacent FAIL -> binding resource -> "
+        "intervention -> recovered PASS. Units are unit names joined by '*' and '/' with powers up "
+        "to 4 (e.g. 'GiB', 'GB/s', 'ms', 'core', 'TFLOP/s', '1/s'); a level's unit must fit its "
+        "dimension (see ontology/dimensions.ttl), a clause names a known metric in a unit of its kind "
+        "(kb/metrics.py), and the crossed dimension must have a level in both states. These checks "
+        "are enforced by `luma kb ingest`, not by this schema alone." + SCHEMA_NOTE
+    ), state_dimensions=True)
     dims = sorted(record_dimensions())
-    schema = {
-        "$schema": "https://json-schema.org/draft/2020-12/schema",
-        "$id": SCHEMA_ID,
-        **schema,
-        "title": "LUMA PEX-chain record",
-        "description": (
-            "One boundary qualification: minimum PASS -> adjacent FAIL -> binding resource -> "
-            "intervention -> recovered PASS. Units are unit names joined by '*' and '/' with powers up "
-            "to 4 (e.g. 'GiB', 'GB/s', 'ms', 'core', 'TFLOP/s', '1/s'); a level's unit must fit its "
-            "dimension (see ontology/dimensions.ttl), a clause names a known metric in a unit of its kind "
-            "(kb/metrics.py), and the crossed dimension must have a level in both states. These checks "
-            "are enforced by `luma kb ingest`, not by this schema alone." + SCHEMA_NOTE
-        ),
-    }
-    defs = schema["$defs"]
-    defs["MachineState"]["properties"]["dimensions"]["propertyNames"] = {"enum": dims}
     for key in ("crossed_dimension", "binding_resource"):
         schema["properties"][key]["enum"] = dims
     return schema
@@ -49,72 +38,44 @@ def pex_chain_schema() -> dict:
 
 def kernel_result_schema() -> dict:
     """JSON Schema (2020-12) of a kernel-result record."""
-    return {
-        "$schema": "https://json-schema.org/draft/2020-12/schema",
-        "$id": "https://w3id.org/luma/schema/kernel-result.schema.json",
-        **KernelResult.model_json_schema(mode="validation"),
-        "title": "LUMA kernel-result record",
-        "description": (
-            "One evaluation or benchmark figure of a kernel (an intervention such as int8 quantization) "
-            "with the benchmark standard's fields: environment, workload, method, metrics with units, "
-            "repetitions and warm-up, artifact (how to reproduce it), git revision and limitations. "
-            "Metric units are unit expressions ('ms', 'GB/s', '1/s') checked by `luma kb ingest`; a "
-            "metric LUMA knows (kb/metrics.py) must be in a unit of its kind." + SCHEMA_NOTE
-        ),
-    }
+    return record_schema("kernel-result", KernelResult, "LUMA kernel-result record", (
+        "One evaluation or benchmark figure of a kernel (an intervention such as int8 quantization) "
+        "with the benchmark standard's fields: environment, workload, method, metrics with units, "
+        "repetitions and warm-up, artifact (how to reproduce it), git revision and limitations. "
+        "Metric units are unit expressions ('ms', 'GB/s', '1/s') checked by `luma kb ingest`; a "
+        "metric LUMA knows (kb/metrics.py) must be in a unit of its kind." + SCHEMA_NOTE
+    ))
 
 
 def pex_trial_schema() -> dict:
     """JSON Schema (2020-12) of a pex-trial record."""
-    schema = {
-        "$schema": "https://json-schema.org/draft/2020-12/schema",
-        "$id": "https://w3id.org/luma/schema/pex-trial.schema.json",
-        **PexTrial.model_json_schema(mode="validation"),
-        "title": "LUMA pex-trial record",
-        "description": (
-            "One physical trial of a PEX sprint (`luma sprint run`): the machine state it ran, the "
-            "software variant, the verdict against the contract, the failure cause and the telemetry "
-            "as observations with units. Level units must fit their dimension, and a known metric "
-            "(kb/metrics.py) a unit of its kind (checked by `luma kb ingest`)." + SCHEMA_NOTE
-        ),
-    }
-    schema["$defs"]["MachineState"]["properties"]["dimensions"]["propertyNames"] = {"enum": sorted(record_dimensions())}
-    return schema
+    return record_schema("pex-trial", PexTrial, "LUMA pex-trial record", (
+        "One physical trial of a PEX sprint (`luma sprint run`): the machine state it ran, the "
+        "software variant, the verdict against the contract, the failure cause and the telemetry "
+        "as observations with units. Level units must fit their dimension, and a known metric "
+        "(kb/metrics.py) a unit of its kind (checked by `luma kb ingest`)." + SCHEMA_NOTE
+    ), state_dimensions=True)
 
 
 def model_prediction_schema() -> dict:
     """JSON Schema (2020-12) of a model-prediction record."""
-    schema = {
-        "$schema": "https://json-schema.org/draft/2020-12/schema",
-        "$id": "https://w3id.org/luma/schema/model-prediction.schema.json",
-        **ModelPrediction.model_json_schema(mode="validation"),
-        "title": "LUMA model-prediction record",
-        "description": (
-            "What the analytical model predicted (`luma model predict|explore --record`, `luma partner evaluate "
-            "--record`): per machine state the verdict per contract clause, the binding (or tightest) resource "
-            "and the predicted figures with units, with the model's code and calibration hashes. Evidence class "
-            "simulated (a service calibrated on this host) or projected (other hardware, partner figures); it "
-            "never qualifies a boundary. Level units must fit their dimension (checked by `luma kb ingest`)."
-        ),
-    }
-    schema["$defs"]["MachineState"]["properties"]["dimensions"]["propertyNames"] = {"enum": sorted(record_dimensions())}
-    return schema
+    return record_schema("model-prediction", ModelPrediction, "LUMA model-prediction record", (
+        "What the analytical model predicted (`luma model predict|explore --record`, `luma partner evaluate "
+        "--record`): per machine state the verdict per contract clause, the binding (or tightest) resource "
+        "and the predicted figures with units, with the model's code and calibration hashes. Evidence class "
+        "simulated (a service calibrated on this host) or projected (other hardware, partner figures); it "
+        "never qualifies a boundary. Level units must fit their dimension (checked by `luma kb ingest`)."
+    ), state_dimensions=True)
 
 
 def experiment_matrix_schema() -> dict:
     """JSON Schema (2020-12) of an experiment-matrix record."""
-    return {
-        "$schema": "https://json-schema.org/draft/2020-12/schema",
-        "$id": "https://w3id.org/luma/schema/experiment-matrix.schema.json",
-        **ExperimentMatrix.model_json_schema(mode="validation"),
-        "title": "LUMA experiment-matrix record",
-        "description": (
-            "A frozen experiment matrix (`luma partner evaluate --record`, `luma sprint run --matrix`): the "
-            "contract, the dimension, the states of each configuration with the model's predicted verdict, and "
-            "the repetitions a PEX sprint runs to prove the projection. `sha256` is the matrix's own hash as its "
-            "writer froze it."
-        ),
-    }
+    return record_schema("experiment-matrix", ExperimentMatrix, "LUMA experiment-matrix record", (
+        "A frozen experiment matrix (`luma partner evaluate --record`, `luma sprint run --matrix`): the "
+        "contract, the dimension, the states of each configuration with the model's predicted verdict, and "
+        "the repetitions a PEX sprint runs to prove the projection. `sha256` is the matrix's own hash as its "
+        "writer froze it."
+    ))
 
 
 #: record_type -> its JSON Schema builder, for the kinds luma.kb.records.kinds publishes one of.

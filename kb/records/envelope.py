@@ -1,0 +1,23 @@
+"""The JSON Schema envelope every record schema shares: the 2020-12 dialect, the schema's id, the
+pydantic model's schema, a title and a description; optionally the dimension vocabulary spelled out
+for the machine states it holds. kb/records/schema.py and the record modules that build their own
+schema (machine, optimize-result, intervention-parameters) all use it, so the committed
+`ontology/<record-type>.schema.json` files keep one shape."""
+
+from __future__ import annotations
+
+
+def record_schema(kind: str, model, title: str, description: str, *, state_dimensions: bool = False) -> dict:
+    """JSON Schema (2020-12) of the record `kind` (its file name: `<kind>.schema.json`) from `model`."""
+    schema = {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$id": f"https://w3id.org/luma/schema/{kind}.schema.json",
+        **model.model_json_schema(mode="validation"),
+        "title": title,
+        "description": description,
+    }
+    if state_dimensions:
+        from luma.kb.dimensions import record_dimensions
+
+        schema["$defs"]["MachineState"]["properties"]["dimensions"]["propertyNames"] = {"enum": sorted(record_dimensions())}
+    return schema
