@@ -75,6 +75,7 @@ def _register() -> None:
     from luma.cli.machine import machine
     from luma.cli.model import model
     from luma.cli.partner import partner
+    from luma.cli.pilot import pilot
     from luma.cli.report import report
     from luma.cli.rules import rules
     from luma.cli.runner import runner
@@ -87,6 +88,7 @@ def _register() -> None:
     cli.add_command(machine)
     cli.add_command(model)
     cli.add_command(partner)
+    cli.add_command(pilot)
     cli.add_command(runner)
     cli.add_command(report)
     cli.add_command(demo)

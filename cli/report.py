@@ -1,5 +1,6 @@
 """`luma report`: the Resource Boundary Report and the Design-In Report, as Markdown and as one
-self-contained HTML page (plots inline as SVG) in an output folder."""
+self-contained HTML page (plots inline as SVG) in an output folder; the Partner Evaluation Report
+and the Economic Control Report of a pilot run likewise."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from pathlib import Path
 import click
 
 from luma.cli.partner_evaluate import evaluation_options, run_evaluation
-from luma.cli.project import NONE, READ, project, require, settings
+from luma.cli.project import NONE, READ, project, require, settings, where
 
 _OUT = click.option("--out", "out", type=click.Path(file_okay=False, path_type=Path), required=True,
                     help="Folder to write report.md, report.html and plots/*.svg into (created if missing).")
@@ -113,3 +114,26 @@ def partner_cmd(record_ref, contract_ref, state_text, llm_ref, space_ref, repeti
     matrix.write_text(json.dumps(doc["matrix"], indent=2, sort_keys=True) + "\n", encoding="utf-8")
     _written(written, start)
     click.echo(str(matrix))
+
+
+@report.command("pilot")
+@click.argument("run", required=False)
+@click.option("--latest", is_flag=True, help="The newest run under $LUMA_HOME/pilots/ (the default).")
+@click.option("--out", "out", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Folder to write report.md, report.html and plots/*.svg into (created if missing). Default: "
+                   "report/ beside the run's pilot.json.")
+@project(READ)
+def pilot_cmd(run: str | None, latest: bool, out: Path | None) -> None:
+    """Economic Control Report of one pilot run (`luma pilot run`), from its pilot.json alone: RUN
+    (a run id under $LUMA_HOME/pilots/, or a pilot.json or its folder), or the --latest run. The
+    acceptance figures, setup, a timeline plot, every decision, the realized value against the
+    static-largest and hindsight-best baselines, the state library and each figure's evidence class."""
+    from luma.reports import pilot, pilot_data
+
+    if run and latest:
+        raise click.UsageError("give RUN or --latest, not both")
+    start = time.perf_counter()
+    # A path needs no project; a run id or --latest is looked up in the project's pilots/ folder.
+    path = pilot_data.locate(run, settings().home, source=where())
+    doc = pilot_data.load(path, settings())
+    _written(pilot.write(doc, str(path), out if out is not None else path.parent / "report"), start)

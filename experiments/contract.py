@@ -24,6 +24,11 @@ JUDGED = ("quality", "throughput", "token_throughput")
 #: Percentile metrics a sprint judges: `pNN_<kind>` (the worker keeps every sample of these).
 PERCENTILE_KINDS = ("latency", "ttft", "tpot")
 GENERATIVE_ONLY = ("ttft", "tpot", "token_throughput")
+#: Economics and reliability of the accepted service: judged per control window by the Economic
+#: Control Pilot (experiments/pilot/), never by a sprint. Power and energy are simulated on a host
+#: without energy counters and cost is projected (measured time x prices): only measured evidence
+#: qualifies a boundary, so these clauses stay out of sprint and optimize records.
+PILOT_ONLY = ("power", "energy_per_accepted", "cost_per_accepted", "error_rate", "availability")
 
 Positive = Annotated[StrictInt, Field(ge=1, le=1_000_000)]
 
@@ -59,6 +64,26 @@ class SprintSpec(StrictModel):
     max_retries: Annotated[StrictInt, Field(ge=0, le=5)] = 2
 
 
+class PilotSpec(StrictModel):
+    """Defaults for `luma pilot run` (each can be overridden on the command line)."""
+
+    trace: Name | None = None  # a shipped trace's name or a CSV path
+    window_s: Annotated[StrictFloat | StrictInt, Field(ge=2, le=3600)] = 10
+    #: Share of a state's predicted capacity (and of each latency threshold) kept in reserve.
+    margin: Annotated[StrictFloat | StrictInt, Field(ge=0, lt=0.9)] = 0.25
+    #: Least predicted saving (a share of the cost per accepted output) worth a downscale.
+    hysteresis: Annotated[StrictFloat | StrictInt, Field(ge=0, lt=1)] = 0.1
+    #: Most controller-initiated switches per run (breach upscales and rollbacks never wait).
+    switch_budget: Annotated[StrictInt, Field(ge=0, le=10_000)] = 12
+    #: Windows a downscale candidate must stay predicted-passing before it is applied.
+    patience: Annotated[StrictInt, Field(ge=1, le=100)] = 2
+    #: INCONCLUSIVE verification windows before a switch is rolled back anyway.
+    max_extensions: Annotated[StrictInt, Field(ge=0, le=10)] = 2
+    #: Seconds a request may wait for its answer before it counts as an error.
+    request_timeout_s: Annotated[StrictFloat | StrictInt, Field(gt=0, le=600)] = 5
+    price_table: str | None = None
+
+
 class Contract(StrictModel):
     """One accepted-service contract and how to qualify it."""
 
@@ -70,17 +95,28 @@ class Contract(StrictModel):
     #: Base machine state: the level of every enforced dimension not being swept.
     state: dict[str, Level | Name] = {}
     sprint: SprintSpec | None = None
+    pilot: PilotSpec | None = None
 
     @model_validator(mode="after")
     def _metrics_judged(self) -> "Contract":
         for i, clause in enumerate(self.clauses):
+            if clause.metric in PILOT_ONLY:
+                continue
             if not judged(clause.metric):
-                known = ", ".join(JUDGED + tuple(f"pNN_{k}" for k in PERCENTILE_KINDS))
+                known = ", ".join(JUDGED + tuple(f"pNN_{k}" for k in PERCENTILE_KINDS) + PILOT_ONLY)
                 raise ValueError(f"clauses[{i}].metric: a sprint cannot judge metric {clause.metric!r} "
                                  f"(it judges {known})")
             if clause.metric.split("_", 1)[-1] in GENERATIVE_ONLY and self.service != "decoder":
                 raise ValueError(f"clauses[{i}].metric: {clause.metric} needs a generative service")
         return self
+
+    def service_clauses(self) -> list[Clause]:
+        """The clauses a sprint judges (all but the pilot's economics and reliability clauses)."""
+        return [c for c in self.clauses if c.metric not in PILOT_ONLY]
+
+    def pilot_clauses(self) -> list[Clause]:
+        """The economics and reliability clauses only the pilot judges."""
+        return [c for c in self.clauses if c.metric in PILOT_ONLY]
 
     def percentile_clauses(self) -> list[tuple[Clause, float]]:
         return [(c, q) for c in self.clauses if (q := stats.quantile_of(c.metric)) is not None]
@@ -95,8 +131,9 @@ class Contract(StrictModel):
         return units.normalise(clause.value, clause.unit)[0]
 
     def record_contract(self) -> dict:
-        """The contract as a PEX-chain record carries it."""
-        return {"name": self.name, "clauses": [c.model_dump(exclude_none=True) for c in self.clauses],
+        """The contract as a sprint's records carry it: the clauses a sprint judges (a sprint never
+        judges the pilot's economics clauses, see PILOT_ONLY)."""
+        return {"name": self.name, "clauses": [c.model_dump(exclude_none=True) for c in self.service_clauses()],
                 "concurrency": self.load.concurrency}
 
 

@@ -68,7 +68,7 @@ def judge(contract: Contract, tel: dict, seed: int = 0) -> tuple[str, str | None
     if tel.get("failure_cause"):
         return "FAIL", tel["failure_cause"], []
     rows, verdicts, causes = [], [], []
-    for clause in contract.clauses:
+    for clause in contract.service_clauses():
         threshold = contract.threshold(clause)
         q = verdict_rules.quantile_of(clause.metric)
         if q is not None:

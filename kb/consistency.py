@@ -35,6 +35,9 @@ An **optimize-result** record (`luma sprint optimize`): every configuration ran 
 trial is re-judged against the contract; and `best` / `throughput` are what the trials give: the
 accepted configuration (at least `CONFIRMATIONS` trials, all PASS) with the highest throughput,
 counted as the lowest of its trials' (none when no configuration was accepted).
+
+A **pilot-decision** record: its verification trials re-judged on the clauses they observe, and
+its verification verdict their combination (`luma.kb.consistency_pilot`).
 """
 
 from __future__ import annotations
@@ -46,6 +49,8 @@ from luma.kb import units
 from luma.kb.records.pex_chain import Level, MachineState, PexChain, Trial
 from luma.kb.records.optimize_result import CONFIRMATIONS, OptimizeResult
 from luma.kb.records.pex_trial import PexTrial
+from luma.kb.records.pilot_decision import PilotDecision
+from luma.kb.consistency_pilot import check_pilot_decision
 from luma.kb.rejudge import check_verdict
 
 
@@ -65,6 +70,8 @@ def check_measured(record, *, trials_by_hash: Mapping[str, object] | None = None
         _check_chain(model, trials_by_hash if trials_by_hash is not None else {}, source)
     elif isinstance(model, OptimizeResult):
         _check_optimum(model, source)
+    elif isinstance(model, PilotDecision):
+        check_pilot_decision(model, source)
 
 
 def _check_chain(chain: PexChain, trials_by_hash: Mapping[str, object], source: str | None) -> None:

@@ -41,8 +41,14 @@ POWER = Kind("a power", ("watt",), "W")
 ENERGY = Kind("an energy", ("joule",), "J")
 ENERGY_PER_TOKEN = Kind("an energy per token", ("joule / token",), "J/token")
 ENERGY_PER_REQUEST = Kind("an energy per request", ("joule / request",), "J/request")
-COST = Kind("a cost", ("euro",), "euro")
-COST_PER_REQUEST = Kind("a cost per request", ("euro / request",), "euro/request")
+COST = Kind("a cost", ("euro", *units.CURRENCIES), "USD")
+COST_PER_REQUEST = Kind("a cost per request", ("euro / request", *(f"{c} / request" for c in units.CURRENCIES)),
+                        "USD/request")
+#: An accepted output is a request (embeddings, classes) or a token (generation).
+COST_PER_OUTPUT = Kind("a cost per accepted output",
+                       tuple(f"{c} / {o}" for c in ("euro", *units.CURRENCIES) for o in ("request", "token")),
+                       "USD/request or USD/token")
+ENERGY_PER_OUTPUT = Kind("an energy per accepted output", ("joule / request", "joule / token"), "J/request")
 REQUESTS = Kind("a number of requests", ("request",), "request")
 
 #: Metrics by exact name.
@@ -59,6 +65,11 @@ METRICS: dict[str, Kind] = {
                      "memory_need"), MEMORY),
     "effective_bandwidth": BANDWIDTH,
     "completed_requests": REQUESTS,
+    # Reliability and economics of an accepted service (contract clauses the pilot judges).
+    **dict.fromkeys(("error_rate", "availability"), SCORE),
+    "cost_per_accepted": COST_PER_OUTPUT,
+    "energy_per_accepted": ENERGY_PER_OUTPUT,
+    **dict.fromkeys(("rate", "capacity"), REQUEST_RATE),
     "power": POWER,
     "energy": ENERGY,
     "energy_per_token": ENERGY_PER_TOKEN,

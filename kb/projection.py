@@ -506,6 +506,7 @@ def _runner_revocation(w: nq.QuadWriter, rec: RunnerRevocation, meta: LedgerMeta
 
 
 from luma.kb.projection_optimize import _optimize_result  # noqa: E402,F401 (a projector the kinds registry names)
+from luma.kb.projection_pilot import _pilot_decision  # noqa: E402,F401 (a projector the kinds registry names)
 
 #: record_type -> projector, for every kind of luma.kb.records.kinds.
 PROJECTORS: dict[str, Callable] = {k.name: globals()[k.projector] for k in KINDS}

@@ -34,6 +34,11 @@ _EXTRA_UNITS = (
     "FLOPS = FLOP / second",
 )
 
+#: Currencies besides the euro (ISO 4217), each its own dimension: LUMA converts no currency, so
+#: a USD price and a EUR clause never compare (price tables refuse mixed currencies too).
+CURRENCIES = ("USD", "GBP", "CHF", "JPY", "CNY", "CAD", "AUD", "INR", "KRW", "SEK", "NOK", "DKK", "PLN", "SGD",
+              "TWD", "HKD")
+
 #: Canonical units: every quantity is normalised to the first of these with its dimensionality.
 CANONICAL_UNITS = {
     "byte": UNIT + "BYTE",
@@ -54,6 +59,10 @@ CANONICAL_UNITS = {
     "request / second": LUNIT + "RequestPerSecond",
     "euro": LUNIT + "Euro",
     "euro / request": LUNIT + "EuroPerRequest",
+    "euro / token": LUNIT + "EuroPerToken",
+    **{c: LUNIT + c for c in CURRENCIES},
+    **{f"{c} / request": LUNIT + f"{c}PerRequest" for c in CURRENCIES},
+    **{f"{c} / token": LUNIT + f"{c}PerToken" for c in CURRENCIES},
     "joule / request": LUNIT + "JoulePerRequest",
     "joule / token": LUNIT + "JoulePerToken",
     # Silicon area of a partner's hardware mechanism (intervention-parameters records).
@@ -74,6 +83,8 @@ def registry() -> pint.UnitRegistry:
     for line in _EXTRA_UNITS:
         reg.define(line)
     reg.define("euro = [currency] = EUR")
+    for code in CURRENCIES:
+        reg.define(f"{code} = [currency_{code.lower()}]")
     return reg
 
 

@@ -274,3 +274,153 @@ def change_plot(plot_id: str, title: str, labels: list[str], changes: list[float
     for side in ("top", "right"):
         ax.spines[side].set_visible(False)
     return _svg(fig, plot_id)
+
+
+def timeline_plot(plot_id: str, title: str, windows: list[dict], states: list[str], slo: float | None = None,
+                  currency: str = "", baselines: dict[str, list[dict]] | None = None,
+                  events: list[tuple[float, str]] = (), trace: list[list[float]] = ()) -> str:
+    """A controlled run on one trace-time axis, four stacked panels: (1) offered and observed
+    request rate, (2) the state in force as a step line (y ticks: `states`, short labels, the
+    first at the bottom), (3) p95 latency per window against the SLO, the marker by the window's
+    verdict, (4) cost per accepted output per window, each of `baselines` ({name: windows})
+    dashed beside it. Verification windows are shaded and `events` ((trace time, kind): switch,
+    rollback, breach) drawn as vertical lines in every panel.
+
+    `windows` are dicts with start_s, end_s, rate_offered, rate_observed, state (one of `states`),
+    verification, p95_latency (seconds), p95_ci, verdict and cost_per_accepted; a value that is
+    None is a gap in its line, never a point at some other value. `trace`: [time, rate] points
+    of the offered load as replayed."""
+    import math
+
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+    from matplotlib.ticker import FuncFormatter
+
+    nan = float("nan")
+
+    def value(w: dict, key: str):
+        v = w.get(key)
+        return v if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) else None
+
+    def steps(ws: list[dict], get) -> tuple[list[float], list[float]]:
+        # One flat segment per window, joined where windows touch, broken where a value or a window is missing.
+        xs, ys, end = [], [], None
+        for w in ws:
+            if end is not None and w["start_s"] != end:
+                xs.append(end)
+                ys.append(nan)
+            y = get(w)
+            xs += [w["start_s"], w["end_s"]]
+            ys += [nan if y is None else y] * 2
+            end = w["end_s"]
+        return xs, ys
+
+    def mids(ws: list[dict], key: str, scale: float = 1.0) -> tuple[list[float], list[float]]:
+        return ([(w["start_s"] + w["end_s"]) / 2 for w in ws],
+                [nan if value(w, key) is None else value(w, key) / scale for w in ws])
+
+    fig = _figure(7.6, 8.4)
+    axes = fig.subplots(4, 1, sharex=True, gridspec_kw={"height_ratios": (1.0, 0.9, 1.1, 1.1), "hspace": 0.14})
+    rate_ax, state_ax, lat_ax, cost_ax = axes
+    baselines = baselines or {}
+    handles: list[list] = [[], [], [], []]
+
+    # (1) request rate
+    if trace:
+        rate_ax.plot([p[0] for p in trace], [p[1] for p in trace], color="#adb5bd", linestyle=":", linewidth=1.0)
+        handles[0].append(Line2D([], [], color="#adb5bd", linestyle=":", label="trace (as replayed)"))
+    for key, colour, label in (("rate_offered", PALETTE[0], "offered"), ("rate_observed", PALETTE[1], "observed")):
+        rate_ax.plot(*steps(windows, lambda w, k=key: value(w, k)), color=colour, linewidth=1.4)
+        handles[0].append(Line2D([], [], color=colour, label=label))
+    rate_ax.set_ylabel("requests/s", fontsize=8)
+    rate_ax.set_ylim(bottom=0)
+
+    # (2) the state in force
+    where = {s: i for i, s in enumerate(states)}
+    state_ax.plot(*steps(windows, lambda w: where.get(w.get("state"))), color=PALETTE[3], linewidth=2.0)
+    state_ax.set_yticks(range(len(states)), [_t(s) for s in states])
+    state_ax.set_ylim(-0.6, max(len(states), 1) - 0.4)
+    state_ax.set_ylabel("state", fontsize=8)
+    handles[1].append(Line2D([], [], color=PALETTE[3], linewidth=2.0, label="state in force"))
+
+    # (3) p95 latency per window against the SLO
+    lat_values = [v for w in windows for v in (value(w, "p95_latency"), *(w.get("p95_ci") or ())) if v is not None]
+    scale, unit = axis_scale("second", lat_values + ([slo] if slo else []))
+    xs, ys = mids(windows, "p95_latency", scale)
+    lat_ax.plot(xs, ys, color="#868e96", linewidth=0.8)
+    for w, x, y in zip(windows, xs, ys, strict=True):
+        ci = w.get("p95_ci")
+        if ci and not math.isnan(y) and all(isinstance(c, (int, float)) for c in ci):
+            lat_ax.errorbar([x], [y], yerr=[[max(y - ci[0] / scale, 0)], [max(ci[1] / scale - y, 0)]], fmt="none",
+                            ecolor="#adb5bd", elinewidth=0.9, capsize=2)
+    verdict_colours = {"PASS": PALETTE[2], "FAIL": "#c92a2a", "INCONCLUSIVE": "#868e96"}
+    for verdict, marker in VERDICT_MARKERS.items():
+        chosen = [(x, y) for w, x, y in zip(windows, xs, ys, strict=True)
+                  if w.get("verdict") == verdict and not math.isnan(y)]
+        if chosen:
+            lat_ax.plot([c[0] for c in chosen], [c[1] for c in chosen], marker=marker, linestyle="none",
+                        color=verdict_colours[verdict], markersize=5.5)
+            handles[2].append(Line2D([], [], marker=marker, linestyle="none", color=verdict_colours[verdict],
+                                     label=f"window {verdict}"))
+    if slo is not None:
+        lat_ax.axhline(slo / scale, color="#c92a2a", linestyle="--", linewidth=1.2)
+        handles[2].append(Line2D([], [], color="#c92a2a", linestyle="--", label=_t(f"SLO {slo / scale:.4g} {unit}")))
+    if _log_wanted(lat_values + ([slo] if slo else [])):
+        lat_ax.set_yscale("log")
+        _plain_log(lat_ax.yaxis)
+    else:
+        lat_ax.set_ylim(bottom=0)
+    lat_ax.set_ylabel(_t(f"p95 latency ({unit})"), fontsize=8)
+
+    # (4) cost per accepted output: tiny figures, so one power of ten (a multiple of 3) on the axis
+    series = {"pilot": windows, **baselines}
+    costs = [value(w, "cost_per_accepted") for ws in series.values() for w in ws]
+    top = max((abs(c) for c in costs if c is not None), default=0.0)
+    exp = 3 * math.floor(math.log10(top) / 3) if top and top < 0.01 else 0
+    factor = 10.0 ** exp
+    for i, (name, ws) in enumerate(series.items()):
+        dashed = i > 0  # the baselines: dashed, in colours of their own
+        colour = PALETTE[1 + (i - 1) % (len(PALETTE) - 1)] if dashed else PALETTE[0]
+        cost_ax.plot(*mids(ws, "cost_per_accepted", factor), color=colour, linestyle="--" if dashed else "-",
+                     linewidth=1.2 if dashed else 1.6, marker=None if dashed else "o", markersize=3)
+        handles[3].append(Line2D([], [], color=colour, linestyle="--" if dashed else "-", label=_t(name)))
+    scaled = [c / factor for c in costs if c is not None]
+    if _log_wanted(scaled):
+        cost_ax.set_yscale("log")
+        _plain_log(cost_ax.yaxis)
+    else:
+        cost_ax.set_ylim(bottom=0)
+        cost_ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    unit_text = " ".join(x for x in (f"×1e{exp}" if exp else "", currency) if x)
+    cost_ax.set_ylabel(_t(f"cost per accepted ({unit_text})" if unit_text else "cost per accepted"), fontsize=8)
+
+    # shading and events across every panel
+    shaded = [w for w in windows if w.get("verification")]
+    event_style = {"switch": ("#1f5fa8", "-."), "rollback": ("#d9730d", "-"), "breach": ("#c92a2a", ":")}
+    kinds = sorted({k if k in event_style else "other" for _, k in events})
+    for ax in axes:
+        for w in shaded:
+            ax.axvspan(w["start_s"], w["end_s"], color="#ffe8a1", alpha=0.7, linewidth=0, zorder=0)
+        for t, kind in events:
+            colour, style = event_style.get(kind, ("#868e96", "--"))
+            ax.axvline(t, color=colour, linestyle=style, linewidth=1.0, alpha=0.85)
+        ax.grid(axis="y", color="#e9ecef")
+        ax.tick_params(labelsize=8)
+        for side in ("top", "right"):
+            ax.spines[side].set_visible(False)
+    if shaded:
+        handles[1].append(Patch(color="#ffe8a1", label="verification window"))
+    for kind in kinds:
+        colour, style = event_style.get(kind, ("#868e96", "--"))
+        handles[1].append(Line2D([], [], color=colour, linestyle=style, label=kind))
+    for ax, hs in zip(axes, handles, strict=True):
+        if hs:
+            ax.legend(handles=hs, fontsize=7.5, frameon=False, loc="center left", bbox_to_anchor=(1.01, 0.5))
+    if not windows:
+        rate_ax.text(0.5, 0.5, "no window recorded", ha="center", va="center", transform=rate_ax.transAxes,
+                     fontsize=9, color="#555555")
+    ends = [w["end_s"] for ws in series.values() for w in ws] + [p[0] for p in trace]
+    cost_ax.set_xlim(0, max(ends, default=1.0) or 1.0)
+    cost_ax.set_xlabel("trace time (s)")
+    rate_ax.set_title(_t(title), fontsize=10)
+    return _svg(fig, plot_id)

@@ -115,7 +115,7 @@ def validator():
 
 
 @pytest.mark.parametrize("record_type", ["pex-chain", "kernel-result", "pex-trial", "machine", "intervention-parameters",
-                                         "optimize-result"])
+                                         "optimize-result", "pilot-decision"])
 def test_committed_schema_is_the_generated_one(record_type):
     from luma.kb.records.schema import schema_text
 

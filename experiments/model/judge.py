@@ -62,7 +62,7 @@ class Judgement:
 
 def checks_of(contract) -> list[Check]:
     out = []
-    for c in contract.clauses:
+    for c in contract.service_clauses():  # the model predicts service clauses, not the pilot's economics
         out.append(Check(c.metric, c.op, contract.threshold(c), stats.quantile_of(c.metric)))
     return out
 

@@ -100,6 +100,10 @@ class BatchEngine:
     def busy(self) -> bool:
         return bool(self._queue)
 
+    def expire(self, request_ids: set) -> None:
+        """Drop queued requests (their clients have given up: serving them would only delay others)."""
+        self._queue = [(rid, p) for rid, p in self._queue if rid not in request_ids]
+
     def step(self) -> list[Event]:
         import time
 

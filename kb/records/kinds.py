@@ -54,6 +54,8 @@ KINDS: tuple[RecordKind, ...] = (
     RecordKind("machine", _R + "machine:MachineRecord", "_machine", "machine_schema"),
     RecordKind("optimize-result", _R + "optimize_result:OptimizeResult", "_optimize_result",
                "optimize_result_schema"),
+    # One decision of the Economic Control Pilot (`luma pilot run`): always measured, signed.
+    RecordKind("pilot-decision", _R + "pilot_decision:PilotDecision", "_pilot_decision", "pilot_decision_schema"),
     RecordKind("intervention-parameters", _R + "intervention_params:InterventionParameters",
                "_intervention_parameters", "intervention_parameters_schema", partner=True),
     RecordKind("partner-retraction", _R + "intervention_params:PartnerRetraction", "_partner_retraction",

@@ -19,6 +19,7 @@ from luma.kb.records.model_prediction import ExperimentMatrix, ModelPrediction
 from luma.kb.records.optimize_result import optimize_result_schema  # noqa: F401 (named by the kinds registry)
 from luma.kb.records.pex_chain import PexChain
 from luma.kb.records.pex_trial import PexTrial
+from luma.kb.records.pilot_decision import pilot_decision_schema  # noqa: F401 (named by the kinds registry)
 
 def pex_chain_schema() -> dict:
     """JSON Schema (2020-12) of a PEX-chain record, with the dimension vocabulary spelled out."""

@@ -124,6 +124,7 @@ def test_luma_classes_have_label_and_comment():
         "CapabilityClass", "CapabilityMapping", "CapabilityCandidate",
         "ModelRun", "ModelPrediction", "ExperimentMatrix", "ModelAgreement",
         "Restoration", "DeploymentDecision",
+        "PilotDecision", "PilotState", "PilotFigure",
     }
     assert {str(c).removeprefix(LUMA) for c in classes} == expected
     for cls in classes:

@@ -394,8 +394,9 @@ def test_default_checker_is_compiled_once():
     # 18 for PEX chains and their parts (software configurations and 3 for chain outcomes
     # included), 2 kernel results, 1 trials, 2 machines, 3 partner records,
     # 3 runner keys (runner, revocation, revoked runner), 6 model outputs (run, prediction, its
-    # clauses and figures, matrix, matrix states), 3 optimize results (result, configuration, trial)
-    assert len(default_checker().shapes) == 38
+    # clauses and figures, matrix, matrix states), 3 optimize results (result, configuration, trial),
+    # 3 pilot decisions (decision, state, figure)
+    assert len(default_checker().shapes) == 41
 
 
 def test_extra_shapes_add_constraints(tmp_path):

@@ -1,0 +1,161 @@
+"""`luma pilot`: the Economic Control Pilot — the qualified-state library of a contract, and a
+live service run inside it under a workload trace (docs/pilot.md)."""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from luma.cli.output import format_option, print_rows
+from luma.cli.project import READ, WRITE, project
+
+
+@click.group()
+def pilot() -> None:
+    """Run a live service inside the library of qualified states (Economic Control Pilot)."""
+
+
+def _money(x, currency: str = "") -> str:
+    return "-" if x is None else f"{x:.3g} {currency}".strip()
+
+
+@pilot.command("library")
+@click.argument("contract_ref", metavar="CONTRACT")
+@click.option("--price-table", "price_path", type=click.Path(dir_okay=False), default=None,
+              help="Price table (TOML) that prices each state (default: the contract's, else the shipped example).")
+@format_option()
+@project(READ)
+def library_cmd(contract_ref: str, price_path: str | None, fmt: str) -> None:
+    """The states a pilot of CONTRACT may apply: attested, measured, non-stale, on this machine."""
+    from luma.cli.project import settings
+    from luma.experiments import contract as contract_mod
+    from luma.experiments.pilot import energy, library as lib
+    from luma.experiments.records import architecture
+    from luma.kb import prices as prices_mod
+
+    s = settings()
+    c = contract_mod.load(contract_ref, s)
+    spec = c.pilot or contract_mod.PilotSpec()
+    table = prices_mod.load(price_path or spec.price_table, s)
+    states, notes = lib.build(s, c, table)
+    power = energy.host_model(architecture()["name"])
+    slo = next((c.threshold(x) for x in c.clauses if x.metric.endswith("latency") and x.metric.startswith("p")), None)
+    rows = []
+    for st in states:
+        rows.append({"key": st.key, "state": st.label(), "capacity": round(st.capacity, 2),
+                     "p95_latency_ms": None if st.p95_latency is None else round(st.p95_latency * 1000, 1),
+                     "latency_margin": None if not (slo and st.p95_latency) else round(1 - st.p95_latency / slo, 3),
+                     "quality": st.quality, "cost_per_hour": st.cost_per_hour, "currency": st.currency,
+                     "cost_per_accepted": st.cost_per_hour / 3600 / st.capacity if st.cost_per_hour else None,
+                     "energy_per_accepted_j": power.joules(st.cores, st.cores, 1.0) / st.capacity,
+                     "energy_class": "simulated" if energy.counters()[0] is None else "measured",
+                     "trials": st.trials, "sources": ", ".join(st.sources)})
+    if fmt != "table":
+        print_rows(rows, list(rows[0]) if rows else ["key"], fmt)
+        return
+    if not rows:
+        click.echo(f"no qualified state for {c.name} on this machine")
+    else:
+        print_rows([{**r, "cost_per_accepted": _money(r["cost_per_accepted"], r["currency"]),
+                     "energy_per_accepted_j": f"{r['energy_per_accepted_j']:.3g} (simulated)"
+                     if r["energy_class"] == "simulated" else f"{r['energy_per_accepted_j']:.3g}"} for r in rows],
+                   ["key", "state", "capacity", "p95_latency_ms", "latency_margin", "cost_per_accepted",
+                    "energy_per_accepted_j", "trials"], "table",
+                   title=f"Qualified-state library of {c.name} (capacity: accepted requests/s, measured)")
+        click.echo(f"prices: {table.title}" + (" — EXAMPLE figures, not quotes" if table.example else ""))
+        click.echo(f"energy: {power.describe() if energy.counters()[0] is None else energy.counters()[1]}; "
+                   f"counters: {energy.counters()[1]}")
+    for n in notes:
+        click.echo(n, err=True)
+
+
+@pilot.command("run")
+@click.argument("contract_ref", metavar="CONTRACT", required=False)
+@click.option("--trace", "trace_ref", help="Workload trace: a shipped name (diurnal, step-burst) or a CSV file.")
+@click.option("--duration", type=float, help="Replay the trace over this many seconds (default: its own length).")
+@click.option("--rate-scale", type=float, default=1.0, show_default=True, help="Multiply the trace's rates.")
+@click.option("--window", "window_s", type=float, help="Control window in seconds (default: the contract's).")
+@click.option("--price-table", "price_path", type=click.Path(dir_okay=False), help="Price table (TOML).")
+@click.option("--margin", type=float, help="Safety margin on predicted capacity and latency (default: the contract's).")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the trace's arrivals.")
+@click.option("--baselines/--no-baselines", default=True, show_default=True,
+              help="Replay the trace on the static largest state and the hindsight-best state after the pilot.")
+@click.option("--record/--no-record", default=True, show_default=True, help="Sign and ingest decision records.")
+@click.option("--resume", "resume_id", metavar="RUN", help="Continue a killed run from its journal and ledger.")
+@format_option(choices=("table", "json"))
+@project(WRITE)
+def run_cmd(contract_ref, trace_ref, duration, rate_scale, window_s, price_path, margin, seed, baselines, record,
+            resume_id, fmt) -> None:
+    """Serve CONTRACT's service under a trace, switching among qualified states to cut cost."""
+    from rich.console import Console
+
+    from luma.cli.project import settings
+    from luma.errors import ConfigError
+    from luma.experiments.pilot import run as pilot_run
+
+    s = settings()
+    err = Console(stderr=True)
+    if resume_id:
+        folder = pilot_run.folder_of(s, resume_id)
+        if not (folder / "run.json").is_file():
+            raise ConfigError(f"no pilot run {resume_id!r} to resume (no {folder / 'run.json'})", field="resume")
+        cfg = json.loads((folder / "run.json").read_text())
+        from datetime import datetime
+
+        done = len(list(folder.glob("decision-*.json")))
+        ctx = pilot_run.prepare(s, cfg["contract"], trace_ref=cfg["trace"], duration=cfg["duration"],
+                                rate_scale=cfg["rate_scale"], window_s=cfg["window_s"], price_path=cfg["price_table"],
+                                seed=cfg["seed"], margin=cfg["margin"], run_id=cfg["run"], orphan_s=cfg["orphan_s"],
+                                started=datetime.fromisoformat(cfg["started"]), decisions_done=done)
+        missing = sorted(set(cfg["library"]) - {x.key for x in ctx.library})
+        if missing:
+            raise ConfigError(f"state(s) {', '.join(missing)} of the run left the library since it started "
+                              "(stale or revoked): the run cannot resume", field="resume")
+    else:
+        if not contract_ref:
+            raise click.UsageError("give CONTRACT (or --resume RUN)")
+        ctx = pilot_run.prepare(s, contract_ref, trace_ref=trace_ref, duration=duration, rate_scale=rate_scale,
+                                window_s=window_s, price_path=price_path, seed=seed, margin=margin)
+    err.print(f"pilot {ctx.run_id}: {ctx.contract.name} over trace {ctx.trace.name} ({ctx.trace.duration:.0f} s, "
+              f"{ctx.n_windows} windows of {ctx.window_s:g} s), library of {len(ctx.library)} state(s)")
+    err.print(f"energy: {ctx.energy_how if ctx.energy_class == 'simulated' else ctx.counters}; counters: {ctx.counters}")
+
+    def progress(seg: str, w: int, fig: dict) -> None:
+        label = ctx.library_state(fig["state"]).label()
+        p95 = "-" if fig.get("p95_latency") is None else f"{fig['p95_latency'] * 1000:.0f} ms"
+        err.print(f"  {seg:15s} window {w + 1:3d}/{ctx.n_windows} {fig['rate_observed']:7.1f}/s  {label:40s} "
+                  f"p95 {p95:>7s}  {fig['verdict']:12s}" + (f"  {fig['event']}" if fig.get("event") else "")
+                  + ("  (verification)" if fig.get("verification") else ""))
+
+    summary = pilot_run.run(ctx, s, record=record, baselines=baselines, progress=progress, resume=bool(resume_id))
+    if fmt == "json":
+        click.echo(json.dumps({"run": summary["run"], "figures": summary["figures"],
+                               "folder": str(pilot_run.folder_of(s, ctx.run_id))}, indent=2))
+        return
+    _print_summary(summary, ctx.currency)
+    click.echo(f"run folder: {pilot_run.folder_of(s, ctx.run_id)}; report: luma report pilot {ctx.run_id}")
+
+
+def _print_summary(summary: dict, currency: str) -> None:
+    rows = []
+    for seg in summary["segments"]:
+        t = seg["totals"]
+        cpa, epa = t.get("cost_per_accepted") or {}, t.get("energy_per_accepted") or {}
+        rows.append({"segment": seg["name"], "requests": t["requests"], "accepted": t["accepted"],
+                     "outside_contract": f"{t['outside_share']:.2%}",
+                     "cost_per_accepted": "-" if not cpa else
+                     f"{cpa['value']:.3g} [{cpa['ci_low']:.3g}, {cpa['ci_high']:.3g}] {currency} (projected)",
+                     "energy_per_accepted": "-" if not epa else
+                     f"{epa['value']:.3g} [{epa['ci_low']:.3g}, {epa['ci_high']:.3g}] J "
+                     f"({summary['energy']['evidence_class']})"})
+    print_rows(rows, ["segment", "requests", "accepted", "outside_contract", "cost_per_accepted",
+                      "energy_per_accepted"], "table", title=f"Pilot {summary['run']}: realized value")
+    f = summary["figures"]
+    if "saving_vs_static" in f:
+        click.echo(f"cost per accepted output vs static largest state: {f['saving_vs_static']:+.1%} saving")
+    click.echo(f"requests outside the contract (outside verification windows): {f.get('outside_share', 0):.2%}")
+    if "vs_hindsight" in f:
+        click.echo(f"cost per accepted output vs hindsight-best state: {f['vs_hindsight']:+.1%}")
+    click.echo(f"decisions: {f.get('downscales', 0)} downscale(s), {f.get('upscales', 0)} upscale(s), "
+               f"{f.get('rollbacks', 0)} rollback(s)")
