@@ -47,13 +47,14 @@ class Controller:
     def snapshot(self) -> dict:
         return {"active": self.active, "pending": asdict(self.pending) if self.pending else None,
                 "patience": self.patience, "switches": self.switches, "rates": self.rates[-4:],
-                "decisions": self.decisions}
+                "decisions": self.decisions, "model": self.ctx.predictor.snapshot()}
 
     def restore(self, snap: dict) -> None:
         self.active = snap["active"]
         self.pending = Pending(**snap["pending"]) if snap.get("pending") else None
         self.patience, self.switches = dict(snap["patience"]), snap["switches"]
         self.rates, self.decisions = list(snap["rates"]), snap["decisions"]
+        self.ctx.predictor.restore(snap.get("model", {}))  # the calibration survives a kill
 
     # -- the loop --------------------------------------------------------------------------
     def forecast(self) -> float:
@@ -87,8 +88,7 @@ class Controller:
         # A downscale that fails goes back to the state that held; an upscale that fails goes on
         # to the most capable state (going back down would only deepen the breach).
         pred = self.ctx.predictor
-        back = p.from_key if p.action == "downscale" and p.from_key else \
-            max(pred.states.values(), key=lambda s: pred.capacity[s.key]).key
+        back = p.from_key if p.action == "downscale" and p.from_key else pred.most_capable().key
         self.patience.clear()
         if back != self.active:
             self.seg.apply(back)
@@ -118,7 +118,7 @@ class Controller:
             # A breach: the most capable state predicted to pass with twice the margin, at once.
             target = pred.choose(rate * 1.0, margin=min(0.8, 2 * ctx.guard.margin))
             if target.key == self.active:
-                target = max(pred.states.values(), key=lambda s: pred.capacity[s.key])
+                target = pred.most_capable()
             if target.key != self.active:
                 self._switch("breach-upscale", target.key, w, f"breach at {fig['rate_observed']:.1f}/s", fig)
             return

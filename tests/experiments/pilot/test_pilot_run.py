@@ -1,0 +1,134 @@
+"""The pilot end to end on the NumPy matvec service: real servers, live traffic, decisions as
+signed records, SIGKILL at a random moment and `--resume`. The library is two states whose
+qualification records give small capacities (40/s and 80/s), so that a gentle trace makes the
+controller upscale and downscale while the real servers answer in milliseconds."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from luma.cli.main import cli
+
+from .test_library import _ingest, _trial
+
+TRACE = "time_s,rate\n0,10\n9,10\n9,60\n18,60\n18,10\n27,10\n"
+
+
+@pytest.fixture
+def library(luma_home, signed, pilot_contract):
+    from luma.experiments import contract as contract_mod
+
+    c = contract_mod.load(pilot_contract)
+    _ingest([signed(_trial(c, 1, seq=0, throughput=40)), signed(_trial(c, 1, seq=1, throughput=40)),
+             signed(_trial(c, 2, seq=2, throughput=80)), signed(_trial(c, 2, seq=3, throughput=80))])
+    return c
+
+
+@pytest.fixture
+def trace_file(tmp_path):
+    p = tmp_path / "steps.csv"
+    p.write_text(TRACE)
+    return p
+
+
+def _alive(pid) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().split(") ", 1)[1].split()[0] not in ("Z", "X")
+    except OSError:
+        return False
+
+
+def _servers_gone(folder: Path) -> bool:
+    for doc in folder.glob("service-*.json"):
+        d = json.loads(doc.read_text())
+        for inst in [d.get("active"), *d.get("others", [])]:
+            if inst and _alive(inst["pid"]):
+                return False
+    return True
+
+
+def _kill_servers(folder: Path) -> None:
+    for status in folder.glob("servers/*.status"):
+        pid = json.loads(status.read_text()).get("pid")
+        if pid and _alive(pid):
+            os.kill(pid, signal.SIGKILL)
+
+
+@pytest.mark.slow
+def test_pilot_switches_states_records_decisions_and_reports(library, trace_file, pilot_contract, luma_home, tmp_path):
+    out = CliRunner().invoke(cli, ["pilot", "run", str(pilot_contract), "--trace", str(trace_file), "--format", "json"])
+    assert out.exit_code == 0, out.output
+    res = json.loads(out.stdout)
+    folder = Path(res["folder"])
+    try:
+        summary = json.loads((folder / "pilot.json").read_text())
+        keys = {s["key"] for s in summary["library"]}
+        windows = summary["segments"][0]["windows"]
+        assert len(windows) == 9 and all(w["state"] in keys for w in windows)
+        assert {s["name"] for s in summary["segments"]} == {"pilot", "static-largest", "hindsight-best"}
+        decisions = summary["decisions"]
+        assert any(d["action"] in ("upscale", "breach-upscale") for d in decisions)
+        assert all(d["to"] in keys and d["record"] for d in decisions)
+        f = summary["figures"]
+        assert {"saving_vs_static", "outside_share", "vs_hindsight"} <= set(f)
+        assert summary["energy"]["evidence_class"] in ("simulated", "measured")
+        # Decisions are measured, signed evidence in the KB, and the named queries read them.
+        q = CliRunner().invoke(cli, ["kb", "query", "--name", "pilot-realized-value", "--format", "json"])
+        assert q.exit_code == 0, q.output
+        rows = json.loads(q.stdout)
+        rows = rows.get("results", {}).get("bindings", rows) if isinstance(rows, dict) else rows
+        assert rows
+        rep = CliRunner().invoke(cli, ["report", "pilot", res["run"], "--out", str(tmp_path / "rep")])
+        assert rep.exit_code == 0, rep.output
+        md = (tmp_path / "rep" / "report.md").read_text()
+        assert res["run"] in md and "simulated" in md
+    finally:
+        _kill_servers(folder)
+    assert _servers_gone(folder)
+
+
+@pytest.mark.slow
+def test_sigkill_leaves_a_library_state_serving_and_resume_finishes(library, trace_file, pilot_contract, luma_home):
+    env = {**os.environ, "LUMA_HOME": str(luma_home)}
+    cmd = [sys.executable, "-m", "luma.cli.main", "pilot", "run", str(pilot_contract), "--trace", str(trace_file),
+           "--no-baselines"]
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    time.sleep(random.Random(os.getpid()).uniform(6, 16))  # any moment: imports, start, mid-window, mid-switch
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.communicate()
+    (folder,) = list((luma_home / "pilots").iterdir())
+    run_id = folder.name
+    try:
+        library_keys = set(json.loads((folder / "run.json").read_text())["library"])
+        doc = json.loads((folder / "service-pilot.json").read_text())
+        active = doc["active"]
+        assert active["key"] in library_keys and _alive(active["pid"])  # the service is still serving
+        for other in doc["others"]:
+            assert other["key"] in library_keys
+        assert not list(folder.glob(".*.tmp"))  # nothing half-written
+        for p in folder.glob("decision-*.json"):
+            rec = json.loads(p.read_text())
+            assert rec["record_type"] == "pilot-decision" and rec["attestation"]
+        out = subprocess.run([sys.executable, "-m", "luma.cli.main", "pilot", "run", "--resume", run_id,
+                              "--no-baselines", "--format", "json"], env=env, capture_output=True, text=True,
+                             timeout=180)
+        assert out.returncode == 0, out.stderr[-2000:]
+        lines = [json.loads(x) for x in (folder / "journal.jsonl").read_text().splitlines()]
+        assert [x["window"]["index"] for x in lines] == list(range(9))
+        summary = json.loads((folder / "pilot.json").read_text())
+        assert summary["finished"] and len(summary["segments"][0]["windows"]) == 9
+        seqs = [d["sequence"] for d in summary["decisions"]]
+        assert seqs == sorted(set(seqs))  # no decision twice
+    finally:
+        _kill_servers(folder)

@@ -1,0 +1,50 @@
+"""The controller's calibrated model: choices and how evidence moves it."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings, strategies as st
+
+from luma.experiments.pilot.library import LibraryState
+from luma.experiments.pilot.predict import Predictor
+
+
+def _lib():
+    small = LibraryState("a" * 12, {"compute": {"value": 1, "unit": "core"}}, "fp32", {"max_batch": 8, "threads": 1},
+                         100.0, 0.05, 1.0, 2, cost_per_hour=0.04, currency="USD", cores=1)
+    big = LibraryState("b" * 12, {"compute": {"value": 2, "unit": "core"}}, "fp32", {"max_batch": 8, "threads": 2},
+                       180.0, 0.04, 1.0, 2, cost_per_hour=0.08, currency="USD", cores=2)
+    return [small, big]
+
+
+def test_cheapest_state_that_passes_with_the_margin():
+    p = Predictor(_lib(), 0.25, 0.25)
+    assert p.choose(30).key == "a" * 12
+    assert p.choose(90).key == "b" * 12  # above 75 % of the small state's capacity
+    assert p.choose(500).key == "b" * 12  # none passes: the most capable
+    assert p.cost_per_accepted("a" * 12, 40) == 0.04 / 3600 / 40
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.floats(1, 400), st.floats(0.001, 5), st.sampled_from(["PASS", "FAIL", "INCONCLUSIVE"]))
+def test_evidence_moves_capacity_only_its_way(rate, p95, verdict):
+    p = Predictor(_lib(), 0.15, 0.25)
+    key = "a" * 12
+    before = p.capacity[key]
+    p.observe(key, rate, p95, verdict)
+    after = p.capacity[key]
+    if verdict == "FAIL":
+        assert after <= before and (rate >= before or after >= rate)
+    elif verdict == "PASS":
+        assert after >= max(before, min(rate, after))
+        assert after >= rate
+    else:
+        assert after == before
+    assert 0.05 <= p.k[key] <= 3.0
+
+
+def test_snapshot_restores_the_calibration():
+    p = Predictor(_lib(), 0.15, 0.25)
+    p.observe("a" * 12, 60, 0.3, "FAIL")
+    q = Predictor(_lib(), 0.15, 0.25)
+    q.restore(p.snapshot())
+    assert q.capacity == p.capacity and q.k == p.k
