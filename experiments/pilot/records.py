@@ -53,7 +53,7 @@ def _trial(ctx, w: dict) -> dict:
             obs.append({"metric": "quality", "value": row["value"], "unit": "dimensionless"})
     out = {"verdict": w["verdict"], "observations": obs}
     if w["verdict"] == "FAIL":
-        out["failure_cause"] = "latency-miss" if w.get("errors", 0) == 0 else "error"
+        out["failure_cause"] = "slo-miss" if w.get("errors", 0) == 0 else "error"
     return out
 
 
