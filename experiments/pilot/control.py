@@ -115,12 +115,16 @@ class Controller:
             return  # an extended verification decides nothing else this window
         rate = self.forecast()
         if fig["verdict"] == "FAIL":
-            # A breach: the most capable state predicted to pass with twice the margin, at once.
-            target = pred.choose(rate * 1.0, margin=min(0.8, 2 * ctx.guard.margin))
-            if target.key == self.active:
-                target = pred.most_capable()
+            # A breach: at once, the cheapest state with more resources than the one in force that
+            # is predicted to pass with twice the margin, else the most capable state.
+            cur_cost = pred.states[self.active].cost_per_hour or 0.0
+            bigger = [s for s in pred.states.values() if (s.cost_per_hour or 0.0) > cur_cost]
+            ok = [s for s in bigger if pred.passes(s.key, rate, margin=min(0.8, 2 * ctx.guard.margin))]
+            target = min(ok, key=lambda s: s.cost_per_hour or 0.0) if ok else pred.most_capable()
             if target.key != self.active:
                 self._switch("breach-upscale", target.key, w, f"breach at {fig['rate_observed']:.1f}/s", fig)
+            else:
+                fig["event"] = "breach (already the most capable state)"
             return
         best = pred.choose(rate)
         if best.key == self.active:
@@ -167,6 +171,7 @@ def run_pilot(ctx, seg: Segment, journal_path, record_decision, progress=lambda 
     try:
         for w in range(start_w, ctx.n_windows):
             _sleep_until(origin + min((w + 1) * ctx.window_s, ctx.trace.duration) + GRACE_S)
+            disp.wait_past(min((w + 1) * ctx.window_s, ctx.trace.duration))
             pend = ctl.pending
             fig = seg.judge_window(w, origin, ctl.active, only_key=pend.to_key if pend else None)
             ctl.step(w, fig)

@@ -204,6 +204,7 @@ class Segment:
         try:
             for w in range(n):
                 _sleep_until(origin + min((w + 1) * self.ctx.window_s, self.ctx.trace.duration) + GRACE_S)
+                disp.wait_past(min((w + 1) * self.ctx.window_s, self.ctx.trace.duration))
                 fig = self.judge_window(w, origin, key)
                 fig.pop("clauses", None)
                 self.windows.append(fig)

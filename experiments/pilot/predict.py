@@ -8,8 +8,9 @@ and the predicted p95 below (1 − margin) of the threshold.
 
 Calibration on the live service, after every window a state serves:
 * a window that held rate λ proves capacity ≥ λ;
-* a window that failed at λ pulls capacity halfway towards λ (repeated failures converge on it;
-  one noisy window does not condemn the state);
+* a window that failed at λ ≥ half its capacity pulls capacity halfway towards λ (repeated
+  failures converge on it; one noisy window does not condemn the state; a failure at a lower
+  load is a backlog draining, not a limit);
 * a window that held with enough load to queue (λ ≥ 30 % of capacity) refits k from its p95
   (half old, half new, within [0.05, 3]).
 """
@@ -69,13 +70,17 @@ class Predictor:
         return self.most_capable()
 
     def most_capable(self):
-        return max(self.states.values(), key=lambda s: (self.capacity[s.key], -(s.cost_per_hour or 0.0)))
+        """The state with the most resources: highest cost per hour, then qualified capacity (not
+        the calibrated one: a noisy window must not turn the order of the library upside down)."""
+        return max(self.states.values(), key=lambda s: (s.cost_per_hour or 0.0, s.capacity))
 
     def observe(self, key: str, rate: float, p95: float | None, verdict: str) -> None:
         """Calibrate a state on one window it served at `rate` with observed `p95`."""
         cap = self.capacity[key]
         if verdict == "FAIL":
-            if rate < cap:
+            # A failure at under half the capacity is a backlog or a transient (a burst's queue
+            # draining), not the state's limit: it moves nothing.
+            if 0.5 * cap <= rate < cap:
                 self.capacity[key] = 0.5 * cap + 0.5 * rate
             return
         if verdict != "PASS" or p95 is None:

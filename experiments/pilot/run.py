@@ -74,13 +74,13 @@ def prepare(project, contract_ref: str, *, trace_ref: str | None = None, duratio
         raise ConfigError(f"the pilot cannot serve {contract.service!r}", field="service")
     ref = trace_ref or spec.trace
     if not ref:
-        raise ConfigError("no trace: give --trace (a shipped name or a CSV file) or [pilot] trace in the contract",
+        raise ConfigError("no trace: name a shipped trace or a CSV file, or set [pilot] trace in the contract",
                           field="trace")
     tr = trace_mod.load(ref, project, max_context=_max_context(contract))
     if duration is not None and not 10 <= duration <= 86_400:
-        raise ConfigError(f"--duration {duration:g} s: give 10 to 86400 seconds", field="duration")
+        raise ConfigError(f"duration {duration:g} s: give 10 to 86400 seconds", field="duration")
     if not 0 < rate_scale <= 1000:
-        raise ConfigError(f"--rate-scale {rate_scale:g}: give a factor in (0, 1000]", field="rate-scale")
+        raise ConfigError(f"rate scale {rate_scale:g}: give a factor in (0, 1000]", field="rate-scale")
     tr = tr.scaled(duration, rate_scale)
     w = float(window_s or spec.window_s)
     if w * 2 > tr.duration:
@@ -286,7 +286,7 @@ def summarize(ctx, segments: list[dict], finished: bool) -> dict:
         "finished": datetime.now(timezone.utc).isoformat() if finished else None,
         "contract": {"name": ctx.contract.name, "service": ctx.contract.service,
                      "clauses": [cl.model_dump(exclude_none=True) for cl in ctx.contract.clauses]},
-        "machine": {"cpu": architecture()["name"], "isa": c.get("isa"), "cores": len(__import__("os").sched_getaffinity(0)),
+        "machine": {"cpu": architecture()["name"], "isa": _isa(c.get("isa")), "cores": len(__import__("os").sched_getaffinity(0)),
                     "host": __import__("socket").gethostname()},
         "trace": {"name": ctx.trace.name, "source": ctx.trace.source, "duration_s": ctx.trace.duration,
                   "scale": ctx.rate_scale, "points": [[t, r] for t, r in zip(ctx.trace.times, ctx.trace.rates)]},
@@ -324,3 +324,10 @@ def library_row(ctx, s) -> dict:
             "cost_per_accepted": (s.cost_per_hour / 3600 / s.capacity) if s.cost_per_hour and s.capacity else None,
             "energy_per_accepted": util_w / s.capacity if s.capacity else None,
             "trials": s.trials, "sources": s.sources}
+
+
+def _isa(flags) -> str | None:
+    """The CPU's vector ISA as text (the environment block lists its flags)."""
+    if isinstance(flags, (list, tuple)):
+        return " ".join(str(f) for f in flags) or None
+    return flags

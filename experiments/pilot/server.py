@@ -66,7 +66,7 @@ def _setup(spec: dict):
     return loaded, pools, foot
 
 
-def _apply(msg: dict, foot: int, engine, uses_torch: bool) -> str | None:
+def _apply(msg: dict, foot: int, engine, uses_torch: bool, host_cpus: list[int]) -> str | None:
     """Change the state in place: cores (affinity of every thread, torch's thread count), the
     memory limit and the batch size. None when applied, else why it cannot be (then the pilot
     restarts the service at the new state instead)."""
@@ -74,7 +74,7 @@ def _apply(msg: dict, foot: int, engine, uses_torch: bool) -> str | None:
         return "this engine fixes its batch at start"
     cores = msg.get("cores")
     if cores:
-        allowed = sorted(_host_cpus())[:cores]
+        allowed = sorted(host_cpus)[:cores]
         os.sched_setaffinity(0, allowed)
         for tid in os.listdir("/proc/self/task"):  # torch's pool threads keep their own masks
             try:
@@ -90,12 +90,6 @@ def _apply(msg: dict, foot: int, engine, uses_torch: bool) -> str | None:
                                               resource.RLIM_INFINITY))
     engine.max_batch = max(1, int(msg.get("max_batch") or engine.max_batch))
     return None
-
-
-def _host_cpus() -> set[int]:
-    """The CPUs the server's parent allowed (its affinity at start, kept in the environment)."""
-    text = os.environ.get("LUMA_PILOT_CPUS", "")
-    return {int(c) for c in text.split(",") if c} or set(range(os.cpu_count() or 1))
 
 
 def serve(spec: dict) -> int:
@@ -175,7 +169,8 @@ def serve(spec: dict) -> int:
                 elif msg["op"] == "apply":
                     from luma.experiments.services import get
 
-                    why = _apply(msg, foot, engine, getattr(get(spec["service"]), "uses_torch", True))
+                    host_cpus = spec.get("host_cpus") or list(range(os.cpu_count() or 1))
+                    why = _apply(msg, foot, engine, getattr(get(spec["service"]), "uses_torch", True), host_cpus)
                     send({"ev": "applied", "key": msg.get("key")} if why is None else
                          {"ev": "refused", "key": msg.get("key"), "why": why})
                 elif msg["op"] == "stop":

@@ -8,12 +8,14 @@ what it holds before it exits. Both run (and are paid for) during the overlap.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from dataclasses import dataclass
@@ -81,6 +83,17 @@ class Tracker:
             return [r for r in self.requests.values() if r.window == w]
 
 
+def _socket_path(folder: Path, name: str) -> str:
+    """The server's socket: in the run folder, unless that path is longer than a Unix socket
+    address may be (108 bytes on Linux) -- then a name in the temporary folder derived from it,
+    so a resumed pilot finds the same socket."""
+    path = str(folder / f"{name}.sock")
+    if len(path.encode()) < 100:
+        return path
+    digest = hashlib.sha256(path.encode()).hexdigest()[:20]
+    return os.path.join(tempfile.gettempdir(), f"luma-{digest}.sock")
+
+
 class Instance:
     """One server process of the service at one library state."""
 
@@ -88,7 +101,10 @@ class Instance:
         self.key, self.tracker = key, tracker
         self.name = name or f"{key}-{int(time.time() * 1000) % 10**9}"
         self.folder = folder
-        self.spec = {**spec, "socket": str(folder / f"{self.name}.sock"), "status": str(folder / f"{self.name}.status")}
+        # host_cpus: the CPUs the pilot may give the service (an in-place upscale widens the
+        # affinity up to these).
+        self.spec = {**spec, "socket": _socket_path(folder, self.name), "status": str(folder / f"{self.name}.status"),
+                     "host_cpus": sorted(os.sched_getaffinity(0))}
         self.pid: int | None = None
         self.sock: socket.socket | None = None
         self.lock = threading.Lock()
@@ -109,8 +125,6 @@ class Instance:
         # OpenMP threads that spin while they wait stall whenever the pilot (or a draining server)
         # takes their core: a live service shares its host, so they sleep instead.
         env.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-        # The CPUs the pilot may give the service: an in-place upscale widens the affinity up to these.
-        env["LUMA_PILOT_CPUS"] = ",".join(str(c) for c in sorted(os.sched_getaffinity(0)))
         with open(self.folder / f"{self.name}.log", "wb") as log:
             # Its own session: it outlives the pilot (a killed pilot leaves the service serving).
             proc = subprocess.Popen([sys.executable, "-m", "luma.experiments.pilot.server", str(spec_path)],
@@ -196,7 +210,8 @@ class Instance:
             return False
         if not self._applied.wait(timeout) or self._apply_answer.get("ev") != "applied":
             return False
-        self.key, self.spec = key, {**spec, "socket": self.spec["socket"], "status": self.spec["status"]}
+        self.key, self.spec = key, {**spec, "socket": self.spec["socket"], "status": self.spec["status"],
+                                    "host_cpus": self.spec["host_cpus"]}
         return True
 
     def alive(self) -> bool:
@@ -263,6 +278,14 @@ class Dispatcher(threading.Thread):
             if not inst.send({"op": "req", "id": self.i, "c": ctx, "t": at}):
                 r.error = "unavailable"
             self.i += 1
+
+    def wait_past(self, t: float, timeout: float = 10.0) -> None:
+        """Block until every arrival before trace time `t` has been released (a window is judged
+        on all of its requests, even when this thread fell behind while the pilot was busy)."""
+        deadline = time.monotonic() + timeout
+        while self.i < len(self.arrivals) and self.arrivals[self.i][0] < t and time.monotonic() < deadline \
+                and self.is_alive():
+            time.sleep(0.005)
 
     def stop(self) -> None:
         self.stopped.set()

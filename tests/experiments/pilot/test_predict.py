@@ -48,3 +48,12 @@ def test_snapshot_restores_the_calibration():
     q = Predictor(_lib(), 0.15, 0.25)
     q.restore(p.snapshot())
     assert q.capacity == p.capacity and q.k == p.k
+
+
+def test_noisy_failures_never_turn_the_library_upside_down():
+    p = Predictor(_lib(), 0.15, 0.25)
+    for _ in range(10):
+        p.observe("b" * 12, 95, 2.0, "FAIL")  # the big state failing while a backlog drains
+    assert p.most_capable().key == "b" * 12
+    p.observe("a" * 12, 20, 5.0, "FAIL")  # far below capacity: a backlog, not a limit
+    assert p.capacity["a" * 12] == 100.0
