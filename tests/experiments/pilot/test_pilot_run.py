@@ -1,7 +1,9 @@
 """The pilot end to end on the NumPy matvec service: real servers, live traffic, decisions as
 signed records, SIGKILL at a random moment and `--resume`. The library is two states whose
-qualification records give small capacities (40/s and 80/s), so that a gentle trace makes the
-controller upscale and downscale while the real servers answer in milliseconds."""
+qualification records give capacities of 400/s and 800/s (a batch of 8 in 20 and 10 ms), so the
+model predicts the one-core state to pass at 100/s and miss at 350/s: the trace makes the
+controller downscale, upscale and downscale again, while the real servers answer in milliseconds
+and every window holds enough requests for a conclusive verdict."""
 
 from __future__ import annotations
 
@@ -21,7 +23,7 @@ from luma.cli.main import cli
 
 from .test_library import _ingest, _trial
 
-TRACE = "time_s,rate\n0,10\n9,10\n9,60\n18,60\n18,10\n27,10\n"
+TRACE = "time_s,rate\n0,100\n9,100\n9,350\n18,350\n18,100\n27,100\n"
 
 
 @pytest.fixture
@@ -29,8 +31,8 @@ def library(luma_home, signed, pilot_contract):
     from luma.experiments import contract as contract_mod
 
     c = contract_mod.load(pilot_contract)
-    _ingest([signed(_trial(c, 1, seq=0, throughput=40)), signed(_trial(c, 1, seq=1, throughput=40)),
-             signed(_trial(c, 2, seq=2, throughput=80)), signed(_trial(c, 2, seq=3, throughput=80))])
+    _ingest([signed(_trial(c, 1, seq=0, throughput=400)), signed(_trial(c, 1, seq=1, throughput=400)),
+             signed(_trial(c, 2, seq=2, throughput=800)), signed(_trial(c, 2, seq=3, throughput=800))])
     return c
 
 
