@@ -101,7 +101,9 @@ class Controller:
         """Decide after window w was judged (fig: its figures)."""
         ctx, pred = self.ctx, self.ctx.predictor
         self.rates.append(fig["rate_observed"])
-        pred.observe(fig["state"], fig["rate_observed"], fig.get("p95_latency"), fig["verdict"])
+        alone = self.pending is None and "before_switch" not in fig  # its CPU is this state's alone
+        busy = fig["cpu_s"] / max(1e-9, fig["end_s"] - fig["start_s"]) if alone and "cpu_s" in fig else None
+        pred.observe(fig["state"], fig["rate_observed"], fig.get("p95_latency"), fig["verdict"], busy=busy)
         if self.pending is not None:
             fig["verification"] = True
             fig["extension"] = len(self.pending.windows)

@@ -184,11 +184,20 @@ class Segment:
         start_s, end_s = w * ctx.window_s, min((w + 1) * ctx.window_s, ctx.trace.duration)
         now = time.perf_counter()
         reqs = self.tracker.of_window(w)
+        earlier = [r for r in reqs if only_key and r.state != only_key]
         if only_key:
             reqs = [r for r in reqs if r.state == only_key]
         s = ctx.library_state(state_key)
         cost, energy, cpu = self._costs(origin + start_s, origin + end_s)
         fig = win.judge(ctx.contract, reqs, now, s.quality, cost, energy, end_s - start_s, ctx.timeout_s, seed=w)
+        if earlier:
+            # A verification judges the new state on its own traffic; the requests the state
+            # before it served early in the window still count in the run's totals.
+            prev = ctx.library_state(earlier[0].state)
+            efig = win.judge(ctx.contract, earlier, now, prev.quality, 0.0, 0.0, end_s - start_s, ctx.timeout_s,
+                             seed=w)
+            fig["before_switch"] = {k: efig[k] for k in ("requests", "completed", "errors", "accepted",
+                                                          "outside_contract")}
         fig.update(index=w, start_s=start_s, end_s=end_s, rate_offered=ctx.trace.mean_rate(start_s, end_s),
                    rate_observed=len(self.tracker.of_window(w)) / max(1e-9, end_s - start_s), state=state_key,
                    slo=ctx.slo, cpu_s=cpu, verification=False, extension=0, event=None)

@@ -12,7 +12,16 @@ Calibration on the live service, after every window a state serves:
   failures converge on it; one noisy window does not condemn the state; a failure at a lower
   load is a backlog draining, not a limit);
 * a window that held with enough load to queue (λ ≥ 30 % of capacity) refits k from its p95
-  (half old, half new, within [0.05, 3]).
+  (half old, half new, within [0.05, 3]);
+* the utilization law: the CPU the state's server used in each window it served alone, against
+  the rate, is a line busy = a + b·λ (a: what it burns idle, b: the CPU seconds one request
+  costs); where it reaches the state's cores, a = cores − b·λ, is the capacity the live host
+  gives it. Once three windows span at least 15 % of the qualified capacity, capacity is the
+  lower of the two calibrations — never below a rate a window held. Closed-loop qualification
+  trials overstate what the same state serves open loop beside other processes; this finds out
+  before a breach does;
+* a p95 a state measured holding rate λ live stands for every rate up to λ: the model's p95
+  (whose batch term assumes full batches) is consulted only above the rates it has shown.
 """
 
 from __future__ import annotations
@@ -28,16 +37,26 @@ class Predictor:
 
     def __init__(self, library, slo_s: float | None, margin: float):
         self.states = {s.key: s for s in library}
-        self.capacity = {s.key: s.capacity for s in library}
+        self.capacity = {s.key: s.capacity for s in library}  # what the controller uses
+        self.bound = dict(self.capacity)  # calibrated by held and failed windows
+        self.held = {s.key: 0.0 for s in library}  # the highest rate a window of the state held
+        self.shown: dict[str, list[list[float]]] = {s.key: [] for s in library}  # [rate, p95] of held windows
+        self.busy: dict[str, list[list[float]]] = {s.key: [] for s in library}  # [rate, CPU s per s]
         self.k = {s.key: 1.0 for s in library}
         self.slo, self.margin = slo_s, margin
 
     def snapshot(self) -> dict:
-        return {"capacity": dict(self.capacity), "k": dict(self.k)}
+        return {"capacity": dict(self.capacity), "bound": dict(self.bound), "held": dict(self.held),
+                "shown": {k: list(v) for k, v in self.shown.items()},
+                "busy": {k: list(v) for k, v in self.busy.items()}, "k": dict(self.k)}
 
     def restore(self, snap: dict) -> None:
         for key in self.states:
             self.capacity[key] = snap.get("capacity", {}).get(key, self.capacity[key])
+            self.bound[key] = snap.get("bound", {}).get(key, self.capacity[key])
+            self.held[key] = snap.get("held", {}).get(key, self.held[key])
+            self.busy[key] = [list(x) for x in snap.get("busy", {}).get(key, [])]
+            self.shown[key] = [list(x) for x in snap.get("shown", {}).get(key, [])]
             self.k[key] = snap.get("k", {}).get(key, self.k[key])
 
     def base(self, key: str) -> float:
@@ -51,10 +70,16 @@ class Predictor:
         return self.base(key) + self.k[key] * LN20 / (cap - rate)
 
     def passes(self, key: str, rate: float, margin: float | None = None) -> bool:
+        """Within the margin of capacity, and with a p95 within the margin of the threshold: one
+        the state measured holding at least this rate live, else the model's."""
         m = self.margin if margin is None else margin
         if rate > (1 - m) * self.capacity[key]:
             return False
-        return self.slo is None or self.p95(key, rate) <= (1 - m) * self.slo
+        if self.slo is None:
+            return True
+        if any(r >= rate and p <= (1 - m) * self.slo for r, p in self.shown[key]):
+            return True
+        return self.p95(key, rate) <= (1 - m) * self.slo
 
     def cost_per_accepted(self, key: str, rate: float) -> float | None:
         s = self.states[key]
@@ -74,19 +99,44 @@ class Predictor:
         the calibrated one: a noisy window must not turn the order of the library upside down)."""
         return max(self.states.values(), key=lambda s: (s.cost_per_hour or 0.0, s.capacity))
 
-    def observe(self, key: str, rate: float, p95: float | None, verdict: str) -> None:
-        """Calibrate a state on one window it served at `rate` with observed `p95`."""
-        cap = self.capacity[key]
+    def observe(self, key: str, rate: float, p95: float | None, verdict: str, busy: float | None = None) -> None:
+        """Calibrate a state on one window it served at `rate` with observed `p95`; `busy`: the
+        CPU seconds per second its server used, when it served the window alone."""
+        cap = self.bound[key]
         if verdict == "FAIL":
             # A failure at under half the capacity is a backlog or a transient (a burst's queue
             # draining), not the state's limit: it moves nothing.
             if 0.5 * cap <= rate < cap:
-                self.capacity[key] = 0.5 * cap + 0.5 * rate
-            return
-        if verdict != "PASS" or p95 is None:
-            return
-        self.capacity[key] = cap = max(cap, rate)
-        excess = p95 - self.base(key)
-        if rate >= 0.3 * cap and excess > 0 and rate < cap:
-            fitted = excess * (cap - rate) / LN20
-            self.k[key] = min(max(0.5 * self.k[key] + 0.5 * fitted, K_RANGE[0]), K_RANGE[1])
+                self.bound[key] = 0.5 * cap + 0.5 * rate
+                self.shown[key] = [x for x in self.shown[key] if x[0] < rate]  # no longer stands
+        elif verdict == "PASS" and p95 is not None:
+            self.held[key] = max(self.held[key], rate)
+            self.shown[key] = (self.shown[key] + [[rate, p95]])[-50:]
+            self.bound[key] = cap = max(cap, rate)
+            excess = p95 - self.base(key)
+            if rate >= 0.3 * cap and excess > 0 and rate < cap:
+                fitted = excess * (cap - rate) / LN20
+                self.k[key] = min(max(0.5 * self.k[key] + 0.5 * fitted, K_RANGE[0]), K_RANGE[1])
+        if busy is not None and rate > 0 and verdict != "FAIL":  # a failed window's CPU includes its backlog
+            self.busy[key] = (self.busy[key] + [[rate, busy]])[-50:]
+        law = self.demand_capacity(key)
+        self.capacity[key] = self.bound[key] if law is None else max(self.held[key], min(self.bound[key], law))
+
+    def demand_capacity(self, key: str) -> float | None:
+        """The rate at which the fitted CPU line reaches the state's cores (None while the
+        windows are too few or too close in rate to fit it)."""
+        pts = self.busy[key]
+        s = self.states[key]
+        cores = getattr(s, "cores", None) or 1
+        if len(pts) < 3:
+            return None
+        xs, ys = [p[0] for p in pts], [p[1] for p in pts]
+        if max(xs) - min(xs) < 0.15 * s.capacity:
+            return None
+        mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
+        sxx = sum((x - mx) ** 2 for x in xs)
+        b = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sxx
+        a = my - b * mx
+        if b <= 0 or a >= cores:
+            return None
+        return (cores - a) / b

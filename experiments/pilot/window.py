@@ -112,12 +112,16 @@ def totals(windows: list[dict], exclude_verification: bool = True) -> dict:
     verification windows), cost and energy per accepted output with intervals."""
     ws = windows
     counted = [w for w in ws if not (exclude_verification and w.get("verification"))]
-    req = sum(w["requests"] for w in ws)
-    out = {"requests": req, "accepted": sum(w["accepted"] for w in ws), "errors": sum(w["errors"] for w in ws),
+
+    def n(w: dict, key: str) -> float:  # a verification window's requests served before the switch count too
+        return w[key] + w.get("before_switch", {}).get(key, 0)
+
+    out = {"requests": sum(n(w, "requests") for w in ws), "accepted": sum(n(w, "accepted") for w in ws),
+           "errors": sum(n(w, "errors") for w in ws),
            "outside_contract": sum(w["outside_contract"] for w in counted),
            "outside_share": (sum(w["outside_contract"] for w in counted) / max(1, sum(w["requests"] for w in counted))),
            "cost": sum(w["cost"] for w in ws), "energy_j": sum(w["energy_j"] for w in ws),
            "duration_s": sum(w["end_s"] - w["start_s"] for w in ws)}
-    out["cost_per_accepted"] = ratio_ci([w["cost"] for w in ws], [w["accepted"] for w in ws])
-    out["energy_per_accepted"] = ratio_ci([w["energy_j"] for w in ws], [w["accepted"] for w in ws], seed=1)
+    out["cost_per_accepted"] = ratio_ci([w["cost"] for w in ws], [n(w, "accepted") for w in ws])
+    out["energy_per_accepted"] = ratio_ci([w["energy_j"] for w in ws], [n(w, "accepted") for w in ws], seed=1)
     return out

@@ -57,3 +57,41 @@ def test_noisy_failures_never_turn_the_library_upside_down():
     assert p.most_capable().key == "b" * 12
     p.observe("a" * 12, 20, 5.0, "FAIL")  # far below capacity: a backlog, not a limit
     assert p.capacity["a" * 12] == 100.0
+
+
+def test_the_utilization_law_finds_the_live_capacity_before_a_breach():
+    # The one-core state qualified at 100/s; live, each request costs 10 ms of CPU and the server
+    # burns 0.2 core idle: it saturates at (1 - 0.2) / 0.01 = 80/s.
+    p = Predictor(_lib(), None, 0.25)
+    key = "a" * 12
+    for rate in (20, 28, 36):
+        p.observe(key, rate, 0.02, "PASS", busy=0.2 + 0.01 * rate)
+    assert abs(p.demand_capacity(key) - 80) < 1e-6
+    assert abs(p.capacity[key] - 80) < 1e-6
+    assert p.passes(key, 55) and not p.passes(key, 65)  # 75 % of 80, not of the qualified 100
+    q = Predictor(_lib(), 0.25, 0.25)
+    q.restore(p.snapshot())
+    assert q.capacity == p.capacity and q.demand_capacity(key) == p.demand_capacity(key)
+
+
+def test_the_utilization_law_waits_for_spread_and_never_goes_below_a_held_rate():
+    p = Predictor(_lib(), 0.25, 0.25)
+    key = "a" * 12
+    for rate in (30, 31, 32, 33):  # 3 % of capacity apart: no fit
+        p.observe(key, rate, 0.02, "PASS", busy=0.2 + 0.01 * rate)
+    assert p.demand_capacity(key) is None and p.capacity[key] == 100
+    p.observe(key, 90, 0.03, "PASS")  # a window held 90/s (no CPU figure: served beside another)
+    for rate in (10, 20):
+        p.observe(key, rate, 0.02, "PASS", busy=0.2 + 0.01 * rate)
+    assert p.demand_capacity(key) < 90 <= p.capacity[key]
+    p.observe(key, 10, 0.02, "FAIL", busy=5.0)  # a failed window's CPU is not a sample
+    assert len(p.busy[key]) == 6
+
+
+def test_a_p95_shown_live_stands_for_lower_rates():
+    p = Predictor(_lib(), 0.15, 0.25)
+    key = "a" * 12
+    assert not p.passes(key, 50)  # the model: a full batch at capacity (80 ms) plus queueing
+    p.observe(key, 60, 0.04, "PASS")
+    assert p.passes(key, 50) and p.passes(key, 60) and not p.passes(key, 70)
+    assert not p.passes(key, 50, margin=0.8)  # 40 ms is not within a margin of 80 %
