@@ -78,7 +78,7 @@ def test_pilot_switches_states_records_decisions_and_reports(library, trace_file
         keys = {s["key"] for s in summary["library"]}
         windows = summary["segments"][0]["windows"]
         assert len(windows) == 9 and all(w["state"] in keys for w in windows)
-        assert {s["name"] for s in summary["segments"]} == {"pilot", "static-largest", "hindsight-best"}
+        assert {s["name"] for s in summary["segments"]} >= {"pilot", "static-largest", "hindsight-best"}
         decisions = summary["decisions"]
         assert any(d["action"] in ("upscale", "breach-upscale") for d in decisions)
         assert all(d["to"] in keys and d["record"] for d in decisions)
