@@ -14,8 +14,9 @@ Calibration on the live service, after every window a state serves:
 * a window that held with enough load to queue (λ ≥ 30 % of capacity) refits k from its p95
   (half old, half new, within [0.05, 3]);
 * the utilization law: the CPU the state's server used in each window it served alone, against
-  the rate, is a line busy = a + b·λ (a: what it burns idle, b: the CPU seconds one request
-  costs); where it reaches the state's cores, a = cores − b·λ, is the capacity the live host
+  the rate, fitted as busy = c·λ^p (a batching server's CPU per request falls as its batches
+  fill, so the curve is concave: p < 1; a straight line through low-load windows would
+  understate the capacity); where it reaches the state's cores is the capacity the live host
   gives it. Once three windows span at least 15 % of the qualified capacity, capacity is the
   lower of the two calibrations — never below a rate a window held. Closed-loop qualification
   trials overstate what the same state serves open loop beside other processes; this finds out
@@ -123,8 +124,8 @@ class Predictor:
         self.capacity[key] = self.bound[key] if law is None else max(self.held[key], min(self.bound[key], law))
 
     def demand_capacity(self, key: str) -> float | None:
-        """The rate at which the fitted CPU line reaches the state's cores (None while the
-        windows are too few or too close in rate to fit it)."""
+        """The rate at which the fitted CPU curve reaches the state's cores (None while the
+        windows are too few, too close in rate or too noisy to fit it)."""
         pts = self.busy[key]
         s = self.states[key]
         cores = getattr(s, "cores", None) or 1
@@ -133,10 +134,12 @@ class Predictor:
         xs, ys = [p[0] for p in pts], [p[1] for p in pts]
         if max(xs) - min(xs) < 0.15 * s.capacity:
             return None
-        mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
-        sxx = sum((x - mx) ** 2 for x in xs)
-        b = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sxx
-        a = my - b * mx
-        if b <= 0 or a >= cores:
+        if min(xs) <= 0 or min(ys) <= 0:
             return None
-        return (cores - a) / b
+        lx, ly = [math.log(x) for x in xs], [math.log(y) for y in ys]
+        mx, my = sum(lx) / len(lx), sum(ly) / len(ly)
+        sxx = sum((x - mx) ** 2 for x in lx)
+        p = sum((x - mx) * (y - my) for x, y in zip(lx, ly)) / sxx
+        if not 0.2 <= p <= 2.0:  # no load-driven CPU to extrapolate: noise, or another tenant
+            return None
+        return math.exp((math.log(cores) - (my - p * mx)) / p)

@@ -60,16 +60,16 @@ def test_noisy_failures_never_turn_the_library_upside_down():
 
 
 def test_the_utilization_law_finds_the_live_capacity_before_a_breach():
-    # The one-core state qualified at 100/s; live, each request costs 10 ms of CPU and the server
-    # burns 0.2 core idle: it saturates at (1 - 0.2) / 0.01 = 80/s.
+    # The one-core state qualified at 100/s; live its server uses 0.03·λ^0.8 core (batches fill
+    # as the rate grows): it saturates where that reaches one core, (1/0.03)^1.25 ≈ 80/s.
     p = Predictor(_lib(), None, 0.25)
     key = "a" * 12
     for rate in (20, 28, 36):
-        p.observe(key, rate, 0.02, "PASS", busy=0.2 + 0.01 * rate)
-    assert abs(p.demand_capacity(key) - 80) < 1e-6
-    assert abs(p.capacity[key] - 80) < 1e-6
-    assert p.passes(key, 55) and not p.passes(key, 65)  # 75 % of 80, not of the qualified 100
-    q = Predictor(_lib(), 0.25, 0.25)
+        p.observe(key, rate, 0.02, "PASS", busy=0.03 * rate ** 0.8)
+    assert abs(p.demand_capacity(key) - (1 / 0.03) ** 1.25) < 1e-6
+    assert abs(p.capacity[key] - (1 / 0.03) ** 1.25) < 1e-6
+    assert p.passes(key, 58) and not p.passes(key, 62)  # 75 % of 80, not of the qualified 100
+    q = Predictor(_lib(), None, 0.25)
     q.restore(p.snapshot())
     assert q.capacity == p.capacity and q.demand_capacity(key) == p.demand_capacity(key)
 
@@ -78,11 +78,11 @@ def test_the_utilization_law_waits_for_spread_and_never_goes_below_a_held_rate()
     p = Predictor(_lib(), 0.25, 0.25)
     key = "a" * 12
     for rate in (30, 31, 32, 33):  # 3 % of capacity apart: no fit
-        p.observe(key, rate, 0.02, "PASS", busy=0.2 + 0.01 * rate)
+        p.observe(key, rate, 0.02, "PASS", busy=0.03 * rate ** 0.8)
     assert p.demand_capacity(key) is None and p.capacity[key] == 100
     p.observe(key, 90, 0.03, "PASS")  # a window held 90/s (no CPU figure: served beside another)
     for rate in (10, 20):
-        p.observe(key, rate, 0.02, "PASS", busy=0.2 + 0.01 * rate)
+        p.observe(key, rate, 0.02, "PASS", busy=0.03 * rate ** 0.8)
     assert p.demand_capacity(key) < 90 <= p.capacity[key]
     p.observe(key, 10, 0.02, "FAIL", busy=5.0)  # a failed window's CPU is not a sample
     assert len(p.busy[key]) == 6
