@@ -11,6 +11,8 @@ Calibration on the live service, after every window a state serves:
 * a window that failed at λ ≥ half its capacity pulls capacity halfway towards λ (repeated
   failures converge on it; one noisy window does not condemn the state; a failure at a lower
   load is a backlog draining, not a limit);
+* a held window's p95 bounds the no-queueing term from above (the full batch at capacity is
+  pessimistic at low load, where batches are small);
 * a window that held with enough load to queue (λ ≥ 30 % of capacity) refits k from its p95
   (half old, half new, within [0.05, 3]);
 * the utilization law: the CPU the state's server used in each window it served alone, against
@@ -44,12 +46,13 @@ class Predictor:
         self.shown: dict[str, list[list[float]]] = {s.key: [] for s in library}  # [rate, p95] of held windows
         self.busy: dict[str, list[list[float]]] = {s.key: [] for s in library}  # [rate, CPU s per s]
         self.k = {s.key: 1.0 for s in library}
+        self.floor: dict[str, float] = {}  # the lowest p95 a held window of the state showed
         self.slo, self.margin = slo_s, margin
 
     def snapshot(self) -> dict:
         return {"capacity": dict(self.capacity), "bound": dict(self.bound), "held": dict(self.held),
                 "shown": {k: list(v) for k, v in self.shown.items()},
-                "busy": {k: list(v) for k, v in self.busy.items()}, "k": dict(self.k)}
+                "busy": {k: list(v) for k, v in self.busy.items()}, "k": dict(self.k), "floor": dict(self.floor)}
 
     def restore(self, snap: dict) -> None:
         for key in self.states:
@@ -59,10 +62,16 @@ class Predictor:
             self.busy[key] = [list(x) for x in snap.get("busy", {}).get(key, [])]
             self.shown[key] = [list(x) for x in snap.get("shown", {}).get(key, [])]
             self.k[key] = snap.get("k", {}).get(key, self.k[key])
+            if key in snap.get("floor", {}):
+                self.floor[key] = snap["floor"][key]
 
     def base(self, key: str) -> float:
+        """The p95 without queueing: one full batch's service time at capacity, or less where a
+        window showed a lower p95 (queueing only adds to it; at low load batches are small)."""
         s = self.states[key]
-        return s.settings.get("max_batch", 1) / max(self.capacity[key], 1e-9)
+        full = s.settings.get("max_batch", 1) / max(self.capacity[key], 1e-9)
+        shown = self.floor.get(key)
+        return full if shown is None else min(full, shown)
 
     def p95(self, key: str, rate: float) -> float:
         cap = self.capacity[key]
@@ -113,6 +122,7 @@ class Predictor:
         elif verdict == "PASS" and p95 is not None:
             self.held[key] = max(self.held[key], rate)
             self.shown[key] = (self.shown[key] + [[rate, p95]])[-50:]
+            self.floor[key] = min(self.floor.get(key, p95), p95)
             self.bound[key] = cap = max(cap, rate)
             excess = p95 - self.base(key)
             if rate >= 0.3 * cap and excess > 0 and rate < cap:

@@ -95,3 +95,16 @@ def test_a_p95_shown_live_stands_for_lower_rates():
     p.observe(key, 60, 0.04, "PASS")
     assert p.passes(key, 50) and p.passes(key, 60) and not p.passes(key, 70)
     assert not p.passes(key, 50, margin=0.8)  # 40 ms is not within a margin of 80 %
+
+
+def test_a_held_p95_lowers_the_no_queueing_term_and_k_refits_on_top():
+    p = Predictor(_lib(), 0.15, 0.25)
+    key = "a" * 12
+    assert p.base(key) == 8 / 100
+    p.observe(key, 10, 0.02, "PASS")
+    assert p.base(key) == 0.02
+    p.observe(key, 50, 0.03, "PASS")  # 10 ms of queueing at half the capacity
+    assert p.k[key] < 1.0 and p.base(key) == 0.02
+    q = Predictor(_lib(), 0.15, 0.25)
+    q.restore(p.snapshot())
+    assert q.base(key) == p.base(key) and q.k == p.k
