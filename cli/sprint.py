@@ -288,20 +288,18 @@ def _ints(text: str | None, name: str) -> list[int] | None:
     return values
 
 
-def _optimize_trials(contract, state, threads, batches, variants) -> int:
-    """At most how many trials `optimize` runs: every batch size of every variant and thread
-    count (the walk stops early once throughput stops rising), and two confirmations."""
+def _optimize_trials(contract, state, threads, batches, variants, replicas=None) -> int:
+    """At most how many trials `optimize` runs: every batch size of every variant and thread and
+    replica layout (the walk stops early once throughput stops rising), and two confirmations."""
+    from luma.experiments.optimize import layouts
     from luma.experiments.services import get
 
     service = get(contract.service)
     known = variants or ["fp32", *dict.fromkeys(service.interventions.values())]
     cores = state.enforced().get("compute") or 1
-    counts = [t for t in (threads or sorted({1, cores})) if 1 <= t <= cores]
-    if not getattr(service, "uses_torch", True):
-        counts = [cores]
     if contract.load.mode == "closed":  # optimize.run: a batch never holds more requests than there are clients
         batches = [b for b in batches if b <= contract.load.concurrency] or [min(batches)]
-    return len(known) * max(len(counts), 1) * len(batches) + 2
+    return len(known) * max(len(layouts(service, cores, threads, replicas)), 1) * len(batches) + 2
 
 
 @sprint.command("optimize")
@@ -309,19 +307,23 @@ def _optimize_trials(contract, state, threads, batches, variants) -> int:
 @click.option("--state", "state_text", help="Fixed machine state over the contract's, e.g. "
               "'compute=2 core,host_memory=512 MiB'.")
 @click.option("--threads", help="Thread counts to try (default: 1 and the state's cores).")
+@click.option("--replicas", help="Engine replicas to try, each with its own threads (default: 1, and one per core "
+              "where the service's engine can be replicated); threads x replicas never exceeds the cores.")
 @click.option("--batches", help="Batch sizes to try, ascending (default: 1,2,4,8,16,32).")
 @click.option("--variants", help="Precision variants to try, e.g. 'fp32,int8-ffn' (default: all the service has).")
 @click.option("--record/--no-record", default=True, show_default=True, help="Ingest every trial into the KB.")
 @format_option(choices=("table", "json"))
 @project(WRITE)
-def optimize_cmd(contract_ref, state_text, threads, batches, variants, record, fmt) -> None:
-    """Highest accepted throughput on a fixed machine state, over precision, batch size and threads."""
+def optimize_cmd(contract_ref, state_text, threads, replicas, batches, variants, record, fmt) -> None:
+    """Highest accepted throughput on a fixed machine state, over precision, batch size, threads
+    and engine replicas."""
     from datetime import datetime, timezone
 
     from rich.console import Console
 
     from luma.experiments import contract, optimize
     from luma.experiments.records import Recorder
+    from luma.experiments.services import get as get_service
     from luma.cli.project import settings as command_settings
 
     c = contract.load(contract_ref, command_settings())
@@ -330,29 +332,46 @@ def optimize_cmd(contract_ref, state_text, threads, batches, variants, record, f
     home = command_settings().home
     err = Console(stderr=True)
     stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
-    recorder = Recorder(command_settings(), optimize.plan_for(c, state.as_dict()), f"{c.name}-optimize-{stamp}", ingest=record)
     thread_counts, batch_sizes = _ints(threads, "--threads"), _ints(batches, "--batches") or optimize.BATCHES
+    replica_counts = _ints(replicas, "--replicas")
     chosen = [v.strip() for v in variants.split(",") if v.strip()] if variants else None
-    with _trials("sprint optimize", _optimize_trials(c, state, thread_counts, batch_sizes, chosen), err) as progress:
-        out = optimize.run(c, state, home / "artifacts", thread_counts, batch_sizes, recorder.trial, progress, chosen)
+    layouts = optimize.layouts(get_service(c.service), state.enforced().get("compute") or 1, thread_counts,
+                               replica_counts)
+    if not layouts:
+        service = get_service(c.service)
+        why = (f"the {c.service} service's engine cannot be replicated" if not getattr(service, "replicable", False)
+               and any(r > 1 for r in replica_counts or []) else
+               f"threads x replicas exceeds the state's {state.enforced().get('compute') or 1} core(s)")
+        raise click.BadParameter(f"no thread and replica layout to try: {why}", param_hint="--threads/--replicas")
+    recorder = Recorder(command_settings(), optimize.plan_for(c, state.as_dict()), f"{c.name}-optimize-{stamp}", ingest=record)
+    with _trials("sprint optimize", _optimize_trials(c, state, thread_counts, batch_sizes, chosen, replica_counts),
+                 err) as progress:
+        out = optimize.run(c, state, home / "artifacts", thread_counts, batch_sizes, recorder.trial, progress, chosen,
+                           replica_counts)
     public = {k: v for k, v in out.items() if not k.startswith("_")}
     recorded = recorder.optimum(c, state, out, public) if out["_trials"] else None
     out = {**public, "result_recorded": recorded is not None and record, "records_folder": str(recorder.folder)}
     if fmt == "json":
         click.echo(json.dumps(out, indent=2))
         return
-    print_rows(out["configurations"], ["variant", "threads", "max_batch", "concurrency", "verdict", "cause",
+    print_rows(out["configurations"], ["variant", "threads", "replicas", "max_batch", "concurrency", "verdict", "cause",
                                        "throughput", "quality"], "table", title=f"{out['contract']} on {out['state']}")
     best = out["best"]
     for f in out["finalists"]:
-        click.echo(f"finalist {f['variant']}, {f['threads']} thread(s), batch {f['max_batch']}: "
+        click.echo(f"finalist {_layout(f)}: "
                    f"{' and '.join(f'{x:.1f}' for x in f['throughputs'])} requests/s -> {f['verdict']}")
     click.echo("no configuration meets the contract on this state" if best is None else
-               f"best accepted: {best['variant']}, {best['threads']} thread(s), batch {best['max_batch']}: "
+               f"best accepted: {_layout(best)}: "
                f"{best['throughput']:.1f} requests/s (the lower of its two runs)")
     click.echo(f"result recorded: {'yes' if out['result_recorded'] else 'no'} ({out['records_folder']})"
                + ("; `luma rules run`, then `luma kb query --name stale-boundaries` shows the boundaries it "
                   "made stale" if out["result_recorded"] else ""))
+
+
+def _layout(row: dict) -> str:
+    reps = row.get("replicas") or 1
+    return (f"{row['variant']}, {row['threads']} thread(s)" + (f" x {reps} replicas" if reps > 1 else "")
+            + f", batch {row['max_batch']}")
 
 
 from luma.cli.requalify import requalify_cmd  # noqa: E402 (a subcommand in a module of its own)

@@ -1,6 +1,6 @@
 """`luma sprint optimize`: on one fixed machine state, the software choices (precision variant —
 per layer family where the service has them, KV precision for the decoder —, batch size,
-threads) that give the highest accepted throughput, i.e. throughput measured while every clause
+threads, engine replicas) that give the highest accepted throughput, i.e. throughput measured while every clause
 of the contract still holds.
 
 Bounded search, not a grid: for each precision variant and thread count, batch sizes are tried
@@ -27,8 +27,24 @@ BATCHES = (1, 2, 4, 8, 16, 32)
 _UNFIXABLE = {"oom", "kv-capacity", "quality-miss", "crash", "error"}
 
 
+def layouts(service, cores: int, threads: list[int] | None = None,
+            replicas: list[int] | None = None) -> list[tuple[int, int]]:
+    """The (torch threads per replica, replicas) pairs a search tries on `cores`: by default one
+    replica with 1 or all the cores' threads, and one single-threaded replica per core where the
+    service's engine can be replicated (experiments/services/replicas.py); never more threads in
+    all than cores."""
+    replicable = getattr(service, "replicable", False)
+    replicas = [r for r in (replicas or sorted({1, cores} if replicable else {1})) if r == 1 or replicable]
+    if not getattr(service, "uses_torch", True):
+        # Thread count is torch's setting; other runtimes use their cores, in one replica.
+        return [(cores, 1)] if 1 in replicas else []
+    threads = [t for t in (threads or sorted({1, cores})) if 1 <= t <= cores]
+    return [(t, r) for t in threads for r in replicas if t * r <= cores]
+
+
 def run(contract, state: State, cache, threads: list[int] | None = None, batches=BATCHES,
-        record=lambda t: None, progress=lambda msg: None, variants: list[str] | None = None) -> dict:
+        record=lambda t: None, progress=lambda msg: None, variants: list[str] | None = None,
+        replicas: list[int] | None = None) -> dict:
     from luma.errors import ConfigError
     from luma.experiments.services import get
 
@@ -40,35 +56,34 @@ def run(contract, state: State, cache, threads: list[int] | None = None, batches
                           field="variants")
     variants = variants or known
     cores = state.enforced().get("compute") or 1
-    threads = [t for t in (threads or sorted({1, cores})) if 1 <= t <= cores]
-    if not getattr(service, "uses_torch", True):
-        threads = [cores]  # thread count is torch's setting; other runtimes use their cores
+    pairs = layouts(service, cores, threads, replicas)
     if contract.load.mode == "closed":
         # A batch never holds more requests than there are clients: larger ones are the same service.
         batches = [b for b in batches if b <= contract.load.concurrency] or [min(batches)]
     artifacts = {v: service.prepare(v, cache) for v in variants}
     rows, trials = [], []
 
-    def measure(variant: str, th: int, batch: int, confirm: bool = False) -> dict:
+    def measure(variant: str, th: int, rep: int, batch: int, confirm: bool = False) -> dict:
         load = contract.load.model_copy(update={"max_batch": batch})  # the contract's load, its concurrency kept
-        label = f"{variant}, {th} thread(s), batch {batch}" + (" (confirming)" if confirm else "")
+        label = (f"{variant}, {th} thread(s)" + (f" x {rep} replicas" if rep > 1 else "") + f", batch {batch}"
+                 + (" (confirming)" if confirm else ""))
         progress(label)
         t: Trial = run_trial(contract.model_copy(update={"load": load}), state, artifacts[variant], variant,
-                             "optimize", threads=th, seed=len(trials))
+                             "optimize", threads=th, replicas=rep, seed=len(trials))
         t.index = len(trials)
-        t.extra = {"max_batch": batch, "threads": th, "concurrency": load.concurrency}
+        t.extra = {"max_batch": batch, "threads": th, "replicas": rep, "concurrency": load.concurrency}
         trials.append(t)
         record(t)
         tput = float(t.telemetry.get("throughput") or 0.0)
         progress(f"{label} -> {t.verdict}, {tput:.1f}/s")
-        return {"variant": variant, "threads": th, "max_batch": batch, "concurrency": load.concurrency,
+        return {"variant": variant, "threads": th, "replicas": rep, "max_batch": batch, "concurrency": load.concurrency,
                 "verdict": t.verdict, "cause": t.cause, "throughput": tput, "quality": t.telemetry.get("quality")}
 
     for variant in variants:
-        for th in threads:
+        for th, rep in pairs:
             best_here = 0.0
             for batch in batches:
-                row = measure(variant, th, batch)
+                row = measure(variant, th, rep, batch)
                 rows.append(row)
                 if row["throughput"] < best_here * 1.05 or (row["cause"] or "") in _UNFIXABLE:
                     break
@@ -78,7 +93,7 @@ def run(contract, state: State, cache, threads: list[int] | None = None, batches
     accepted = sorted((r for r in rows if r["verdict"] == "PASS"), key=lambda r: -r["throughput"])[:2]
     finalists = []
     for r in accepted:
-        again = measure(r["variant"], r["threads"], r["max_batch"], confirm=True)
+        again = measure(r["variant"], r["threads"], r["replicas"], r["max_batch"], confirm=True)
         finalists.append({**r, "throughput": min(r["throughput"], again["throughput"]),
                           "throughputs": [r["throughput"], again["throughput"]],
                           "verdict": "PASS" if again["verdict"] == "PASS" else again["verdict"]})
@@ -87,13 +102,16 @@ def run(contract, state: State, cache, threads: list[int] | None = None, batches
             "best": best, "trials": len(trials), "_trials": trials, "_artifacts": artifacts, "_cores": cores}
 
 
-def settings_of(contract, batch: int, threads: int, cores: int) -> dict:
+def settings_of(contract, batch: int, threads: int, cores: int, replicas: int = 1) -> dict:
     """The service-side settings of a configuration, as a sprint's software block has them
-    (experiments/software.py): the batch, and the thread count where it is not the state's
-    cores (a sprint's default), so that a configuration a sprint also runs has the same key."""
+    (experiments/software.py): the batch, the thread count where it is not the state's cores (a
+    sprint's default) and the replicas where there is more than one, so that a configuration a
+    sprint also runs has the same key."""
     out = {"max_batch": batch}
     if threads != cores:
         out["threads"] = threads
+    if replicas > 1:
+        out["replicas"] = replicas
     return out
 
 
@@ -106,11 +124,12 @@ def result(contract, state: State, out: dict, environment: dict) -> dict:
 
     groups: dict[tuple, list[Trial]] = {}
     for t in out["_trials"]:
-        groups.setdefault((t.variant, t.extra["threads"], t.extra["max_batch"]), []).append(t)
+        groups.setdefault((t.variant, t.extra["threads"], t.extra.get("replicas", 1), t.extra["max_batch"]),
+                          []).append(t)
     configurations, best, best_rate = [], None, None
-    for (variant, th, batch), trials in groups.items():
+    for (variant, th, rep, batch), trials in groups.items():
         sw = software_config(contract, variant, out["_artifacts"].get(variant), environment)
-        sw["settings"] = settings_of(contract, batch, th, out["_cores"])
+        sw["settings"] = settings_of(contract, batch, th, out["_cores"], rep)
         rows = []
         for t in trials:
             row = {"verdict": t.verdict, "observations": t.observations()}

@@ -125,7 +125,7 @@ def spawn(spec: dict, timeout_s: float) -> dict:
 
 
 def run_trial(contract: Contract, state: State, artifact: Path, variant: str, phase: str, *, seed: int = 0,
-              max_retries: int = 2, threads: int | None = None) -> Trial:
+              max_retries: int = 2, threads: int | None = None, replicas: int | None = None) -> Trial:
     """One judged trial of `state`; INCONCLUSIVE ones re-run with doubled requests first."""
     requests = contract.requests_needed()
     load = contract.load.model_dump()
@@ -134,7 +134,7 @@ def run_trial(contract: Contract, state: State, artifact: Path, variant: str, ph
         attempts += 1
         spec = {"service": contract.service, "artifact": str(artifact), "variant": variant, "state": state.enforced(),
                 "load": load, "requests": requests, "seed": seed, "timeout_s": float(contract.load.timeout_s),
-                "threads": threads}
+                "threads": threads, **({"replicas": replicas} if replicas and replicas > 1 else {})}
         tel = spawn(spec, contract.load.timeout_s + GRACE_S)
         verdict, cause, rows = judge(contract, tel, seed)
         if verdict != "INCONCLUSIVE" or attempts > max_retries:

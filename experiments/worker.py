@@ -41,6 +41,20 @@ def _is_oom(exc: BaseException) -> bool:
     return isinstance(exc, (RuntimeError, OSError)) and any(s in text for s in _OOM_TEXT)
 
 
+def _serve(loadgen, engine, *args):
+    try:
+        return loadgen.run(engine, *args)
+    finally:
+        if hasattr(engine, "close"):
+            engine.close()  # replicas' threads stop
+
+
+def threads_of(spec: dict, cores: int) -> int:
+    """Torch threads of a trial or a live server: the spec's, else the cores shared out among the
+    engine's replicas (one replica: all of them)."""
+    return int(spec.get("threads") or max(1, cores // int(spec.get("replicas") or 1)))
+
+
 def run(spec: dict) -> dict:
     t_start = time.perf_counter()
     state = spec["state"]
@@ -51,16 +65,19 @@ def run(spec: dict) -> dict:
     from luma.experiments import load as loadgen
     from luma.experiments.services import get
     from luma.experiments.services.base import CapacityError
+    from luma.experiments.services.replicas import make_engine
 
     service = get(spec["service"])
     if getattr(service, "uses_torch", True):
         import torch
 
-        torch.set_num_threads(spec.get("threads") or cores or len(os.sched_getaffinity(0)))
+        torch.set_num_threads(threads_of(spec, cores or len(os.sched_getaffinity(0))))
         # Start torch's worker threads now, so their stacks are part of the footprint, not the level.
         torch.ones(256, 256) @ torch.ones(256, 256)
         tel["cpu_capability"] = torch.backends.cpu.get_cpu_capability()
         tel["threads"] = torch.get_num_threads()
+    if spec.get("replicas"):
+        tel["replicas"] = int(spec["replicas"])
     import numpy as np
 
     # NumPy's BLAS allocates its per-thread buffers (~32 MiB) on first use: runtime, not service.
@@ -85,12 +102,12 @@ def run(spec: dict) -> dict:
         payloads = service.requests(spec["requests"] + load["warmup"], spec["seed"], load)
         tel["phase"] = "warm-up"
         if load["warmup"]:
-            loadgen.run(loaded.engine_factory(load["max_batch"]), payloads[: load["warmup"]], "closed",
-                        load["concurrency"])
+            _serve(loadgen, make_engine(loaded, load["max_batch"], spec.get("replicas")), payloads[: load["warmup"]],
+                   "closed", load["concurrency"])
         tel["phase"] = "serve"
         deadline = t_start + spec["timeout_s"]
-        res = loadgen.run(loaded.engine_factory(load["max_batch"]), payloads[load["warmup"]:], load["mode"],
-                          load["concurrency"], load.get("rate"), spec["seed"], deadline)
+        res = _serve(loadgen, make_engine(loaded, load["max_batch"], spec.get("replicas")), payloads[load["warmup"]:],
+                     load["mode"], load["concurrency"], load.get("rate"), spec["seed"], deadline)
         tel.update(latency=res.latency, ttft=res.ttft, tpot=res.tpot, completed=res.completed,
                    throughput=res.throughput(), token_throughput=res.token_throughput(), makespan_s=res.makespan)
         if res.timed_out:

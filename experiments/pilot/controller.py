@@ -71,7 +71,7 @@ class Segment:
         s = self.ctx.library_state(key)  # raises for a key outside the library: never applied
         return {"service": self.ctx.contract.service, "artifact": str(self.ctx.artifacts[s.variant]),
                 "variant": s.variant, "state": s.enforced(), "threads": s.settings.get("threads"),
-                "max_batch": s.settings.get("max_batch", 8), "load": self.ctx.contract.load.model_dump(),
+                "replicas": s.settings.get("replicas", 1), "max_batch": s.settings.get("max_batch", 8), "load": self.ctx.contract.load.model_dump(),
                 "contexts": self.ctx.contexts, "seed": self.ctx.seed, "orphan_s": self.ctx.orphan_s,
                 "deadline_s": self.ctx.timeout_s}
 
@@ -84,8 +84,8 @@ class Segment:
         self.cpu_seen.setdefault(inst.name, inst.cpu_seconds() or 0.0)
 
     def apply(self, key: str) -> Instance:
-        """Apply a library state: in place when only cores, threads, batch or the memory limit
-        change (instant: affinity, torch threads, RLIMIT_DATA, batch), else by a rolling restart
+        """Apply a library state: in place when only cores, threads, replicas, batch or the memory
+        limit change (instant: affinity, torch threads, engine replicas, RLIMIT_DATA, batch), else by a rolling restart
         — the new state's server starts beside the one serving, new arrivals go to it once it is
         ready, and the old one drains (no request is lost)."""
         spec = self.spec_of(key)

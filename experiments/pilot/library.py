@@ -6,7 +6,8 @@ machine, under the software running now:
 * a sprint's pex-trial records (any phase but optimize) of the contract — same name and the same service
   clauses — at one (machine state, variant): at least `MIN_PASS` PASS trials and no FAIL or
   INCONCLUSIVE one; its settings are the contract's batch and the state's cores as threads;
-* an optimize-result record's best configuration (already confirmed by two PASS trials).
+* an optimize-result record's best configuration (already confirmed by two PASS trials), with its
+  batch, threads and engine replicas.
 
 Every record must be `measured`, signed by a runner key the ledger trusts and has not revoked,
 of this host's architecture (CPU model), and not stale: its environment (Python, NumPy, torch,
@@ -55,7 +56,9 @@ class LibraryState:
         from luma.kb.records.pex_chain import Level
 
         parts = [describe(Level.model_validate(self.levels[d])) for d in sorted(self.levels) if d != "runtime"]
-        return " · ".join(parts + [self.variant, f"batch {self.settings.get('max_batch')}"])
+        reps = self.settings.get("replicas", 1)
+        return " · ".join(parts + [self.variant, *([f"{reps} replicas"] if reps > 1 else []),
+                                   f"batch {self.settings.get('max_batch')}"])
 
     def record_state(self) -> dict:
         return {"key": self.key, "state": {"dimensions": self.levels}, "variant": self.variant,
@@ -163,8 +166,11 @@ def build(project, contract, prices=None) -> tuple[list[LibraryState], list[str]
                 continue
             levels = rec["state"]["dimensions"]
             cores = int(levels.get("compute", {}).get("value", 1))
-            settings = {"max_batch": best.get("settings", {}).get("max_batch", contract.load.max_batch),
-                        "threads": best.get("settings", {}).get("threads", cores)}
+            chosen = best.get("settings", {})
+            settings = {"max_batch": chosen.get("max_batch", contract.load.max_batch),
+                        "threads": chosen.get("threads", cores)}
+            if int(chosen.get("replicas", 1)) > 1:
+                settings["replicas"] = int(chosen["replicas"])
             key = state_key(levels, best["variant"], settings)
             g = groups.setdefault(key, {"levels": levels, "variant": best["variant"], "settings": settings, "trials": []})
             for conf in rec["configurations"]:

@@ -8,8 +8,8 @@ in a library state, and `luma pilot run --resume` reconnects to it.
 
 Protocol (JSON lines). In: `{"op": "req", "id": N, "c": CONTEXT, "t": ARRIVAL}` (arrival on
 `time.perf_counter`, which is CLOCK_MONOTONIC on Linux: one clock for every process of the
-host), `{"op": "apply", "key", "cores", "threads", "max_batch", "host_memory"}` (change the state in
-place: `applied` or `refused` comes back), `{"op": "stop"}` (finish what is queued, then exit). Out: `{"ev": "ready", ...}` on
+host), `{"op": "apply", "key", "cores", "threads", "replicas", "max_batch", "host_memory"}` (change
+the state in place: `applied` or `refused` comes back), `{"op": "stop"}` (finish what is queued, then exit). Out: `{"ev": "ready", ...}` on
 connect, `{"ev": "first"|"done", "id": N, "at": T, "tok": K}`, `{"ev": "err", "id": N, "cause"}`.
 One client at a time: a new connection replaces the old one (its requests are still served; their
 answers go to whoever is connected). With no client for `orphan_s` seconds the server exits, so a
@@ -31,7 +31,8 @@ POOL = 64  # payloads prepared per context length (requests cycle through them)
 
 def _setup(spec: dict):
     """Affinity, threads, footprint, memory limit, artifact: the worker's order (see its docstring)."""
-    from luma.experiments.worker import _status
+    from luma.experiments.services.replicas import make_engine
+    from luma.experiments.worker import _status, threads_of
 
     state = spec["state"]
     cores = state.get("compute")
@@ -43,7 +44,7 @@ def _setup(spec: dict):
     if getattr(service, "uses_torch", True):
         import torch
 
-        torch.set_num_threads(spec.get("threads") or cores or len(os.sched_getaffinity(0)))
+        torch.set_num_threads(threads_of(spec, cores or len(os.sched_getaffinity(0))))
         torch.ones(256, 256) @ torch.ones(256, 256)
     import numpy as np
 
@@ -56,22 +57,25 @@ def _setup(spec: dict):
     for ctx in spec["contexts"]:
         load = {**spec["load"], "context": ctx} if ctx else spec["load"]
         pools[ctx] = service.requests(POOL, spec.get("seed", 0), load)
-    engine = loaded.engine_factory(spec["max_batch"])
-    # Warm-up: a few batches of each length, so the first live requests do not pay for it.
+    engine = make_engine(loaded, spec["max_batch"], spec.get("replicas"), resizable=True)
+    # Warm-up: a few batches of each length per replica, so the first live requests do not pay for it.
     first = next(iter(pools.values()))
-    for i, p in enumerate(first[: 2 * spec["max_batch"]]):
+    for i, p in enumerate((first * 4)[: 2 * spec["max_batch"] * int(spec.get("replicas") or 1)]):
         engine.submit(-1 - i, p)
     while engine.busy():
         engine.step()
-    return loaded, pools, foot
+    return loaded, pools, foot, engine
 
 
 def _apply(msg: dict, foot: int, engine, uses_torch: bool, host_cpus: list[int]) -> str | None:
-    """Change the state in place: cores (affinity of every thread, torch's thread count), the
-    memory limit and the batch size. None when applied, else why it cannot be (then the pilot
-    restarts the service at the new state instead)."""
+    """Change the state in place: cores (affinity of every thread, torch's thread count), engine
+    replicas, the memory limit and the batch size. None when applied, else why it cannot be (then
+    the pilot restarts the service at the new state instead)."""
     if not hasattr(engine, "max_batch"):
         return "this engine fixes its batch at start"
+    replicas = int(msg.get("replicas") or 1)
+    if replicas != getattr(engine, "replicas", 1) and not hasattr(engine, "resize"):
+        return "this engine cannot change its replicas"  # a restart builds the other engine
     cores = msg.get("cores")
     if cores:
         allowed = sorted(host_cpus)[:cores]
@@ -84,22 +88,27 @@ def _apply(msg: dict, foot: int, engine, uses_torch: bool, host_cpus: list[int])
         if uses_torch:
             import torch
 
-            torch.set_num_threads(msg.get("threads") or cores)
+            from luma.experiments.worker import threads_of
+
+            torch.set_num_threads(threads_of({"threads": msg.get("threads"), "replicas": replicas}, cores))
     limit = msg.get("host_memory")
     resource.setrlimit(resource.RLIMIT_DATA, ((foot + limit) if limit else resource.RLIM_INFINITY,
                                               resource.RLIM_INFINITY))
     engine.max_batch = max(1, int(msg.get("max_batch") or engine.max_batch))
+    if hasattr(engine, "resize"):
+        engine.resize(replicas)  # after the affinity: new replica threads inherit the new mask
     return None
 
 
 def serve(spec: dict) -> int:
+    from luma.experiments.services.replicas import make_engine
+
     t0 = time.perf_counter()
     try:
-        loaded, pools, foot = _setup(spec)
+        loaded, pools, foot, engine = _setup(spec)
     except BaseException as exc:  # noqa: BLE001 - the pilot reads why the state could not start
         _write_status(spec, {"ev": "failed", "error": f"{type(exc).__name__}: {exc}"[:500]})
         return 1
-    engine = loaded.engine_factory(spec["max_batch"])
     outstanding: set[int] = set()
     arrived: dict[int, float] = {}
     deadline = float(spec.get("deadline_s", 5.0))
@@ -113,6 +122,7 @@ def serve(spec: dict) -> int:
     lsock.setblocking(False)
     sel = selectors.DefaultSelector()
     sel.register(lsock, selectors.EVENT_READ, "listen")
+    _watch(sel, engine)
     conn: socket.socket | None = None
     buf = b""
     stopping = False
@@ -133,8 +143,11 @@ def serve(spec: dict) -> int:
             conn = None
 
     while True:
-        busy = engine.busy()
-        for key, _ in sel.select(0 if busy else 0.02):
+        evented = hasattr(engine, "wakeup_fd")  # it wakes the select when a batch finishes: no polling
+        for key, _ in sel.select(0.02 if evented or not engine.busy() else 0):
+            if key.data == "engine":
+                engine.drain_wakeups()
+                continue
             if key.data == "listen":
                 new, _ = lsock.accept()
                 if conn is not None:
@@ -188,13 +201,17 @@ def serve(spec: dict) -> int:
                 outstanding -= late
         if engine.busy():
             try:
-                events = engine.step()
+                events = engine.step(0) if evented else engine.step()
             except BaseException as exc:  # noqa: BLE001 - a failed step fails its requests, not the service
                 cause = "oom" if isinstance(exc, MemoryError) or "memory" in str(exc).lower() else "error"
                 for rid in sorted(outstanding):
                     send({"ev": "err", "id": rid, "cause": cause})
                 outstanding.clear()
-                engine = loaded.engine_factory(spec["max_batch"])
+                if hasattr(engine, "close"):
+                    sel.unregister(engine.wakeup_fd())
+                    engine.close()
+                engine = make_engine(loaded, spec["max_batch"], getattr(engine, "replicas", 1), resizable=True)
+                _watch(sel, engine)
                 continue
             for ev in events:
                 if ev.kind == "done":
@@ -214,6 +231,12 @@ def serve(spec: dict) -> int:
     except OSError:
         pass
     return 0
+
+
+def _watch(sel, engine) -> None:
+    """Wake the server's select when the engine's replicas finish a batch (engines that have one)."""
+    if hasattr(engine, "wakeup_fd"):
+        sel.register(engine.wakeup_fd(), selectors.EVENT_READ, "engine")
 
 
 def _write_status(spec: dict, obj: dict) -> None:

@@ -206,7 +206,8 @@ class Instance:
         state = spec["state"]
         self._applied.clear()
         if not self.send({"op": "apply", "key": key, "cores": state.get("compute"), "threads": spec.get("threads"),
-                          "max_batch": spec.get("max_batch"), "host_memory": state.get("host_memory")}):
+                          "replicas": spec.get("replicas", 1), "max_batch": spec.get("max_batch"),
+                          "host_memory": state.get("host_memory")}):
             return False
         if not self._applied.wait(timeout) or self._apply_answer.get("ev") != "applied":
             return False

@@ -23,6 +23,8 @@ class ClassifierService:
 
     name = "classifier"
     interventions = {"int8-weights": "int8-weights", "int8-dynamic": "int8-dynamic"}
+    #: its engine is a BatchEngine: `replicas` copies can serve side by side (services/replicas.py)
+    replicable = True
 
     def workload(self) -> dict:
         return {"name": "digits-classification", "model": "digits-mlp-64-256-128-10", "task": "classification"}

@@ -60,6 +60,8 @@ class EmbeddingService:
     name: ClassVar[str] = "embedding"
     #: int8 weights of every family, or of one layer family (precision per layer family).
     interventions: ClassVar[dict[str, str]] = {v: v for v in FAMILY_VARIANTS}
+    #: its engine is a BatchEngine: `replicas` copies can serve side by side (services/replicas.py)
+    replicable: ClassVar[bool] = True
 
     def __init__(self) -> None:
         #: max tokens per text from the last contract given to `requests` (None: max_seq_length)

@@ -56,6 +56,15 @@ def test_optimize_refuses_a_bad_state(luma_home):
     assert result.exit_code == 1 and "64 cores asked" in result.output
 
 
+def test_optimize_refuses_a_layout_that_cannot_run_and_writes_nothing(luma_home):
+    result = _run("sprint", "optimize", "matvec-memory", "--replicas", "2")
+    assert result.exit_code == 2 and "matvec service's engine cannot be replicated" in result.output
+    result = _run("sprint", "optimize", "digits-compute", "--state", "compute=1 core", "--threads", "1",
+                  "--replicas", "2")
+    assert result.exit_code == 2 and "threads x replicas exceeds the state's 1 core(s)" in result.output
+    assert not (luma_home / "sprints").exists() and not (luma_home / "ledger.sqlite").exists()
+
+
 def test_optimize_refuses_an_unknown_variant_and_writes_nothing(luma_home):
     result = _run("sprint", "optimize", "matvec-memory", "--variants", "fp32,int4-magic")
     assert result.exit_code == 1 and "no variant 'int4-magic'" in result.output

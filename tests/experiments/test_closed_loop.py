@@ -30,7 +30,7 @@ RESULT = json.loads((Path(__file__).parents[1] / "kb" / "data" / "optimize_resul
 def _fake_trials(monkeypatch, seen: list):
     """run_trial replaced by one that records the load it was given and PASSes, faster with a
     bigger batch (so the walk goes on), slower once the batch would exceed the clients."""
-    def fake(contract, state, artifact, variant, phase, *, threads=None, seed=0, max_retries=2):
+    def fake(contract, state, artifact, variant, phase, *, threads=None, replicas=None, seed=0, max_retries=2):
         load = contract.load
         seen.append((load.concurrency, load.max_batch, load.mode))
         rate = 100.0 * min(load.max_batch, load.concurrency) + (7 if variant == "fp32" else 0)
