@@ -291,15 +291,14 @@ def _ints(text: str | None, name: str) -> list[int] | None:
 def _optimize_trials(contract, state, threads, batches, variants, replicas=None) -> int:
     """At most how many trials `optimize` runs: every batch size of every variant and thread and
     replica layout (the walk stops early once throughput stops rising), and two confirmations."""
-    from luma.experiments.optimize import layouts
+    from luma.experiments.optimize import batches_for, layouts
     from luma.experiments.services import get
 
     service = get(contract.service)
     known = variants or ["fp32", *dict.fromkeys(service.interventions.values())]
     cores = state.enforced().get("compute") or 1
-    if contract.load.mode == "closed":  # optimize.run: a batch never holds more requests than there are clients
-        batches = [b for b in batches if b <= contract.load.concurrency] or [min(batches)]
-    return len(known) * max(len(layouts(service, cores, threads, replicas)), 1) * len(batches) + 2
+    per_variant = sum(len(batches_for(contract, batches, r)) for _, r in layouts(service, cores, threads, replicas))
+    return len(known) * max(per_variant, 1) + 2
 
 
 @sprint.command("optimize")

@@ -13,7 +13,8 @@ the lower of their two throughputs.
 
 The accepted service is not searched: every trial runs the contract's load (its concurrency,
 arrival mode and rate), only the software changes. Under closed-loop clients a batch larger than
-the concurrency never fills, so those batch sizes are not tried. `result` gives what the search
+the concurrency never fills (with replicas: their share of it), so those batch sizes are not
+tried. `result` gives what the search
 found as an optimize-result record's body (kb/records/optimize_result.py), which ingest re-judges.
 """
 
@@ -42,6 +43,16 @@ def layouts(service, cores: int, threads: list[int] | None = None,
     return [(t, r) for t in threads for r in replicas if t * r <= cores]
 
 
+def batches_for(contract, batches, replicas: int = 1) -> list[int]:
+    """The batch sizes worth trying with `replicas` engine replicas: under closed-loop clients a
+    replica's batch never holds more than its share of the clients (larger ones are the same
+    service, or leave the other replicas idle: one takes every request)."""
+    if contract.load.mode != "closed":
+        return list(batches)
+    share = contract.load.concurrency // max(1, replicas)
+    return [b for b in batches if b <= share] or [min(batches)]
+
+
 def run(contract, state: State, cache, threads: list[int] | None = None, batches=BATCHES,
         record=lambda t: None, progress=lambda msg: None, variants: list[str] | None = None,
         replicas: list[int] | None = None) -> dict:
@@ -57,9 +68,6 @@ def run(contract, state: State, cache, threads: list[int] | None = None, batches
     variants = variants or known
     cores = state.enforced().get("compute") or 1
     pairs = layouts(service, cores, threads, replicas)
-    if contract.load.mode == "closed":
-        # A batch never holds more requests than there are clients: larger ones are the same service.
-        batches = [b for b in batches if b <= contract.load.concurrency] or [min(batches)]
     artifacts = {v: service.prepare(v, cache) for v in variants}
     rows, trials = [], []
 
@@ -82,7 +90,7 @@ def run(contract, state: State, cache, threads: list[int] | None = None, batches
     for variant in variants:
         for th, rep in pairs:
             best_here = 0.0
-            for batch in batches:
+            for batch in batches_for(contract, batches, rep):
                 row = measure(variant, th, rep, batch)
                 rows.append(row)
                 if row["throughput"] < best_here * 1.05 or (row["cause"] or "") in _UNFIXABLE:

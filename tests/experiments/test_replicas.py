@@ -152,3 +152,26 @@ def test_layouts_never_use_more_threads_than_cores(service, cores, threads, repl
     got = layouts(service, cores, threads, replicas)
     assert got == expected
     assert all(t * r <= cores for t, r in got)
+
+
+class _Load:
+    def __init__(self, mode, concurrency):
+        self.mode, self.concurrency = mode, concurrency
+
+
+class _Contract:
+    def __init__(self, mode="closed", concurrency=8):
+        self.load = _Load(mode, concurrency)
+
+
+@pytest.mark.parametrize("contract, replicas, expected", [
+    (_Contract(), 1, [1, 2, 4, 8]),
+    (_Contract(), 2, [1, 2, 4]),  # a replica's share of 8 clients is 4
+    (_Contract(concurrency=16), 2, [1, 2, 4, 8]),
+    (_Contract(concurrency=1), 2, [1]),  # never nothing: the smallest batch
+    (_Contract(mode="poisson"), 4, [1, 2, 4, 8, 16, 32]),
+])
+def test_batches_a_replica_can_fill(contract, replicas, expected):
+    from luma.experiments.optimize import BATCHES, batches_for
+
+    assert batches_for(contract, BATCHES, replicas) == expected
