@@ -1,0 +1,63 @@
+"""The endpoint load generator (experiments/endpoint/client.py): configuration errors, and
+failures of the service counted by cause, never raised. Against a real server:
+tests/experiments/endpoint/ grows a llama.cpp test with the engines extra."""
+
+from __future__ import annotations
+
+import socket
+import time
+
+import pytest
+
+from luma.errors import ConfigError
+from luma.experiments.endpoint.client import Endpoint, run
+
+
+def _closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.parametrize("kwargs, words", [
+    ({"base_url": "http://127.0.0.1:1", "api": "rerank"}, "unknown endpoint api 'rerank'"),
+    ({"base_url": "127.0.0.1:8080"}, "is not an http(s) URL"),
+])
+def test_bad_endpoint_configuration_is_refused(kwargs, words):
+    with pytest.raises(ConfigError, match=words.replace("(", r"\(").replace(")", r"\)")):
+        Endpoint(**kwargs)
+
+
+def test_request_bodies_follow_the_openai_apis():
+    assert Endpoint("http://h", api="embeddings", model="m").body("hi") == {"model": "m", "input": "hi"}
+    chat = Endpoint("http://h", api="chat", max_tokens=4).body("hi")
+    assert chat["messages"] == [{"role": "user", "content": "hi"}] and chat["stream"] and chat["max_tokens"] == 4
+    assert Endpoint("http://h", stream=False).body("hi")["prompt"] == "hi"
+    assert Endpoint("http://h/", api="chat").url == "http://h/v1/chat/completions"
+
+
+@pytest.mark.parametrize("mode", ["closed", "poisson"])
+def test_a_server_that_is_not_there_is_errors_by_cause(mode):
+    ep = Endpoint(f"http://127.0.0.1:{_closed_port()}", api="completions", timeout_s=5)
+    res = run(ep, ["a", "b", "c"], mode, concurrency=2, rate=50.0)
+    assert res.completed == 0 and res.errors == {"connection": 3}
+    assert res.error_details and res.error_details[0].startswith("connection: ")
+
+
+def test_a_server_that_never_answers_times_out_and_the_deadline_holds():
+    with socket.socket() as lsock:  # accepts connections (the kernel's backlog) and never answers
+        lsock.bind(("127.0.0.1", 0))
+        lsock.listen(16)
+        ep = Endpoint(f"http://127.0.0.1:{lsock.getsockname()[1]}", api="embeddings", timeout_s=0.5)
+        t = time.perf_counter()
+        res = run(ep, ["x"] * 4, "closed", concurrency=4)
+        assert res.errors == {"timeout": 4} and time.perf_counter() - t < 5
+        t = time.perf_counter()
+        res = run(Endpoint(ep.base_url, api="embeddings", timeout_s=30), ["x"] * 4, "closed", concurrency=4,
+                  deadline=time.perf_counter() + 0.5)
+        assert res.timed_out and res.completed == 0 and time.perf_counter() - t < 5
+
+
+def test_an_open_loop_needs_a_rate():
+    with pytest.raises(ConfigError, match="positive rate"):
+        run(Endpoint("http://127.0.0.1:1"), ["a"], "poisson", rate=None)
