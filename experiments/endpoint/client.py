@@ -35,7 +35,9 @@ APIS = {"embeddings": "/v1/embeddings", "completions": "/v1/completions", "chat"
 @dataclass
 class Endpoint:
     """Where and how to call the service: base URL (`http://127.0.0.1:8080`), the API, the
-    served model's name, streaming, and the tokens to generate."""
+    served model's name, streaming, the tokens to generate, and `extra` body fields — e.g.
+    `{"ignore_eos": True}` (vLLM, llama.cpp's own server) or `{"logit_bias": {"2": -100}}` (any
+    OpenAI-compatible server) so that every request generates `max_tokens` tokens."""
 
     base_url: str
     api: str = "completions"
@@ -44,6 +46,7 @@ class Endpoint:
     max_tokens: int = 16
     timeout_s: float = 60.0
     headers: dict = field(default_factory=dict)
+    extra: dict = field(default_factory=dict)
 
     def __post_init__(self):
         if self.api not in APIS:
@@ -59,12 +62,12 @@ class Endpoint:
         """The request body for one payload text."""
         out: dict = {"model": self.model} if self.model else {}
         if self.api == "embeddings":
-            return {**out, "input": text}
+            return {**out, "input": text, **self.extra}
         if self.api == "chat":
             out["messages"] = [{"role": "user", "content": text}]
         else:
             out["prompt"] = text
-        return {**out, "max_tokens": self.max_tokens, "stream": self.stream, "temperature": 0}
+        return {**out, "max_tokens": self.max_tokens, "stream": self.stream, "temperature": 0, **self.extra}
 
 
 @dataclass

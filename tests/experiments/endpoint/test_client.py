@@ -34,6 +34,8 @@ def test_request_bodies_follow_the_openai_apis():
     assert chat["messages"] == [{"role": "user", "content": "hi"}] and chat["stream"] and chat["max_tokens"] == 4
     assert Endpoint("http://h", stream=False).body("hi")["prompt"] == "hi"
     assert Endpoint("http://h/", api="chat").url == "http://h/v1/chat/completions"
+    fixed = Endpoint("http://h", extra={"logit_bias": {"2": -100}, "temperature": 0.7}).body("hi")
+    assert fixed["logit_bias"] == {"2": -100} and fixed["temperature"] == 0.7  # extra fields win
 
 
 @pytest.mark.parametrize("mode", ["closed", "poisson"])
