@@ -288,17 +288,13 @@ def _ints(text: str | None, name: str) -> list[int] | None:
     return values
 
 
-def _optimize_trials(contract, state, threads, batches, variants, replicas=None) -> int:
+def _optimize_trials(contract, service, layouts, batches, variants) -> int:
     """At most how many trials `optimize` runs: every batch size of every variant and thread and
     replica layout (the walk stops early once throughput stops rising), and two confirmations."""
-    from luma.experiments.optimize import batches_for, layouts
-    from luma.experiments.services import get
+    from luma.experiments.optimize import batches_for
 
-    service = get(contract.service)
     known = variants or ["fp32", *dict.fromkeys(service.interventions.values())]
-    cores = state.enforced().get("compute") or 1
-    per_variant = sum(len(batches_for(contract, batches, r)) for _, r in layouts(service, cores, threads, replicas))
-    return len(known) * max(per_variant, 1) + 2
+    return len(known) * max(sum(len(batches_for(contract, batches, r)) for _, r in layouts), 1) + 2
 
 
 @sprint.command("optimize")
@@ -334,17 +330,14 @@ def optimize_cmd(contract_ref, state_text, threads, replicas, batches, variants,
     thread_counts, batch_sizes = _ints(threads, "--threads"), _ints(batches, "--batches") or optimize.BATCHES
     replica_counts = _ints(replicas, "--replicas")
     chosen = [v.strip() for v in variants.split(",") if v.strip()] if variants else None
-    layouts = optimize.layouts(get_service(c.service), state.enforced().get("compute") or 1, thread_counts,
-                               replica_counts)
+    service, cores = get_service(c.service), state.enforced().get("compute") or 1
+    layouts = optimize.layouts(service, cores, thread_counts, replica_counts)
     if not layouts:
-        service = get_service(c.service)
         why = (f"the {c.service} service's engine cannot be replicated" if not getattr(service, "replicable", False)
-               and any(r > 1 for r in replica_counts or []) else
-               f"threads x replicas exceeds the state's {state.enforced().get('compute') or 1} core(s)")
+               and any(r > 1 for r in replica_counts or []) else f"threads x replicas exceeds the state's {cores} core(s)")
         raise click.BadParameter(f"no thread and replica layout to try: {why}", param_hint="--threads/--replicas")
     recorder = Recorder(command_settings(), optimize.plan_for(c, state.as_dict()), f"{c.name}-optimize-{stamp}", ingest=record)
-    with _trials("sprint optimize", _optimize_trials(c, state, thread_counts, batch_sizes, chosen, replica_counts),
-                 err) as progress:
+    with _trials("sprint optimize", _optimize_trials(c, service, layouts, batch_sizes, chosen), err) as progress:
         out = optimize.run(c, state, home / "artifacts", thread_counts, batch_sizes, recorder.trial, progress, chosen,
                            replica_counts)
     public = {k: v for k, v in out.items() if not k.startswith("_")}

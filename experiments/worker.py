@@ -55,18 +55,19 @@ def threads_of(spec: dict, cores: int) -> int:
     return int(spec.get("threads") or max(1, cores // int(spec.get("replicas") or 1)))
 
 
-def run(spec: dict) -> dict:
-    t_start = time.perf_counter()
+def prepare_runtime(spec: dict):
+    """The process set-up a trial's worker and a pilot's live server share, in this order: CPU
+    affinity (before torch loads: its thread pool sizes itself from it), torch's threads started,
+    NumPy's BLAS buffers allocated, then the data segment in use is the runtime's footprint and
+    RLIMIT_DATA = footprint + the state's memory level. Returns (service, what was set, as
+    telemetry, footprint bytes)."""
     state = spec["state"]
-    tel: dict = {"state": state, "variant": spec["variant"], "phase": "imports"}
     cores = state.get("compute")
     if cores:
         os.sched_setaffinity(0, sorted(os.sched_getaffinity(0))[:cores])
-    from luma.experiments import load as loadgen
     from luma.experiments.services import get
-    from luma.experiments.services.base import CapacityError
-    from luma.experiments.services.replicas import make_engine
 
+    info: dict = {}
     service = get(spec["service"])
     if getattr(service, "uses_torch", True):
         import torch
@@ -74,23 +75,36 @@ def run(spec: dict) -> dict:
         torch.set_num_threads(threads_of(spec, cores or len(os.sched_getaffinity(0))))
         # Start torch's worker threads now, so their stacks are part of the footprint, not the level.
         torch.ones(256, 256) @ torch.ones(256, 256)
-        tel["cpu_capability"] = torch.backends.cpu.get_cpu_capability()
-        tel["threads"] = torch.get_num_threads()
+        info["cpu_capability"] = torch.backends.cpu.get_cpu_capability()
+        info["threads"] = torch.get_num_threads()
     if spec.get("replicas"):
-        tel["replicas"] = int(spec["replicas"])
+        info["replicas"] = int(spec["replicas"])
     import numpy as np
 
     # NumPy's BLAS allocates its per-thread buffers (~32 MiB) on first use: runtime, not service.
     # 256 x 256: OpenBLAS's SkylakeX kernels (AVX-512 hosts) serve small products (64 x 64) by a
     # buffer-free path, so a smaller warm-up left the buffer to the service's first product.
     np.ones((256, 256), np.float32) @ np.ones((256, 256), np.float32)
-    tel["cores"] = len(os.sched_getaffinity(0))
-    foot = _status()
-    tel["runtime_footprint_bytes"] = foot["VmData"]
-    tel["import_s"] = time.perf_counter() - t_start
+    info["cores"] = len(os.sched_getaffinity(0))
+    foot = _status()["VmData"]
+    info["runtime_footprint_bytes"] = foot
     limit = state.get("host_memory")
     if limit:
-        resource.setrlimit(resource.RLIMIT_DATA, (foot["VmData"] + limit, resource.RLIM_INFINITY))
+        resource.setrlimit(resource.RLIMIT_DATA, (foot + limit, resource.RLIM_INFINITY))
+    return service, info, foot
+
+
+def run(spec: dict) -> dict:
+    t_start = time.perf_counter()
+    state = spec["state"]
+    tel: dict = {"state": state, "variant": spec["variant"], "phase": "imports"}
+    service, info, _ = prepare_runtime(spec)
+    tel.update(info)
+    tel["import_s"] = time.perf_counter() - t_start
+    from luma.experiments import load as loadgen
+    from luma.experiments.services.base import CapacityError
+    from luma.experiments.services.replicas import make_engine
+
     load = spec["load"]
     try:
         tel["phase"] = "load"

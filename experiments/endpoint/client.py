@@ -233,7 +233,7 @@ def run(ep: Endpoint, texts: list[str], mode: str = "closed", concurrency: int =
         res.latency.append(s.end - s.arrival)
         last = max(last, s.end)
         res.tokens += s.tokens
-        if s.first is not None and ep.api != "embeddings":
+        if s.first is not None:  # set for generation only
             res.ttft.append(s.first - s.arrival)
         gaps = np.diff(s.token_times).tolist() if len(s.token_times) > 1 else []
         res.itl += gaps

@@ -3,8 +3,8 @@
 Incremental: bytes arrive in whatever pieces the network gives, and an event is complete only at
 its blank line, so `feed` keeps the partial tail. Follows the WHATWG rules the servers rely on:
 lines end in LF, CRLF or CR; `:` starts a comment (keep-alives); `data:` lines of one event are
-joined with LF; one space after the colon is dropped; fields other than `data`/`event` are kept
-aside. `[DONE]` is the OpenAI end-of-stream sentinel, reported as `done`.
+joined with LF; one space after the colon is dropped; fields other than `data`/`event` (`id`,
+`retry`) are ignored. `[DONE]` is the OpenAI end-of-stream sentinel, reported as `done`.
 """
 
 from __future__ import annotations

@@ -30,28 +30,13 @@ POOL = 64  # payloads prepared per context length (requests cycle through them)
 
 
 def _setup(spec: dict):
-    """Affinity, threads, footprint, memory limit, artifact: the worker's order (see its docstring)."""
+    """The trial worker's process set-up (affinity, threads, footprint, memory limit), then the
+    artifact, request pools and a warmed engine."""
     from luma.experiments.services.replicas import make_engine
-    from luma.experiments.worker import _status, threads_of
+    from luma.experiments.worker import prepare_runtime
 
     state = spec["state"]
-    cores = state.get("compute")
-    if cores:
-        os.sched_setaffinity(0, sorted(os.sched_getaffinity(0))[:cores])
-    from luma.experiments.services import get
-
-    service = get(spec["service"])
-    if getattr(service, "uses_torch", True):
-        import torch
-
-        torch.set_num_threads(threads_of(spec, cores or len(os.sched_getaffinity(0))))
-        torch.ones(256, 256) @ torch.ones(256, 256)
-    import numpy as np
-
-    np.ones((256, 256), np.float32) @ np.ones((256, 256), np.float32)
-    foot = _status()["VmData"]
-    if state.get("host_memory"):
-        resource.setrlimit(resource.RLIMIT_DATA, (foot + state["host_memory"], resource.RLIM_INFINITY))
+    service, _, foot = prepare_runtime(spec)
     loaded = service.load(spec["artifact"], {**state, "variant": spec["variant"]})
     pools = {}
     for ctx in spec["contexts"]:
