@@ -254,6 +254,10 @@ def _model_start(plan, home, use_model, err) -> int | None:
     from luma.experiments.model import calibrate, guide
     from luma.experiments.states import describe
 
+    if plan.contract.endpoint is not None:
+        if use_model:
+            err.print("  model: the analytical model has no description of an endpoint's engine: plain bisection")
+        return None
     calibration = calibrate.load(home)
     if use_model is False or (use_model is None and calibration is None):
         return None

@@ -15,6 +15,7 @@ from pydantic import Field, StrictFloat, StrictInt, ValidationError, model_valid
 
 from luma.errors import ConfigError
 from luma.experiments import stats
+from luma.experiments.endpoint.spec import KIND as ENDPOINT, EndpointSpec
 from luma.kb import units
 from luma.kb.records.pex_chain import Clause, Level, Name, StrictModel
 
@@ -89,13 +90,39 @@ class Contract(StrictModel):
 
     name: Name
     description: str = ""
-    service: Literal["embedding", "classifier", "decoder", "matvec"]
+    #: An in-process service by name, or "openai-endpoint" (written as a `[service]` table with
+    #: `kind = "openai-endpoint"`, kept whole in `endpoint`).
+    service: Literal["embedding", "classifier", "decoder", "matvec", "openai-endpoint"]
+    endpoint: EndpointSpec | None = None
     clauses: Annotated[list[Clause], Field(min_length=1, max_length=64)]
     load: LoadSpec = LoadSpec()
     #: Base machine state: the level of every enforced dimension not being swept.
     state: dict[str, Level | Name] = {}
     sprint: SprintSpec | None = None
     pilot: PilotSpec | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _service_table(cls, data):
+        if not isinstance(data, dict):
+            return data
+        if "endpoint" in data:
+            raise ValueError("endpoint: describe an endpoint service as the [service] table "
+                             "(kind = \"openai-endpoint\")")
+        service = data.get("service")
+        if isinstance(service, dict):
+            if service.get("kind") != ENDPOINT:
+                raise ValueError(f"service.kind: a [service] table describes an {ENDPOINT!r} service "
+                                 f"(got {service.get('kind')!r})")
+            data = {**data, "service": ENDPOINT, "endpoint": service}
+        elif service == ENDPOINT:
+            raise ValueError(f"service: an {ENDPOINT} service is a [service] table (kind, api, launch, variants ...)")
+        return data
+
+    @property
+    def generative(self) -> bool:
+        """True for a service that generates tokens (TTFT / TPOT / token throughput exist)."""
+        return self.service == "decoder" or (self.endpoint is not None and self.endpoint.api != "embeddings")
 
     @model_validator(mode="after")
     def _metrics_judged(self) -> "Contract":
@@ -106,8 +133,11 @@ class Contract(StrictModel):
                 known = ", ".join(JUDGED + tuple(f"pNN_{k}" for k in PERCENTILE_KINDS) + PILOT_ONLY)
                 raise ValueError(f"clauses[{i}].metric: a sprint cannot judge metric {clause.metric!r} "
                                  f"(it judges {known})")
-            if clause.metric.split("_", 1)[-1] in GENERATIVE_ONLY and self.service != "decoder":
+            if clause.metric.split("_", 1)[-1] in GENERATIVE_ONLY and not self.generative:
                 raise ValueError(f"clauses[{i}].metric: {clause.metric} needs a generative service")
+            if clause.metric == "quality" and self.endpoint is not None and self.endpoint.quality == "none":
+                raise ValueError(f"clauses[{i}].metric: the endpoint service scores no quality "
+                                 f"(set service.quality, e.g. \"minilm-cosine\")")
         return self
 
     def service_clauses(self) -> list[Clause]:
@@ -171,4 +201,7 @@ def load(ref: str | Path, project=None) -> Contract:
         from luma.kb.records.loader import first_error
 
         field, message = first_error(exc)
+        if field and field.split(".")[0] == "endpoint":  # the file calls it the [service] table
+            field = "service" + field[len("endpoint"):]
+            message = message.replace("endpoint.", "service.", 1) if message.startswith("endpoint.") else message
         raise ConfigError(message, source=str(path), field=field) from None

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import socket
 from datetime import datetime, timezone
+from functools import lru_cache
 from pathlib import Path
 
 from luma.experiments.sprint import Plan, Result
@@ -48,15 +49,64 @@ def provenance(started: datetime) -> dict:
     return out
 
 
-def trial_record(plan: Plan, sprint_id: str, trial: Trial, started: datetime) -> dict:
-    from luma.experiments.services import get
+@lru_cache(maxsize=64)
+def _hash(path: str, size: int, mtime: float) -> str | None:
+    from luma.experiments.software import artifact_hash
 
+    return artifact_hash(Path(path))
+
+
+def artifact_digest(path) -> str | None:
+    """SHA-256 of a local artifact (cached by path, size and time), None for a model name."""
+    p = Path(str(path))
+    try:
+        st = p.stat()
+    except OSError:
+        return None
+    return _hash(str(p), st.st_size, st.st_mtime)
+
+
+@lru_cache(maxsize=8)
+def _engine_version(spec_json: str) -> str | None:
+    from luma.experiments.endpoint.launch import engine_version
+    from luma.experiments.endpoint.spec import EndpointSpec
+
+    return engine_version(EndpointSpec.model_validate_json(spec_json))
+
+
+def engine(contract, variant: str, artifact, command: list[str] | None = None) -> dict | None:
+    """The provenance's `engine` block of an endpoint service's trial (None for the others):
+    engine name and version, the exact launch command, and the served model's hash or name."""
+    ep = contract.endpoint
+    if ep is None:
+        return None
+    out = {"name": ep.engine}
+    version = _engine_version(ep.model_dump_json())
+    if version:
+        out["version"] = version
+    if command:
+        out["command"] = [str(c) for c in command]
+    digest = artifact_digest(artifact) if artifact is not None else None
+    if digest:
+        out["artifact"] = digest
+    else:
+        out["model"] = ep.variants[variant].model or str(artifact)
+    return out
+
+
+def trial_record(plan: Plan, sprint_id: str, trial: Trial, started: datetime, artifact=None) -> dict:
+    from luma.experiments.services import for_contract
+
+    prov = provenance(started)
+    eng = engine(plan.contract, trial.variant, artifact, trial.telemetry.get("engine_command"))
+    if eng:
+        prov["engine"] = eng
     rec = {
         "record_type": "pex-trial", "evidence_class": "measured", "sprint": sprint_id, "sequence": trial.index,
-        "phase": trial.phase, "workload": get(plan.contract.service).workload(), "architecture": architecture(),
+        "phase": trial.phase, "workload": for_contract(plan.contract).workload(), "architecture": architecture(),
         "contract": plan.contract.record_contract(), "state": trial.state.record(), "variant": trial.variant,
         "verdict": trial.verdict, "attempts": trial.attempts, "observations": trial.observations(),
-        "provenance": provenance(started),
+        "provenance": prov,
     }
     if trial.cause:
         rec["failure_cause"] = trial.cause
@@ -68,7 +118,7 @@ def chain_record(result: Result, started: datetime) -> dict | None:
     A chain whose recovery failed is still written (recovered: false) — it is evidence too. The
     chain satisfies what ingest checks of a measured chain (`luma.kb.consistency`): so a sprint
     whose adjacent FAIL level never FAILed (only INCONCLUSIVE) writes no chain."""
-    from luma.experiments.services import get
+    from luma.experiments.services import for_contract
     from luma.experiments.software import software_config
 
     p, b = result.plan, result.boundary
@@ -85,10 +135,10 @@ def chain_record(result: Result, started: datetime) -> dict | None:
         trials.append(row)
 
     for t in result.trials:
-        if t.variant == "fp32" and t.phase == "boundary" and t.state == pass_state:
+        if t.variant == p.baseline and t.phase == "boundary" and t.state == pass_state:
             add(t, "pass")
     for t in result.trials:
-        if t.variant == "fp32" and t.phase == "boundary" and t.state == fail_state:
+        if t.variant == p.baseline and t.phase == "boundary" and t.state == fail_state:
             add(t, "fail")
     for t in result.recovery:
         add(t, "recovered")
@@ -101,14 +151,17 @@ def chain_record(result: Result, started: datetime) -> dict | None:
     def software(variant: str) -> dict:
         return software_config(p.contract, variant, result.artifacts.get(variant), env)
 
+    eng = engine(p.contract, p.baseline, result.artifacts.get(p.baseline))
+    if eng:
+        prov["engine"] = eng
     chain = {
-        "record_type": "pex-chain", "evidence_class": "measured", "workload": get(p.contract.service).workload(),
+        "record_type": "pex-chain", "evidence_class": "measured", "workload": for_contract(p.contract).workload(),
         "architecture": architecture(), "contract": p.contract.record_contract(),
         "pass_state": pass_state.record(), "fail_state": fail_state.record(), "crossed_dimension": p.dimension,
         "binding_resource": result.binding() or p.dimension,
         "intervention": {"name": p.intervention, "kind": "software", "software": software(p.variant)},
         "recovered": result.recovered, "repetitions": max(1, reps), "trials": trials, "provenance": prov,
-        "software": software("fp32"),
+        "software": software(p.baseline),
     }
     chain.update(outcomes(result, software))
     return chain
@@ -142,7 +195,7 @@ def outcomes(result: Result, software) -> dict:
     p, b, q = result.plan, result.boundary, result.requalified
     rows = _restorations(result, result.diagnosis)
     out = {"diagnosis": rows, "co_binding": list(result.diagnosis.get("also_recovering", []))} if rows else {}
-    decision = [{"software": software("fp32"), "state": p.state(b.min_pass).record()}]
+    decision = [{"software": software(p.baseline), "state": p.state(b.min_pass).record()}]
     if result.recovered and q is not None and q.min_pass is not None and result.frontier:
         fr = result.frontier
         shown, counters = [], {}
@@ -209,7 +262,7 @@ class Recorder:
     def trial(self, trial: Trial) -> None:
         self.folder.mkdir(parents=True, exist_ok=True)
         self._save(self.folder / f"trial-{trial.index:03d}.json",
-                   trial_record(self.plan, self.sprint_id, trial, self.started))
+                   trial_record(self.plan, self.sprint_id, trial, self.started, trial.extra.get("artifact")))
 
     def finish(self, result: Result, summary: dict) -> dict | None:
         self.folder.mkdir(parents=True, exist_ok=True)

@@ -41,9 +41,16 @@ def libraries(environment: dict) -> dict[str, str]:
 def software_config(contract, variant: str, artifact: Path | None, environment: dict) -> dict:
     """The `software` block of a record: `contract`'s service and its service-side settings
     (batching), `variant`, the artifact's hash and the library versions of `environment`."""
-    settings = {"max_batch": contract.load.max_batch}
-    out = {"service": contract.service, "variant": variant, "settings": settings,
-           "libraries": libraries(environment)}
+    ep = contract.endpoint
+    if ep is not None:  # the engine decides what is computed: its name, API and the variant's flags
+        settings = {"engine": ep.engine, "api": ep.api}
+        if ep.variants[variant].args:
+            settings["args"] = " ".join(ep.variants[variant].args)
+        libs = {"python": str(environment["python"])} if environment.get("python") else {}
+    else:
+        settings = {"max_batch": contract.load.max_batch}
+        libs = libraries(environment)
+    out = {"service": contract.service, "variant": variant, "settings": settings, "libraries": libs}
     digest = artifact_hash(artifact) if artifact is not None else None
     if digest:
         out["artifact"] = digest

@@ -23,7 +23,11 @@ from luma.experiments.states import State
 from luma.experiments.trial import Trial, run_trial
 from luma.kb.records.pex_chain import Level
 
-_SERVICE_DIMENSIONS = {"kv_cache": {"decoder"}}
+#: Dimensions only some services have (the rest of states.ENFORCED: every in-process service).
+_SERVICE_DIMENSIONS = {"kv_cache": {"decoder", "openai-endpoint"}, "runtime": {"embedding", "classifier", "decoder",
+                                                                             "matvec"},
+                       "accelerator_count": {"openai-endpoint"}, "hbm_capacity": {"openai-endpoint"},
+                       "power": {"openai-endpoint"}}
 
 
 @dataclass
@@ -39,6 +43,9 @@ class Plan:
     variant: str | None
     start: int | None = None
     max_retries: int = 2
+    #: The variant the boundary is searched with (fp32 for the in-process services; an endpoint
+    #: contract names its own, e.g. a GGUF F16 file).
+    baseline: str = "fp32"
 
     def state(self, index: int) -> State:
         return self.base.with_level(self.dimension, self.levels[index])
@@ -52,29 +59,43 @@ class Plan:
 def plan(contract: Contract, dimension: str | None = None, levels: list | None = None, intervention: str | None = None,
          repetitions: int | None = None, start_level=None) -> Plan:
     """Resolve the sprint's settings (command line over contract defaults) and check them all."""
-    from luma.experiments.services import get
+    from luma.experiments.services import for_contract
 
     spec = contract.sprint
     dimension = dimension or (spec.dimension if spec else None)
     if not dimension:
         raise ConfigError("no dimension to sweep: give one, or set [sprint].dimension in the contract", field="dimension")
-    if dimension not in states.ENFORCED:
+    if dimension not in states.ENFORCED + states.HOOKED:
         raise ConfigError(f"unknown or unenforceable dimension {dimension!r} (this host enforces: "
-                          f"{', '.join(states.ENFORCED)})", field="dimension")
+                          f"{', '.join(states.ENFORCED)}; an endpoint's hooks also set "
+                          f"{', '.join(states.HOOKED)})", field="dimension")
     allowed = _SERVICE_DIMENSIONS.get(dimension)
     if allowed and contract.service not in allowed:
         raise ConfigError(f"the {contract.service} service has no {dimension}", field="dimension")
+    endpoint = contract.endpoint
+    for dim in [dimension, *contract.state]:
+        if endpoint is not None and not endpoint.sets(dim):
+            why = ("it has no launch command (a running server's state cannot be changed)" if endpoint.launch is None
+                   else f"no hook of its [service] table sets {dim}")
+            raise ConfigError(f"the endpoint service cannot take a {dim} level: {why}", field="dimension")
     raw = levels if levels is not None else (spec.levels if spec else None)
     if not raw or len(raw) < 2:
         raise ConfigError("a sprint needs at least two levels (give them, or set [sprint].levels in the contract)",
                           field="levels")
     parsed = [states.parse_level(dimension, x) for x in raw]
+    for lv in parsed:
+        states.base_value(dimension, lv)  # an impossible level fails here, before any trial
+    kinds = {states.unit_kind(dimension, lv) for lv in parsed}
+    if len(kinds) > 1:
+        raise ConfigError(f"levels mix units of different kinds ({', '.join(sorted(kinds))})", field="levels")
+    if dimension == "kv_cache" and contract.endpoint is None and kinds != {"byte"}:
+        raise ConfigError(f"the {contract.service} service sizes its KV cache in bytes", field="levels")
     keys = [states.order_key(dimension, lv) for lv in parsed]  # raises on an impossible level
     if len(set(keys)) != len(keys):
         raise ConfigError("levels repeat a value", field="levels")
     ordered = [lv for _, lv in sorted(zip(keys, parsed), key=lambda p: p[0])]
     base = states.resolve(contract.state, skip=dimension)
-    service = get(contract.service)
+    service = for_contract(contract)
     intervention = intervention or (spec.intervention if spec else None)
     variant = None
     if intervention:
@@ -90,7 +111,7 @@ def plan(contract: Contract, dimension: str | None = None, levels: list | None =
         key, ordered_keys = states.order_key(dimension, states.parse_level(dimension, start_level)), sorted(keys)
         start = min(range(len(ordered_keys)), key=lambda i: abs(ordered_keys[i] - key))
     return Plan(contract, dimension, ordered, State.of(base), reps, intervention, variant, start,
-                spec.max_retries if spec else 2)
+                spec.max_retries if spec else 2, getattr(service, "baseline", "fp32"))
 
 
 @dataclass
@@ -123,20 +144,23 @@ class Sprint:
 
     def __init__(self, plan: Plan, cache: Path, record: Callable[[Trial], None] | None = None,
                  progress: Callable[[str], None] | None = None, sprint_id: str | None = None):
-        from luma.experiments.services import get
+        from luma.experiments.services import for_contract
 
         self.plan, self.cache = plan, Path(cache)
-        self.service = get(plan.contract.service)
+        self.service = for_contract(plan.contract)
         self._record = record or (lambda t: None)
         self._progress = progress or (lambda msg: None)
         self.result = Result(sprint_id or plan.new_id(), plan)
+        self.service_spec: dict = {}
 
     def _trial(self, state: State, variant: str, phase: str) -> Trial:
         artifact = self.artifacts[variant]
         seed = int(hashlib.sha256(f"{self.result.sprint_id}/{len(self.result.trials)}".encode()).hexdigest()[:6], 16)
         self._progress(f"{phase}: {state.label()} [{variant}]")
-        t = run_trial(self.plan.contract, state, artifact, variant, phase, seed=seed, max_retries=self.plan.max_retries)
+        t = run_trial(self.plan.contract, state, artifact, variant, phase, seed=seed, max_retries=self.plan.max_retries,
+                      service_spec=self.service_spec)
         t.index = len(self.result.trials)
+        t.extra["artifact"] = str(artifact)  # its hash goes into an endpoint trial's provenance
         self.result.trials.append(t)
         self._record(t)
         self._progress(f"{phase}: {state.label()} [{variant}] -> {t.verdict}" + (f" ({t.cause})" if t.cause else ""))
@@ -145,11 +169,12 @@ class Sprint:
     def run(self) -> Result:
         p, r = self.plan, self.result
         self._progress("preparing artifacts")
-        self.artifacts = {"fp32": self.service.prepare("fp32", self.cache)}
+        self.artifacts = {p.baseline: self.service.prepare(p.baseline, self.cache)}
         if p.variant:
             self.artifacts[p.variant] = self.service.prepare(p.variant, self.cache)
         r.artifacts = dict(self.artifacts)
-        r.boundary = search.find(len(p.levels), lambda i: self._trial(p.state(i), "fp32", "boundary").verdict,
+        self.service_spec = self.service.trial_spec(self.cache) if hasattr(self.service, "trial_spec") else {}
+        r.boundary = search.find(len(p.levels), lambda i: self._trial(p.state(i), p.baseline, "boundary").verdict,
                                  p.repetitions, p.start)
         b = r.boundary
         if b.min_pass is None:
@@ -161,7 +186,7 @@ class Sprint:
         fail_verdicts = b.verdicts[b.adjacent_fail]
         if "FAIL" not in fail_verdicts:
             r.problems.append(f"the level below the minimum PASS is {fail_verdicts[-1]}, not FAIL")
-        r.diagnosis = self._diagnose(b.adjacent_fail, "fp32", "diagnosis")
+        r.diagnosis = self._diagnose(b.adjacent_fail, p.baseline, "diagnosis")
         if not p.variant:
             return r
         fail_state = p.state(b.adjacent_fail)
@@ -233,6 +258,8 @@ class Sprint:
             return f"the {service} service does not use {dim}: this runner cannot make it bind or recover"
         try:
             ref = states.reference_level(dim)
+            if states.unit_kind(dim, ref) != states.unit_kind(dim, level):
+                return f"the runner knows no host maximum of {dim} in {states.unit_kind(dim, level)}s"
             full = states.order_key(dim, ref) <= states.order_key(dim, level)
         except ConfigError as exc:
             return f"this host cannot provide more {dim}: {exc}"

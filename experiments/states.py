@@ -23,9 +23,14 @@ from luma.kb import units
 from luma.kb.records.pex_chain import Level
 
 ENFORCED = ("compute", "host_memory", "kv_cache", "runtime")
+#: Dimensions only an endpoint service's launch hooks set (experiments/endpoint/spec.py).
+HOOKED = ("accelerator_count", "hbm_capacity", "power")
 ISA_ORDER = ("default", "avx2", "avx512")
 _ISA_FLAGS = {"default": set(), "avx2": {"avx2", "fma"}, "avx512": {"avx512f", "avx512bw", "avx512vl", "avx512dq"}}
-_CANONICAL = {"compute": "core", "host_memory": "byte", "kv_cache": "byte"}
+_CANONICAL = {"compute": "core", "host_memory": "byte", "kv_cache": "byte", "accelerator_count": "accelerator",
+              "hbm_capacity": "byte", "power": "watt"}
+#: Units a dimension also takes (an engine sizes its KV cache in tokens: llama.cpp's --ctx-size).
+_ALSO = {"kv_cache": ("token",)}
 _RUNTIME = re.compile(r"^ATEN_CPU_CAPABILITY=(default|avx2|avx512)$")
 
 
@@ -66,9 +71,9 @@ def parse_level(dim: str, spec) -> Level:
 
 def base_value(dim: str, level: Level):
     """The level in the unit the worker enforces (cores, bytes, ISA name); checks it fits this host."""
-    if dim not in ENFORCED:
+    if dim not in ENFORCED + HOOKED:
         raise ConfigError(f"dimension {dim!r} cannot be enforced on this host (enforced here: "
-                          f"{', '.join(ENFORCED)})", field="dimension")
+                          f"{', '.join(ENFORCED + HOOKED)})", field="dimension")
     if dim == "runtime":
         m = _RUNTIME.match(str(level.value))
         if not m or level.unit is not None:
@@ -85,10 +90,22 @@ def base_value(dim: str, level: Level):
         value, canonical = units.normalise(level.value, level.unit)
     except units.UnitProblem as exc:
         raise ConfigError(str(exc), field=dim) from None
-    if canonical != _CANONICAL[dim]:
-        raise ConfigError(f"unit {level.unit!r} does not fit {dim} (expects {_CANONICAL[dim]}s)", field=dim)
+    if canonical != _CANONICAL[dim] and canonical not in _ALSO.get(dim, ()):
+        raise ConfigError(f"unit {level.unit!r} does not fit {dim} (expects "
+                          f"{' or '.join((_CANONICAL[dim], *_ALSO.get(dim, ())))}s)", field=dim)
     if value <= 0:
         raise ConfigError(f"level {level.value} {level.unit} of {dim} must be positive", field=dim)
+    if dim == "accelerator_count":
+        from luma.experiments.endpoint import gpu
+
+        if not value.is_integer() or value > gpu.count():
+            raise ConfigError(f"{level.value} accelerators asked, this host has {gpu.count()} NVIDIA GPU(s) "
+                              f"visible to NVML", field=dim)
+    if dim == "hbm_capacity":
+        from luma.experiments.endpoint import gpu
+
+        if value > gpu.memory_per_gpu():
+            raise ConfigError(f"{level.value} {level.unit} is more than one GPU's memory here", field=dim)
     if dim == "compute":
         if not value.is_integer():
             raise ConfigError(f"compute level must be a whole number of cores, got {level.value}", field=dim)
@@ -112,6 +129,16 @@ def resolve(levels: dict, skip: str | None = None) -> dict[str, Level]:
     return out
 
 
+def unit_kind(dim: str, level: Level) -> str:
+    """The canonical unit of a level ("byte", "token", "core" ...; "category" without a unit)."""
+    if level.unit is None or isinstance(level.value, str):
+        return "category"
+    try:
+        return units.normalise(level.value, level.unit)[1]
+    except units.UnitProblem as exc:
+        raise ConfigError(str(exc), field=dim) from None
+
+
 def order_key(dim: str, level: Level):
     """Sort key: more of the resource sorts later (ISA by capability)."""
     value = base_value(dim, level)
@@ -126,6 +153,16 @@ def reference_level(dim: str) -> Level:
         return Level(value=total_memory() // 2**20, unit="MiB")
     if dim == "kv_cache":
         return Level(value=1024, unit="MiB")
+    if dim == "accelerator_count":
+        from luma.experiments.endpoint import gpu
+
+        return Level(value=gpu.count(), unit="accelerator")
+    if dim == "hbm_capacity":
+        from luma.experiments.endpoint import gpu
+
+        return Level(value=gpu.memory_per_gpu() // 2**20, unit="MiB")
+    if dim == "power":
+        raise ConfigError("the runner knows no power level above the one given", field=dim)
     best = [isa for isa in ISA_ORDER if _ISA_FLAGS[isa] <= cpu_flags()][-1]
     return Level(value=f"ATEN_CPU_CAPABILITY={best}")
 

@@ -47,7 +47,8 @@ class Trial:
                                   ("peak_rss", "B", "peak_rss_bytes"), ("weight_memory", "B", "weight_bytes"),
                                   ("runtime_footprint", "B", "runtime_footprint_bytes"),
                                   ("token_throughput", "token/s", "token_throughput"),
-                                  ("completed_requests", "request", "completed"), ("wall_time", "s", "wall_s")):
+                                  ("completed_requests", "request", "completed"), ("wall_time", "s", "wall_s"),
+                                  ("energy", "J", "energy_j")):
             if isinstance(tel.get(key), (int, float)):
                 out.append({"metric": metric, "value": float(tel[key]), "unit": unit})
         for c in self.clauses:
@@ -125,8 +126,10 @@ def spawn(spec: dict, timeout_s: float) -> dict:
 
 
 def run_trial(contract: Contract, state: State, artifact: Path, variant: str, phase: str, *, seed: int = 0,
-              max_retries: int = 2, threads: int | None = None, replicas: int | None = None) -> Trial:
-    """One judged trial of `state`; INCONCLUSIVE ones re-run with doubled requests first."""
+              max_retries: int = 2, threads: int | None = None, replicas: int | None = None,
+              service_spec: dict | None = None) -> Trial:
+    """One judged trial of `state`; INCONCLUSIVE ones re-run with doubled requests first.
+    `service_spec`: what the service adds to the worker's spec (an endpoint's [service] table)."""
     requests = contract.requests_needed()
     load = contract.load.model_dump()
     attempts = 0
@@ -134,7 +137,8 @@ def run_trial(contract: Contract, state: State, artifact: Path, variant: str, ph
         attempts += 1
         spec = {"service": contract.service, "artifact": str(artifact), "variant": variant, "state": state.enforced(),
                 "load": load, "requests": requests, "seed": seed, "timeout_s": float(contract.load.timeout_s),
-                "threads": threads, **({"replicas": replicas} if replicas and replicas > 1 else {})}
+                "threads": threads, **({"replicas": replicas} if replicas and replicas > 1 else {}),
+                **(service_spec or {})}
         tel = spawn(spec, contract.load.timeout_s + GRACE_S)
         verdict, cause, rows = judge(contract, tel, seed)
         if verdict != "INCONCLUSIVE" or attempts > max_retries:

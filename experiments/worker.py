@@ -95,6 +95,11 @@ def prepare_runtime(spec: dict):
 
 
 def run(spec: dict) -> dict:
+    if spec["service"] == "openai-endpoint":
+        # A served engine: the limits go on the server process, not on this load generator.
+        from luma.experiments.endpoint.runner import run as run_endpoint
+
+        return run_endpoint(spec)
     t_start = time.perf_counter()
     state = spec["state"]
     tel: dict = {"state": state, "variant": spec["variant"], "phase": "imports"}
@@ -102,6 +107,7 @@ def run(spec: dict) -> dict:
     tel.update(info)
     tel["import_s"] = time.perf_counter() - t_start
     from luma.experiments import load as loadgen
+    from luma.experiments.energy import Meter
     from luma.experiments.services.base import CapacityError
     from luma.experiments.services.replicas import make_engine
 
@@ -120,8 +126,11 @@ def run(spec: dict) -> dict:
                    "closed", load["concurrency"])
         tel["phase"] = "serve"
         deadline = t_start + spec["timeout_s"]
+        meter = Meter()
+        meter.start()
         res = _serve(loadgen, make_engine(loaded, load["max_batch"], spec.get("replicas")), payloads[load["warmup"]:],
                      load["mode"], load["concurrency"], load.get("rate"), spec["seed"], deadline)
+        tel.update(meter.stop())
         tel.update(latency=res.latency, ttft=res.ttft, tpot=res.tpot, completed=res.completed,
                    throughput=res.throughput(), token_throughput=res.token_throughput(), makespan_s=res.makespan)
         if res.timed_out:

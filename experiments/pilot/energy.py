@@ -13,38 +13,15 @@ are the service processes' measured CPU time (/proc), so the model is driven by 
 
 from __future__ import annotations
 
-import glob
 import json
 import os
 from dataclasses import dataclass
 
+from luma.experiments.energy import RAPL_GLOB, counters, rapl_joules  # noqa: F401 - re-exported
+
 #: Share of a hardware thread's TDP share drawn by an allotted but idle core: an assumption (idle
 #: package power of server CPUs is commonly 20-40 % of TDP), stated with every figure it shapes.
 IDLE_SHARE = 0.3
-RAPL_GLOB = "/sys/class/powercap/intel-rapl:[0-9]*/energy_uj"
-
-
-def counters() -> tuple[str | None, str]:
-    """("rapl" | "nvml" | None, what this host has, in words)."""
-    zones = [z for z in glob.glob(RAPL_GLOB) if os.access(z, os.R_OK)]
-    if zones:
-        return "rapl", f"measured: Linux powercap RAPL package counters ({len(zones)} zone(s), whole socket)"
-    try:
-        import pynvml  # noqa: F401
-
-        pynvml.nvmlInit()
-        if pynvml.nvmlDeviceGetCount() > 0:
-            return "nvml", "measured: NVML total energy of the NVIDIA GPU(s)"
-    except Exception:  # noqa: BLE001 - no NVML library or no GPU: not available
-        pass
-    why = ("no readable /sys/class/powercap/intel-rapl zone" if not os.path.isdir("/sys/class/powercap")
-           or not glob.glob(RAPL_GLOB) else "RAPL zones exist but are not readable by this user")
-    return None, f"not available on this host: {why}; no NVIDIA GPU with NVML"
-
-
-def rapl_joules() -> float:
-    """Sum of the package counters, in joules (wrap-around is handled by the caller's deltas)."""
-    return sum(int(open(z).read()) for z in glob.glob(RAPL_GLOB)) / 1e6
 
 
 @dataclass(frozen=True)

@@ -14,10 +14,26 @@ SERVICES = {
 
 
 def get(name: str):
-    """A fresh instance of the named service."""
+    """A fresh instance of the named in-process service (an endpoint service needs its contract:
+    `for_contract`)."""
     import importlib
 
+    if name == "openai-endpoint":
+        from luma.errors import ConfigError
+
+        raise ConfigError("an openai-endpoint service is described by its contract's [service] table; "
+                          "this command serves the in-process services only", field="service")
     if name not in SERVICES:
         raise UnknownName(f"unknown service {name!r} (known: {', '.join(sorted(SERVICES))})", field="service")
     module, _, cls = SERVICES[name].partition(":")
     return getattr(importlib.import_module(module), cls)()
+
+
+def for_contract(contract):
+    """The service of `contract`: the named in-process one, or the endpoint its [service] table
+    describes."""
+    if contract.endpoint is not None:
+        from luma.experiments.endpoint.service import EndpointService
+
+        return EndpointService(contract.endpoint)
+    return get(contract.service)

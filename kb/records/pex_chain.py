@@ -266,6 +266,18 @@ class Environment(StrictModel):
     accelerator: Name | None = None
 
 
+class Engine(StrictModel):
+    """The serving engine a trial drove (services behind an endpoint): its name and version, the
+    exact command that started it at the state, and the model it served (the artifact's SHA-256
+    when it is a local file, else the name the engine resolved)."""
+
+    name: Name
+    version: Name | None = None
+    command: Annotated[list[Annotated[StrictStr, Field(max_length=4096)]], Field(max_length=256)] = []
+    artifact: Annotated[StrictStr, Field(pattern=r"^[0-9a-f]{64}$")] | None = None
+    model: Name | None = None
+
+
 class Provenance(StrictModel):
     """Who or what produced the record."""
 
@@ -275,6 +287,8 @@ class Provenance(StrictModel):
     started: datetime | None = None
     #: The hardware and software the trials ran on (CPU model, ISA, library versions).
     environment: Environment | None = None
+    #: The serving engine of an endpoint trial (command, version, artifact).
+    engine: Engine | None = None
 
 
 class PexChain(StrictModel):

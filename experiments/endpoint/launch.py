@@ -1,0 +1,167 @@
+"""Start a serving engine at a machine state, wait until it serves, and stop it.
+
+The state reaches the server through the contract's hooks (`spec.EndpointSpec`): placeholders in
+the command, `CUDA_VISIBLE_DEVICES` for the accelerator count, and limits set on the server
+process between fork and exec (CPU affinity to the first `compute` cores, RLIMIT_DATA =
+`host_memory`: the whole server's data segment, since a foreign engine's own footprint cannot be
+measured apart from what it loads). The server runs in the trial worker's process group, so a
+worker killed for its time-out takes its server with it. Its output goes to a log file whose
+tail explains a failed launch.
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import shlex
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from luma.experiments.endpoint.spec import EndpointSpec
+
+#: Bytes of the server log kept in a failure's telemetry.
+LOG_TAIL = 1500
+
+
+class LaunchError(RuntimeError):
+    """The server did not come up at this state (it exited, or never answered ready in time)."""
+
+    def __init__(self, message: str, log_tail: str):
+        super().__init__(message)
+        self.log_tail = log_tail
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def server_cores(state: dict) -> list[int] | None:
+    """The cores the server is pinned to: the first `compute` of those the runner may use."""
+    cores = state.get("compute")
+    return sorted(os.sched_getaffinity(0))[: int(cores)] if cores else None
+
+
+def values(spec: EndpointSpec, state: dict, model: str, variant: str, port: int) -> dict:
+    """What each placeholder holds at `state` (base units: cores, bytes, tokens, watts)."""
+    out = {"python": sys.executable, "model": model, "variant": variant, "host": "127.0.0.1", "port": port}
+    if state.get("compute"):
+        out["threads"] = out["compute"] = int(state["compute"])
+    for dim in ("host_memory", "kv_cache", "accelerator_count", "hbm_capacity", "power"):
+        if dim in state:
+            out[dim] = state[dim]
+    if "hbm_capacity" in state:
+        from luma.experiments.endpoint.gpu import memory_per_gpu
+
+        out["hbm_fraction"] = f"{min(1.0, state['hbm_capacity'] / memory_per_gpu()):.4f}"
+    return out
+
+
+def render(parts: list[str], vals: dict) -> list[str]:
+    """The command with its placeholders filled; one a state does not define is a ValueError."""
+    try:
+        return [p.format_map(vals) for p in parts]
+    except KeyError as exc:
+        raise ValueError(f"the command uses {{{exc.args[0]}}} but this state has no level for it") from None
+
+
+def engine_version(spec: EndpointSpec) -> str | None:
+    """First line of the engine's version command (None when the contract gives none or it fails)."""
+    if not spec.version:
+        return None
+    try:
+        done = subprocess.run(render(spec.version, {"python": sys.executable}), capture_output=True, text=True,
+                              timeout=60)
+    except (OSError, subprocess.TimeoutExpired, ValueError):
+        return None
+    lines = (done.stdout or done.stderr).strip().splitlines()
+    return lines[0][:200] if done.returncode == 0 and lines else None
+
+
+@dataclass
+class Server:
+    """A launched server: its process, base URL, exact command and log."""
+
+    proc: subprocess.Popen
+    base_url: str
+    command: list[str]
+    log: Path
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def log_tail(self) -> str:
+        try:
+            data = self.log.read_bytes()
+        except OSError:
+            return ""
+        return data[-LOG_TAIL:].decode(errors="replace").strip()
+
+    def stop(self, grace_s: float = 10.0) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(grace_s)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+
+def _limits(cores: list[int] | None, data_bytes: int | None):
+    def apply():  # in the child, between fork and exec
+        if cores:
+            os.sched_setaffinity(0, cores)
+        if data_bytes:
+            resource.setrlimit(resource.RLIMIT_DATA, (int(data_bytes), resource.RLIM_INFINITY))
+    return apply
+
+
+def start(spec: EndpointSpec, state: dict, model: str, variant: str, log: Path) -> Server:
+    """Launch the server at `state` and wait until `spec.ready` answers 200; LaunchError (with the
+    log's tail) when it exits first or does not answer within `startup_timeout_s`."""
+    import httpx
+
+    port = free_port()
+    vals = values(spec, state, model, variant, port)
+    env = {**os.environ, **{k: v.format_map(vals) for k, v in spec.env.items()}}
+    env.setdefault("MALLOC_ARENA_MAX", "2")  # as for the trial worker: fewer per-thread arenas
+    if "accelerator_count" in state:
+        env["CUDA_VISIBLE_DEVICES"] = ",".join(str(i) for i in range(int(state["accelerator_count"])))
+    for hook in spec.pre_launch:
+        done = subprocess.run(render(hook, vals), capture_output=True, text=True, env=env, timeout=120)
+        if done.returncode != 0:
+            raise LaunchError(f"pre-launch hook {shlex.join(render(hook, vals))} exited with {done.returncode}",
+                              (done.stderr or done.stdout)[-LOG_TAIL:])
+    args = list(spec.variants[variant].args)
+    command = render(spec.launch, vals) + render(args, vals)
+    fh = open(log, "wb")
+    try:
+        proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=fh, stderr=subprocess.STDOUT, env=env,
+                                preexec_fn=_limits(server_cores(state), state.get("host_memory")))
+    except OSError as exc:
+        raise LaunchError(f"cannot run {command[0]!r}: {exc}", "") from None
+    finally:
+        fh.close()
+    server = Server(proc, f"http://127.0.0.1:{port}", command, log)
+    deadline = time.monotonic() + spec.startup_timeout_s
+    with httpx.Client(timeout=2.0) as client:
+        while True:
+            if not server.alive():
+                raise LaunchError(f"the server exited with code {proc.returncode} before it was ready",
+                                  server.log_tail())
+            try:
+                if client.get(server.base_url + spec.ready).status_code == 200:
+                    return server
+            except httpx.TransportError:
+                pass
+            if time.monotonic() > deadline:
+                server.stop()
+                raise LaunchError(f"the server did not answer {spec.ready} within {spec.startup_timeout_s:g} s",
+                                  server.log_tail())
+            time.sleep(0.1)

@@ -1,0 +1,90 @@
+"""The endpoint runner's launch hooks without an engine: a server that cannot start at a state is
+a FAIL with cause `launch` and its log tail (never a crash of the sprint); placeholders take the
+state's levels; limits land on the server process, not on the load generator."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import pytest
+
+from luma.experiments import contract, trial
+from luma.experiments.endpoint import launch
+from luma.experiments.endpoint.service import EndpointService
+from luma.experiments.endpoint.spec import EndpointSpec
+from luma.experiments.states import State, parse_level
+
+SPEC = {"kind": "openai-endpoint", "api": "embeddings", "engine": "test", "baseline": "a",
+        "workload": {"name": "w", "model": "m", "task": "embedding"},
+        "variants": {"a": {"model": "m"}}, "startup_timeout_s": 3}
+
+
+def _contract(tmp_path, launch_cmd: list[str], **extra):
+    import json
+
+    service = {**SPEC, "launch": launch_cmd, **extra}
+    body = "\n".join(f"{k} = {json.dumps(v)}" for k, v in service.items() if not isinstance(v, dict))
+    tables = "\n".join(f"[service.{k}]\n" + "\n".join(f"{kk} = {json.dumps(vv) if not isinstance(vv, dict) else '{' + ', '.join(f'{a} = {json.dumps(b)}' for a, b in vv.items()) + '}'}"
+                                                       for kk, vv in v.items())
+                       for k, v in service.items() if isinstance(v, dict))
+    path = tmp_path / "c.toml"
+    path.write_text(f'name = "launch-test"\n[[clauses]]\nmetric = "p95_latency"\nop = "<="\nvalue = 1\nunit = "s"\n'
+                    f"[load]\nrequests = 10\nwarmup = 0\ntimeout_s = 20\n[service]\n{body}\n{tables}\n")
+    return contract.load(str(path))
+
+
+def _trial(c, tmp_path, **levels):
+    state = State.of({"compute": parse_level("compute", "1 core"),
+                      **{k: parse_level(k, v) for k, v in levels.items()}})
+    svc = EndpointService(c.endpoint)
+    return trial.run_trial(c, state, svc.prepare("a", tmp_path), "a", "boundary", max_retries=0,
+                           service_spec=svc.trial_spec(tmp_path))
+
+
+def test_a_server_that_exits_at_start_is_a_launch_fail_with_its_log_tail(tmp_path):
+    c = _contract(tmp_path, ["{python}", "-c", "import sys; print('no model at this state'); sys.exit(3)", "{port}"])
+    t = _trial(c, tmp_path)
+    assert (t.verdict, t.cause) == ("FAIL", "launch")
+    assert "exited with code 3 before it was ready" in t.telemetry["error"]
+    assert "no model at this state" in t.telemetry["log_tail"]
+
+
+def test_a_server_that_never_answers_ready_is_a_launch_fail(tmp_path):
+    c = _contract(tmp_path, ["{python}", "-c", "import time; time.sleep(60)", "{port}"])
+    t = _trial(c, tmp_path)
+    assert (t.verdict, t.cause) == ("FAIL", "launch")
+    assert "did not answer /v1/models within 3 s" in t.telemetry["error"]
+
+
+def test_a_missing_engine_binary_is_a_launch_fail(tmp_path):
+    c = _contract(tmp_path, ["/nonexistent/engine-server", "--port", "{port}"])
+    t = _trial(c, tmp_path)
+    assert (t.verdict, t.cause) == ("FAIL", "launch") and "cannot run" in t.telemetry["error"]
+
+
+def test_limits_and_placeholders_reach_the_server_process(tmp_path):
+    """The server writes what it sees (argv, affinity, RLIMIT_DATA, env) and exits: a launch FAIL
+    whose log shows the hooks applied."""
+    probe = ("import os, resource, sys; print('ARGS', sys.argv[1:]); print('CORES', len(os.sched_getaffinity(0))); "
+             "print('DATA', resource.getrlimit(resource.RLIMIT_DATA)[0]); print('ENV', os.environ.get('X_LEVEL')); "
+             "sys.exit(1)")
+    c = _contract(tmp_path, ["{python}", "-c", probe, "--threads", "{threads}", "--port", "{port}"],
+                  env={"X_LEVEL": "mem={host_memory}"})
+    t = _trial(c, tmp_path, host_memory="512 MiB")
+    log = t.telemetry["log_tail"]
+    assert "'--threads', '1'" in log and "CORES 1" in log
+    assert f"DATA {512 * 2**20}" in log and f"ENV mem={512 * 2**20}" in log
+
+
+def test_rendering_refuses_a_placeholder_the_state_has_no_level_for():
+    spec = EndpointSpec.model_validate({**SPEC, "launch": ["x", "--ctx", "{kv_cache}", "{port}"]})
+    vals = launch.values(spec, {"compute": 1}, "m", "a", 1234)
+    with pytest.raises(ValueError, match="uses {kv_cache} but this state has no level"):
+        launch.render(spec.launch, vals)
+    assert launch.render(["{python}", "{port}", "{threads}"], vals) == [sys.executable, "1234", "1"]
+
+
+def test_the_load_generator_keeps_off_the_server_cores():
+    cores = launch.server_cores({"compute": 1})
+    assert cores == sorted(os.sched_getaffinity(0))[:1]
