@@ -70,6 +70,7 @@ def cli(ctx: click.Context, home: str | None, wait: float | None) -> None:
 
 def _register() -> None:
     from luma.cli.demo import demo
+    from luma.cli.engine import endpoint, engine
     from luma.cli.kb import kb
     from luma.cli.kernels import kernels
     from luma.cli.machine import machine
@@ -92,6 +93,8 @@ def _register() -> None:
     cli.add_command(runner)
     cli.add_command(report)
     cli.add_command(demo)
+    cli.add_command(engine)
+    cli.add_command(endpoint)
 
 
 _register()

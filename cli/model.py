@@ -226,7 +226,9 @@ def calibrate_cmd(contract_refs, repeats, record, llm_mode, published, fmt) -> N
 
     project = command_settings()
     home = project.home
-    contracts = [_contract(r) for r in contract_refs] or [contract.load(p) for _, p in sorted(contract.shipped().items())]
+    # The analytical model describes the in-process services; an endpoint's engine is not one of them.
+    contracts = [_contract(r) for r in contract_refs] or [c for _, p in sorted(contract.shipped().items())
+                                                          if (c := contract.load(p)).endpoint is None]
     from luma.cli.sprint import import_service
 
     for c in contracts:

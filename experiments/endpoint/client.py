@@ -219,6 +219,11 @@ def run(ep: Endpoint, texts: list[str], mode: str = "closed", concurrency: int =
     """Send every text to `ep` under the load; stop early (timed_out) past `deadline`
     (perf_counter). Failed requests are counted by cause, never raised."""
     samples, t0, timed_out = asyncio.run(_drive(ep, texts, mode, concurrency, rate, seed, deadline))
+    return summarize(samples, t0, timed_out)
+
+
+def summarize(samples: list[Sample], t0: float, timed_out: bool = False) -> EndpointResult:
+    """The load result of per-request samples (`t0`: when the load started)."""
     res = EndpointResult(timed_out=timed_out)
     last = t0
     for s in samples:
@@ -237,7 +242,9 @@ def run(ep: Endpoint, texts: list[str], mode: str = "closed", concurrency: int =
             res.ttft.append(s.first - s.arrival)
         gaps = np.diff(s.token_times).tolist() if len(s.token_times) > 1 else []
         res.itl += gaps
-        if s.tokens > 1 and s.first is not None:
-            res.tpot.append((s.end - s.first) / (s.tokens - 1))
+        if len(s.token_times) > 1:
+            # Streamed only, first to last token: the end of the stream ([DONE], the response
+            # closing) is no token's time, and an unstreamed answer has no per-token times at all.
+            res.tpot.append((s.token_times[-1] - s.token_times[0]) / (len(s.token_times) - 1))
     res.makespan = last - t0
     return res

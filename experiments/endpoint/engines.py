@@ -17,6 +17,10 @@ from pathlib import Path
 from luma.errors import ConfigError, LumaError
 
 LLAMA_CPP_PYTHON = "0.3.36"
+#: The `engines` extra (pyproject.toml says the same; a test keeps them equal): llama-cpp-python's
+#: server and the versions of its server dependencies measured here.
+ENGINE_PINS = (f"llama-cpp-python[server]=={LLAMA_CPP_PYTHON}", "uvicorn==0.55.0", "fastapi==0.165.0",
+               "sse-starlette==3.7.1", "starlette-context==0.3.6", "pydantic-settings==2.16.3", "diskcache==5.6.3")
 #: What the sdist holds of llama.cpp's converter (relative to its vendor/llama.cpp/).
 CONVERTER_PARTS = ("convert_hf_to_gguf.py", "conversion/", "gguf-py/", "LICENSE")
 
@@ -91,7 +95,7 @@ def install_llama_cpp(progress=print) -> dict:
     sdists.mkdir(parents=True, exist_ok=True)
     if llama_cpp_version() != LLAMA_CPP_PYTHON:
         progress(f"building and installing llama-cpp-python {LLAMA_CPP_PYTHON} (several minutes the first time)")
-        _pip("install", f"llama-cpp-python[server]=={LLAMA_CPP_PYTHON}")
+        _pip("install", *ENGINE_PINS)
     sdist = sdists / f"llama_cpp_python-{LLAMA_CPP_PYTHON}.tar.gz"
     if not sdist.is_file():
         progress("downloading the llama-cpp-python sdist (for llama.cpp's converter)")

@@ -122,7 +122,8 @@ def run(spec: dict) -> dict:
             # RLIMIT_DATA = the level itself on the whole server (launch.py): no part of its memory
             # sits outside the budget, so a deployment needs the level in all (summary, reports).
             tel["runtime_footprint_bytes"] = 0
-            ep = client.Endpoint(base_url, ep_spec.api, ep_spec.served_model, ep_spec.stream,
+            served = ep_spec.served_model or ep_spec.variants[spec["variant"]].model  # vLLM answers to its model
+            ep = client.Endpoint(base_url, ep_spec.api, served, ep_spec.stream,
                                  int(load.get("max_new_tokens") or 16),
                                  float(min(ep_spec.request_timeout_s, load["timeout_s"])), extra=dict(ep_spec.request))
             payloads = texts(spec["requests"] + load["warmup"], spec["seed"])

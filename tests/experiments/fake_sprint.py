@@ -48,7 +48,8 @@ def run_sprint(monkeypatch, tmp_path, *, cores: int, cores_rescue: bool, state: 
     plan = sprint_mod.plan(contract)
     service = FakeService(cores_rescue)
 
-    def fake_trial(contract, state, artifact, variant, phase, *, seed=0, max_retries=2, threads=None):
+    def fake_trial(contract, state, artifact, variant, phase, *, seed=0, max_retries=2, threads=None,
+                   service_spec=None):
         wanted = service.verdict(state, variant)
         verdict, cause, rows = judge(contract, TELEMETRY[wanted])
         return Trial(state, variant, phase, verdict, cause, rows, TELEMETRY[wanted], 80)

@@ -63,3 +63,16 @@ def test_a_server_that_never_answers_times_out_and_the_deadline_holds():
 def test_an_open_loop_needs_a_rate():
     with pytest.raises(ConfigError, match="positive rate"):
         run(Endpoint("http://127.0.0.1:1"), ["a"], "poisson", rate=None)
+
+
+def test_tpot_runs_from_the_first_to_the_last_token_not_to_the_end_of_the_stream():
+    """Found against AIPerf and a packet capture: the stream's end ([DONE], the response closing)
+    is no token's time, and an unstreamed answer has no per-token times (it used to add TPOT 0)."""
+    from luma.experiments.endpoint.client import Sample, summarize
+
+    streamed = Sample(0.5, end=2.0, first=1.0, token_times=[1.0, 1.1, 1.2], tokens=3)
+    unstreamed = Sample(0.5, end=1.5, first=1.5, tokens=16)
+    res = summarize([streamed, unstreamed], 0.0)
+    assert res.tpot == [pytest.approx(0.1)]
+    assert res.ttft == [0.5, 1.0] and res.completed == 2 and res.tokens == 19
+    assert res.itl == [pytest.approx(0.1), pytest.approx(0.1)]

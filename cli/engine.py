@@ -1,0 +1,108 @@
+"""`luma engine`: install and inspect the real serving engines LUMA drives on this host, and
+`luma endpoint probe`: judge a running OpenAI-compatible server at the state it runs in."""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from luma.cli.output import format_option, print_rows
+from luma.cli.project import NONE, OPTIONAL, project
+
+ENGINES = ("llama.cpp",)
+
+
+@click.group()
+def engine() -> None:
+    """Serving engines on this host: llama.cpp (through llama-cpp-python) and its model converter."""
+
+
+@engine.command("install")
+@click.argument("name", type=click.Choice(ENGINES))
+@format_option(choices=("table", "json"))
+@project(NONE)
+def install_cmd(name: str, fmt: str) -> None:
+    """Build and install NAME into this environment (llama.cpp: llama-cpp-python[server] from its
+    sdist, which needs cmake and a C++ compiler; pip keeps the built wheel in its cache) and
+    extract its model converter under the engine cache (LUMA_ENGINE_CACHE)."""
+    from rich.console import Console
+
+    from luma.experiments.endpoint import engines
+
+    err = Console(stderr=True)
+    out = engines.install_llama_cpp(progress=lambda m: err.print(f"  {m}"))
+    _show(out, fmt)
+
+
+@engine.command("status")
+@format_option(choices=("table", "json"))
+@project(NONE)
+def status_cmd(fmt: str) -> None:
+    """What this environment has of each engine (version, converter, cache folder)."""
+    from luma.experiments.endpoint import engines
+
+    _show(engines.status(), fmt)
+
+
+def _show(out: dict, fmt: str) -> None:
+    if fmt == "json":
+        click.echo(json.dumps(out, indent=2))
+    else:
+        print_rows([{"item": k, "value": v} for k, v in out.items()], ["item", "value"], "table", title="engine")
+
+
+@click.group()
+def endpoint() -> None:
+    """Services behind an OpenAI-compatible HTTP endpoint (vLLM, SGLang, TGI, llama.cpp ...)."""
+
+
+@endpoint.command("probe")
+@click.argument("contract_ref", metavar="CONTRACT")
+@click.option("--url", help="Base URL of the running server (default: the contract's service.base_url).")
+@click.option("--repetitions", type=click.IntRange(1, 20), default=3, show_default=True,
+              help="Trials to run; each is judged on its own.")
+@format_option()
+@project(OPTIONAL)
+def probe_cmd(contract_ref: str, url: str | None, repetitions: int, fmt: str) -> None:
+    """Judge a server that is already running against CONTRACT's clauses, at whatever state it
+    runs in: the contract's load, the sprint's statistics, one verdict per trial. Nothing is
+    recorded: LUMA did not set (or see) the server's machine state, so these trials qualify no
+    boundary — give the contract a launch command for that (`luma sprint run`)."""
+    from luma.cli.project import settings
+    from luma.errors import ConfigError
+    from luma.experiments import contract, states, trial
+    from luma.experiments.endpoint.service import EndpointService
+
+    c = contract.load(contract_ref, settings())
+    if c.endpoint is None:
+        raise ConfigError("probe drives an openai-endpoint service; this contract's service runs in-process "
+                          "(`luma sprint run`)", field="service")
+    base = url or c.endpoint.base_url
+    if not base:
+        raise ConfigError("no server to probe: give --url, or set service.base_url in the contract", field="base_url")
+    ep = c.endpoint.model_copy(update={"launch": None, "base_url": base, "pre_launch": []})
+    c = c.model_copy(update={"endpoint": ep})
+    svc = EndpointService(ep)
+    cache = settings().home / "artifacts"
+    spec = svc.trial_spec(cache)
+    rows = []
+    for i in range(repetitions):
+        t = trial.run_trial(c, states.State.of({}), svc.model_path(ep.baseline, cache), ep.baseline, "boundary",
+                            seed=i, max_retries=0, service_spec=spec)
+        tel = t.telemetry
+        row = {"trial": i, "verdict": t.verdict, "cause": t.cause or "", "completed": tel.get("completed"),
+               "throughput": _round(tel.get("throughput")), "errors": json.dumps(tel.get("errors") or {})}
+        for r in t.clauses:
+            row[r["metric"]] = _round(r.get("value"))
+        if tel.get("error"):
+            row["error"] = tel["error"][:200]
+        rows.append(row)
+    columns = list(dict.fromkeys(k for r in rows for k in r))
+    print_rows(rows, columns, fmt, title=f"{c.name} at {base} (as it runs: not recorded)")
+    if any(r["verdict"] != "PASS" for r in rows):
+        raise SystemExit(1)
+
+
+def _round(x):
+    return round(x, 4) if isinstance(x, float) else x
