@@ -106,3 +106,8 @@ def probe_cmd(contract_ref: str, url: str | None, repetitions: int, fmt: str) ->
 
 def _round(x):
     return round(x, 4) if isinstance(x, float) else x
+
+
+from luma.cli.endpoint_bench import bench_cmd  # noqa: E402 - the command lives in its own module
+
+endpoint.add_command(bench_cmd)

@@ -16,7 +16,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from luma.experiments import stats
+from luma.experiments import states, stats
 from luma.experiments.contract import Contract
 from luma.experiments.states import State
 from luma.kb import judge as verdict_rules
@@ -138,6 +138,7 @@ def run_trial(contract: Contract, state: State, artifact: Path, variant: str, ph
         spec = {"service": contract.service, "artifact": str(artifact), "variant": variant, "state": state.enforced(),
                 "load": load, "requests": requests, "seed": seed, "timeout_s": float(contract.load.timeout_s),
                 "threads": threads, **({"replicas": replicas} if replicas and replicas > 1 else {}),
+                "units": {dim: states.unit_kind(dim, lv) for dim, lv in state.levels},
                 **(service_spec or {})}
         tel = spawn(spec, contract.load.timeout_s + GRACE_S)
         verdict, cause, rows = judge(contract, tel, seed)

@@ -4,7 +4,8 @@ place (`Settings.from_env`), once per command, and passed explicitly from there 
 Variables: `LUMA_HOME`, `LUMA_DB_URL`, `LUMA_KB_URL` (and `LUMA_KB_QUERY_URL`,
 `LUMA_KB_UPDATE_URL`, `LUMA_KB_STORE_URL` for endpoints with their own paths), `LUMA_WAIT`,
 `LUMA_QUERY_MEMORY`, `LUMA_QUERY_MAX_ANSWER_BYTES`, `LUMA_QUERY_REQUIRE_SANDBOX`,
-`LUMA_RUNNER_KEY` and the input-file limits `LUMA_MAX_*_FILE_BYTES` (kb/input_files.py)."""
+`LUMA_RUNNER_KEY`, the input-file limits `LUMA_MAX_*_FILE_BYTES` (kb/input_files.py) and, for the
+machine rather than a project, `LUMA_ENGINE_CACHE` (`engine_cache`)."""
 
 from __future__ import annotations
 
@@ -113,6 +114,13 @@ class Settings:
     def file_limit(self, variable: str, default: int) -> int:
         """The input-file limit named `variable`: the user's value, else `default`."""
         return dict(self.file_limits).get(variable, default)
+
+
+def engine_cache(environ: Mapping[str, str] | None = None) -> Path:
+    """Where serving engines' sources and converters are kept on this machine (shared by every
+    project): `LUMA_ENGINE_CACHE`, else ~/.cache/luma/engines."""
+    env = os.environ if environ is None else environ
+    return Path(env.get("LUMA_ENGINE_CACHE") or Path.home() / ".cache" / "luma" / "engines").absolute()
 
 
 def parse_count(text: str, what: str) -> int:

@@ -12,7 +12,9 @@ generator fills (`luma.experiments.load`), so a trial is judged by the same stat
 Error causes: `timeout` (no answer within the request timeout), `connection` (refused, reset,
 the server died mid-stream), `http-<status>`, `server-error` (an error object in the body or the
 stream), `truncated` (a stream that ended without its `[DONE]`), `bad-response` (a body that is
-not what the API promises).
+not what the API promises), `short-output` (with `exact_tokens`: fewer tokens than `max_tokens`
+— an engine that silently shortens a request to fit its context window, as llama-cpp-python
+does, has run out of KV capacity, not finished early).
 """
 
 from __future__ import annotations
@@ -47,6 +49,8 @@ class Endpoint:
     timeout_s: float = 60.0
     headers: dict = field(default_factory=dict)
     extra: dict = field(default_factory=dict)
+    #: Every generation must be `max_tokens` long (end of sequence suppressed by `extra`).
+    exact_tokens: bool = False
 
     def __post_init__(self):
         if self.api not in APIS:
@@ -102,6 +106,11 @@ def _content(api: str, chunk: dict) -> str:
     return c.get("text") or ""
 
 
+def _check_length(ep: Endpoint, s: Sample) -> None:
+    if ep.exact_tokens and s.error is None and s.tokens < ep.max_tokens:
+        s.error, s.detail = "short-output", f"{s.tokens} of {ep.max_tokens} tokens"
+
+
 async def _call(client, ep: Endpoint, text: str, s: Sample) -> None:
     import httpx
 
@@ -122,6 +131,7 @@ async def _call(client, ep: Endpoint, text: str, s: Sample) -> None:
             else:
                 s.tokens = int((doc.get("usage") or {}).get("completion_tokens") or 0)
                 s.first = s.end
+                _check_length(ep, s)
             return
         parser, done = Parser(), False
         async with client.stream("POST", ep.url, json=ep.body(text), headers=ep.headers) as r:
@@ -150,6 +160,7 @@ async def _call(client, ep: Endpoint, text: str, s: Sample) -> None:
         s.end = time.perf_counter()
         if not done and s.error is None:
             s.error, s.detail = "truncated", "the stream ended without [DONE]"
+        _check_length(ep, s)
     except httpx.TimeoutException as exc:
         s.end, s.error, s.detail = time.perf_counter(), "timeout", type(exc).__name__
     except httpx.TransportError as exc:  # refused, reset, the server died mid-stream

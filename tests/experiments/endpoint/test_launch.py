@@ -88,3 +88,12 @@ def test_rendering_refuses_a_placeholder_the_state_has_no_level_for():
 def test_the_load_generator_keeps_off_the_server_cores():
     cores = launch.server_cores({"compute": 1})
     assert cores == sorted(os.sched_getaffinity(0))[:1]
+
+
+def test_a_kv_byte_level_becomes_whole_token_blocks_and_none_is_refused():
+    spec = EndpointSpec.model_validate({**SPEC, "kv_token_block": 256, "launch": ["x", "{kv_tokens}", "{port}"],
+                                        "variants": {"a": {"model": "m", "kv_bytes_per_token": 272}}})
+    assert launch.values(spec, {"kv_cache": 192 * 1024}, "m", "a", 1)["kv_tokens"] == 512  # 722 tokens fit
+    assert launch.values(spec, {"kv_cache": 600}, "m", "a", 1, {"kv_cache": "token"})["kv_tokens"] == 600
+    with pytest.raises(launch.KVBudgetError, match="holds no whole block of 256 tokens"):
+        launch.values(spec, {"kv_cache": 64 * 1024}, "m", "a", 1)  # 240 tokens: not one block

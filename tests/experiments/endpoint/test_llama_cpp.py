@@ -145,3 +145,44 @@ def test_killing_the_server_mid_trial_is_a_fail_with_cause_error_and_the_sprint_
     assert any(t.verdict == "PASS" for t in trials[1:])
     assert [t.phase for t in trials[:2]] == ["boundary", "boundary"] and trials[1].state != first.state
     assert json.dumps(first.telemetry)  # telemetry stays JSON (the sprint's summary file)
+
+
+def test_the_kv_budget_binds_the_generation_contract_and_a_q8_0_kv_cache_recovers(tmp_path_factory):
+    """The generation contract on the small Llama trained here: at 192 KiB an F16 KV cache buys
+    256 tokens and every 300-token stream is cut short (kv-capacity); a Q8_0 one buys 512."""
+    cache = tmp_path_factory.mktemp("tinyllama")
+    c = contract.load("llamacpp-tinyllama-kv")
+    plan = sprint.plan(c, "kv_cache", ["192 KiB", "256 KiB"])
+    svc = for_contract(c)
+    art = svc.prepare("f16", cache)
+    assert art.read_bytes()[:4] == b"GGUF"
+    trials = [trial.run_trial(c, plan.state(0), art, v, "boundary", max_retries=0, service_spec=svc.trial_spec(cache))
+              for v in ("f16", "kv-q8_0")]
+    assert (trials[0].verdict, trials[0].cause) == ("FAIL", "kv-capacity")
+    assert "short-output" in trials[0].telemetry["error"]
+    assert trials[1].verdict == "PASS", trials[1].telemetry.get("error")
+    assert trials[1].telemetry["completed"] == c.requests_needed() and trials[1].telemetry["ttft"]
+
+
+@pytest.mark.slow
+def test_luma_sprint_run_qualifies_the_llama_cpp_boundary_and_the_report_renders(luma_home, tmp_path):
+    from click.testing import CliRunner
+
+    from luma.cli.main import cli
+
+    run = CliRunner().invoke(cli, ["sprint", "run", "llamacpp-minilm-memory", "--format", "json"])
+    assert run.exit_code == 0, run.output
+    out = json.loads(run.stdout)
+    assert out["problems"] == [] and out["chain_recorded"] and out["recovered"] is True
+    assert out["binding"] == "host_memory"
+    levels = out["levels"]
+    assert levels.index(out["adjacent_fail"]) == levels.index(out["min_pass"]) - 1
+    assert levels.index(out["requalified_min_pass"]) <= levels.index(out["adjacent_fail"])
+    chain = json.loads(next((luma_home / "sprints").glob("*/chain.json")).read_text())
+    assert chain["provenance"]["engine"]["name"] == "llama.cpp" and chain["attestation"]
+    assert chain["software"]["variant"] == "f16" and chain["intervention"]["software"]["variant"] == "q8_0"
+    assert CliRunner().invoke(cli, ["rules", "run"]).exit_code == 0
+    rep = CliRunner().invoke(cli, ["report", "boundary", "--latest", "--out", str(tmp_path / "r")])
+    assert rep.exit_code == 0, rep.output
+    md = (tmp_path / "r" / "report.md").read_text()
+    assert "llamacpp-minilm-memory" in md and "q8_0" in md and "measured" in md
