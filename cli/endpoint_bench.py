@@ -60,7 +60,8 @@ def bench_cmd(aiperf_path, cases, passes, requests, rate, arrivals, keep, fmt) -
     targets = {}
     for name in dict.fromkeys(bench.CASES[c].target for c in cases):
         contract_name, variant = bench.TARGETS[name]
-        err.print(f"  {name}: {contract_name} {variant} (prepared under {cache} the first time)", highlight=False)
+        err.print(f"  {name}: {contract_name} {variant} (its artifact made under {cache} the first time)",
+                  highlight=False, soft_wrap=True)
         targets[name] = bench.contract_target(contract_name, variant, cache)
     plan = [(tool, float(requests or bench.CASES[c].requests)) for c in cases for _ in range(passes)
             for tool in ("aiperf", "luma")]

@@ -170,6 +170,8 @@ def _in_all(level: str | None, entry: dict | None) -> str | None:
     foot = entry.get("runtime_footprint_bytes")
     if foot is None:
         return f"{level} (over the runtime's footprint, not measured: add it)"
+    if foot == 0:  # an engine behind an endpoint: the level limits the whole server
+        return f"{level} in all ({entry['variant']}: the whole server's data segment)"
     return (f"{level} over the runtime's {bytes_text(foot)} footprint = {bytes_text(entry['total_bytes'])} "
             f"in all ({entry['variant']})")
 

@@ -167,6 +167,8 @@ def _over(dimension: str, level: Level, foot: float | None) -> str:
         return text
     if foot is None:
         return text + " over the runtime's own footprint (not reported: add it)"
+    if foot == 0:
+        return text + " in all"
     return text + f" over the runtime's footprint, {quantity(budget.total(level.value, foot), 'byte')} in all"
 
 
@@ -175,8 +177,10 @@ def budget_sentence(f: ChainFacts, a: Analysis) -> str:
     dims = [d for d in dict.fromkeys([f.crossed, *sorted(a.context)]) if budget.is_budget(d)]
     if not dims:
         return ""
-    feet = [f"{quantity(v, 'byte')} ({k})" for k, v in a.footprints.items() if v is not None
-            and k in (a.baseline, a.treated)]
+    shown = {k: v for k, v in a.footprints.items() if v is not None and k in (a.baseline, a.treated)}
+    if shown and not any(shown.values()):
+        return f" {' and '.join(dims)}: {budget.WHOLE}."
+    feet = [f"{quantity(v, 'byte')} ({k})" for k, v in shown.items()]
     measured = (f"; the runtime's footprint measured with these trials: {', '.join(feet)}" if feet else
                 "; this evidence does not report the runtime's footprint, so the total is not known from it")
     return f" {' and '.join(dims)}: {budget.MEANING}{measured}."
@@ -189,6 +193,8 @@ def _in_all(f: ChainFacts, a: Analysis, level: Level, variant: str) -> str:
     foot = a.footprints.get(variant)
     if foot is None:
         return " (a budget on top of the runtime's footprint, which this evidence does not report)"
+    if foot == 0:
+        return " (the whole server's data segment)"
     return (f" (a budget on top of the runtime's {quantity(foot, 'byte')} footprint: "
             f"{quantity(budget.total(level.value, foot), 'byte')} in all)")
 

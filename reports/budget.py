@@ -18,6 +18,10 @@ from luma.reports.fmt import bytes_text
 BUDGETS = ("host_memory",)
 MEANING = ("a budget on top of the runtime's own footprint (what `luma sprint` enforces: the data "
            "segment may grow by the level beyond what the runtime holds after its imports)")
+#: A served engine's level limits the whole server process (experiments/endpoint/launch.py):
+#: its trials report a footprint of 0 B outside the budget.
+WHOLE = ("the whole server process's data segment (what `luma sprint` enforces on an engine behind an "
+         "endpoint: RLIMIT_DATA = the level, so nothing of it sits outside the budget)")
 
 
 def is_budget(dimension: str) -> bool:

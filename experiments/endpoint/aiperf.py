@@ -190,20 +190,24 @@ def parse(outdir: Path) -> dict:
 
 
 def records(path: Path) -> dict:
-    """Per-request times of the profiling phase (seconds on AIPerf's clock): when the timing
-    manager issued the request's credit, when the worker sent it, when it ended. Empty lists
-    when the export has no records."""
-    starts, ends, credits = [], [], []
+    """Per-request times of the profiling phase: when the timing manager issued the request's
+    credit, when the worker sent it, when it ended (`credits`, `starts`, `ends`: seconds on
+    AIPerf's clock), and its own latency and TTFT (`latency`, `ttft`: ms, None where it has
+    none). Empty lists when the export has no records."""
+    out = {"starts": [], "ends": [], "credits": [], "latency": [], "ttft": []}
     if not path.is_file():
-        return {"starts": starts, "ends": ends, "credits": credits}
+        return out
     with open(path) as fh:
         for line in fh:
-            meta = (json.loads(line) if line.strip() else {}).get("metadata") or {}
+            doc = json.loads(line) if line.strip() else {}
+            meta, metrics = doc.get("metadata") or {}, doc.get("metrics") or {}
             if meta.get("benchmark_phase", "profiling") != "profiling" or meta.get("was_cancelled"):
                 continue
             if meta.get("request_start_ns") is None or meta.get("request_end_ns") is None:
                 continue
-            starts.append(meta["request_start_ns"] / 1e9)
-            ends.append(meta["request_end_ns"] / 1e9)
-            credits.append((meta.get("credit_issued_ns") or meta["request_start_ns"]) / 1e9)
-    return {"starts": starts, "ends": ends, "credits": credits}
+            out["starts"].append(meta["request_start_ns"] / 1e9)
+            out["ends"].append(meta["request_end_ns"] / 1e9)
+            out["credits"].append((meta.get("credit_issued_ns") or meta["request_start_ns"]) / 1e9)
+            for key, metric in (("latency", "request_latency"), ("ttft", "time_to_first_token")):
+                out[key].append((metrics.get(metric) or {}).get("value"))
+    return out

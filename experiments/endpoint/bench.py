@@ -8,12 +8,15 @@ are each tool's own; the comparison (`agreement`) is the ratio of LUMA's mean ov
 
 Cases: `embeddings` (closed loop, 4 clients), `completions` (streamed, closed loop, 2 clients,
 64 tokens) and `completions-open` (the same requests as Poisson arrivals at ~65 % of the
-closed-loop capacity measured in the same run). In a closed loop each client's think time — end
-of a response to its next request — lightens the load by itself (N = X (R + Z)); AIPerf's is
-several milliseconds, LUMA's about one, so there the tools do not offer the same load. In the open
-loop arrivals do not wait for responses: that is the like-for-like comparison of TTFT and
-latency. Think time is estimated the same way for both tools from their per-request times:
-in time order, the start of request k+N minus the end of request k (N clients).
+closed-loop capacity measured in the same run; by default AIPerf replays exactly the arrivals
+LUMA's client draws). In a closed loop each client's think time — end of a response to its next
+request — lightens the load by itself (N = X (R + Z)): AIPerf's is several milliseconds, LUMA's
+about one on the wire, so there the tools do not offer the same load. Think time is shown as each
+tool's own records leave it out: in time order, the start of request k+N minus the end of request
+k (N clients); LUMA stamps a request before it builds and sends it, so its sending overhead is
+inside its latency and its think time reads near zero. In the open loop arrivals do not wait for
+responses: the like-for-like comparison of TTFT and latency, counted from the schedule for both
+(AIPerf's own figures start when its worker sends, after its credit -> send lag).
 """
 
 from __future__ import annotations
@@ -184,18 +187,28 @@ def luma_run(case: Case, ep, payloads: list[str], rate: float | None, seed: int 
     if r.error_details:
         out["error_details"] = r.error_details
     done = [s for s in samples if s.end is not None]
-    # LUMA's latency counts from the scheduled arrival, so any send lag is inside its figures.
     out.update(timing(case, [s.arrival for s in done], [s.end for s in done], [s.arrival for s in done]))
+    if case.mode == "poisson":  # LUMA counts from the scheduled arrival: its figures are already so
+        out.update(lat_sched_p50=out["lat_p50"], lat_sched_p95=out["lat_p95"], ttft_sched_p50=out.get("ttft_p50"),
+                   ttft_sched_p95=out.get("ttft_p95"))
     return out
 
 
 def aiperf_run(case: Case, binary: str, load: aiperf.Load, base_url: str, outdir: Path) -> dict:
-    """Run the case with AIPerf; its figures in the bench's names and units."""
+    """Run the case with AIPerf; its figures in the bench's names and units. In the open loop
+    also its TTFT and latency counted from the schedule (its credit), as LUMA counts them:
+    AIPerf's own start when the request is sent."""
     out = aiperf.run(binary, load, base_url, outdir)
     starts, ends, credits = out.pop("starts"), out.pop("ends"), out.pop("credits")
+    latency, ttft = out.pop("latency"), out.pop("ttft")
     out.update(timing(case, starts, ends, credits))
     if case.mode == "poisson" and starts:
-        out["send_lag_p50"] = _pct([(s - c) * 1e3 for s, c in zip(starts, credits)], 50)
+        lag = [(s - c) * 1e3 for s, c in zip(starts, credits)]
+        out["send_lag_p50"] = _pct(lag, 50)
+        lat = [g + x for g, x in zip(lag, latency) if x is not None]
+        first = [g + x for g, x in zip(lag, ttft) if x is not None]
+        out.update(lat_sched_p50=_pct(lat, 50), lat_sched_p95=_pct(lat, 95), ttft_sched_p50=_pct(first, 50),
+                   ttft_sched_p95=_pct(first, 95))
     return out
 
 
