@@ -60,9 +60,8 @@ def bench_cmd(aiperf_path, cases, passes, requests, rate, arrivals, keep, fmt) -
     targets = {}
     for name in dict.fromkeys(bench.CASES[c].target for c in cases):
         contract_name, variant = bench.TARGETS[name]
-        err.print(f"  {name}: {contract_name} {variant} (its artifact made under {cache} the first time)",
-                  highlight=False, soft_wrap=True)
-        targets[name] = bench.contract_target(contract_name, variant, cache)
+        targets[name] = bench.contract_target(contract_name, variant, cache,
+                                              lambda m: err.print(f"  {name}: {m}", highlight=False, soft_wrap=True))
     plan = [(tool, float(requests or bench.CASES[c].requests)) for c in cases for _ in range(passes)
             for tool in ("aiperf", "luma")]
     with Tracker("endpoint bench", plan, unit="run", console=err) as progress:

@@ -52,6 +52,10 @@ def _flags_as_values(path: Path):
             yield node.lineno, node.value
 
 
+#: Modules that build another program's command line (its flags are values there, not ours).
+FOREIGN_ARGV = {"experiments/endpoint/aiperf.py", "experiments/endpoint/engines.py", "experiments/endpoint/gguf.py"}
+
+
 def test_library_errors_name_no_flag():
     found = []
     for folder in LIBRARY:
@@ -59,6 +63,8 @@ def test_library_errors_name_no_flag():
             for line, text in _raised_texts(path):
                 for flag in _FLAG.findall(text):
                     found.append(f"{path.relative_to(ROOT)}:{line}: {flag} in {text[:120]!r}")
+            if str(path.relative_to(ROOT)) in FOREIGN_ARGV:
+                continue
             for line, text in _flags_as_values(path):
                 found.append(f"{path.relative_to(ROOT)}:{line}: {text!r} used as a value")
     assert not found, "library errors naming CLI flags:\n" + "\n".join(found)

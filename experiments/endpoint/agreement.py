@@ -3,6 +3,9 @@ of LUMA's mean over its passes to AIPerf's, and whether that ratio is within TOL
 
 Only the figures both tools define the same way are judged; the others (think time, the arrival
 rate each sent, requests, errors, client CPU) are shown for the reading, with `-` as verdict.
+`spread_pct` is the larger of the two tools' pass-to-pass spreads (max / min - 1, in %): a ratio
+that misses the band by less than that is within the run's own noise (a shared host, a server
+whose speed drifts), not a difference between the tools.
 """
 
 from __future__ import annotations
@@ -58,9 +61,18 @@ def verdict(r: float | None, judged: bool) -> str:
     return "yes" if abs(r - 1.0) <= TOLERANCE + 1e-9 else "NO"
 
 
+def spread(values) -> float | None:
+    """max / min - 1 of the positive figures present (None with fewer than two)."""
+    xs = [v for v in values if v is not None]
+    if len(xs) < 2 or min(xs) <= 0:
+        return None
+    return max(xs) / min(xs) - 1.0
+
+
 def rows(case_result: dict) -> list[dict]:
     """The table of one case of `bench.run`'s result: case, key, metric, `aiperf_<pass>`...,
-    `luma_<pass>`..., `luma/aiperf`, `within_10pct`. Metrics neither tool measured are left out."""
+    `luma_<pass>`..., `luma/aiperf`, `within_10pct`, `spread_pct`. Metrics neither tool measured
+    are left out."""
     runs = case_result["runs"]
     passes = max((r["pass"] for r in runs), default=0)
     out = []
@@ -78,6 +90,8 @@ def rows(case_result: dict) -> list[dict]:
         r = ratio(per["luma"], per["aiperf"])
         row["luma/aiperf"] = None if r is None else round(r, 3)
         row["within_10pct"] = verdict(r, judged)
+        spreads = [x for x in (spread(per[tool]) for tool in TOOLS) if x is not None]
+        row["spread_pct"] = round(max(spreads) * 100, 1) if spreads else None
         out.append(row)
     return out
 
@@ -85,4 +99,4 @@ def rows(case_result: dict) -> list[dict]:
 def columns(passes: int) -> list[str]:
     """The table's columns for `passes` passes per tool."""
     return (["metric"] + [f"{tool}_{p}" for tool in TOOLS for p in range(1, passes + 1)]
-            + ["luma/aiperf", "within_10pct"])
+            + ["luma/aiperf", "within_10pct", "spread_pct"])

@@ -20,6 +20,7 @@ import os
 import shutil
 import signal
 import subprocess
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -42,8 +43,8 @@ def find(path: str | None = None) -> str:
         return str(p)
     found = shutil.which("aiperf")
     if not found:
-        raise ConfigError(f"AIPerf is not installed (no `aiperf` on PATH); install it and pass --aiperf "
-                          f"/tmp/aiperf-venv/bin/aiperf: {INSTALL}", field="aiperf")
+        raise ConfigError(f"AIPerf is not installed (no `aiperf` on PATH): {INSTALL}, then "
+                          f"`luma endpoint bench --aiperf /tmp/aiperf-venv/bin/aiperf`", field="aiperf")
     return found
 
 
@@ -55,7 +56,8 @@ def version(binary: str) -> str:
         raise ConfigError(f"{binary} does not run: {exc}; install it: {INSTALL}", field="aiperf") from None
     lines = (done.stdout or done.stderr).strip().splitlines()
     if done.returncode != 0 or not lines:
-        raise ConfigError(f"{binary} --version exited with {done.returncode}; install it: {INSTALL}", field="aiperf")
+        raise ConfigError(f"{binary} did not say its version (exit {done.returncode}); install it: {INSTALL}",
+                          field="aiperf")
     return lines[-1].strip()
 
 
@@ -121,16 +123,22 @@ def run(binary: str, load: Load, base_url: str, outdir: Path) -> dict:
                 line["timestamp"] = round(load.schedule[i] * 1e3, 3)  # ms; AIPerf schedules to the ms
             fh.write(json.dumps(line) + "\n")
     env = {k: v for k, v in os.environ.items() if k not in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")}
-    env.update(HF_HUB_DISABLE_TELEMETRY="1", TOKENIZERS_PARALLELISM="false", COLUMNS="160")
+    # AIPerf leaves folders in the temporary directory (aiperf_mmap_<id>, its IPC sockets' mkdtemp):
+    # a short one of its own (socket paths are limited to 108 bytes), removed after the run.
+    scratch = tempfile.mkdtemp(prefix="luma-aiperf-")
+    env.update(HF_HUB_DISABLE_TELEMETRY="1", TOKENIZERS_PARALLELISM="false", COLUMNS="160", TMPDIR=scratch)
     t0 = time.perf_counter()
-    with open(outdir / "aiperf.log", "wb") as log:
-        proc = subprocess.Popen(command(binary, load, base_url, outdir), stdin=subprocess.DEVNULL, stdout=log,
-                                stderr=subprocess.STDOUT, env=env, start_new_session=True)
-        try:
-            status, usage = _wait(proc, RUN_TIMEOUT_S)
-        except BaseException:
-            _kill(proc)  # its own session: AIPerf and the services it spawned, nothing else
-            raise
+    try:
+        with open(outdir / "aiperf.log", "wb") as log:
+            proc = subprocess.Popen(command(binary, load, base_url, outdir), stdin=subprocess.DEVNULL, stdout=log,
+                                    stderr=subprocess.STDOUT, env=env, start_new_session=True)
+            try:
+                status, usage = _wait(proc, RUN_TIMEOUT_S)
+            except BaseException:
+                _kill(proc)  # its own session: AIPerf and the services it spawned, nothing else
+                raise
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
     wall = time.perf_counter() - t0
     if status != 0:
         tail = (outdir / "aiperf.log").read_bytes()[-400:].decode(errors="replace").strip().splitlines()[-1:] or [""]

@@ -4,7 +4,8 @@ same llama.cpp server, same texts in the same order, same body fields, same load
 Each case starts the server of a shipped contract at the state `{"compute": 1}` (pinned to the
 first core; this process, LUMA's client and AIPerf keep to the other cores when there are any),
 warms it up, then alternates the tools pass by pass (aiperf, luma, aiperf, luma ...). The figures
-are each tool's own; the comparison (`agreement`) is the ratio of LUMA's mean over the passes to AIPerf's.
+are each tool's own; the comparison (`agreement`) is the ratio of LUMA's mean over the passes to
+AIPerf's.
 
 Cases: `embeddings` (closed loop, 4 clients), `completions` (streamed, closed loop, 2 clients,
 64 tokens) and `completions-open` (the same requests as Poisson arrivals at ~65 % of the
@@ -74,6 +75,7 @@ CASES = {c.name: c for c in (
     Case("completions-open", "completions", "poisson", 0, 300, 64),
 )}
 
+
 @dataclass
 class Target:
     """A server to launch: the contract's [service] table, the variant, its artifact and the
@@ -86,9 +88,9 @@ class Target:
     tokenizer: Path
 
 
-def contract_target(name: str, variant: str, cache: Path) -> Target:
+def contract_target(name: str, variant: str, cache: Path, note: Callable[[str], None] = lambda m: None) -> Target:
     """The target of shipped contract `name` serving `variant`, its artifact prepared under
-    `cache` (llama.cpp's converter makes it the first time)."""
+    `cache` (llama.cpp's converter makes it the first time; `note` hears of it)."""
     from luma.experiments import contract, services
     from luma.experiments.endpoint import engines
 
@@ -102,12 +104,19 @@ def contract_target(name: str, variant: str, cache: Path) -> Target:
     if spec.engine == "llama.cpp" and engines.llama_cpp_version() is None:
         raise ConfigError("llama.cpp's server is not installed: run `luma engine install llama.cpp`", field="engine")
     prepare = spec.variants[variant].prepare or []
-    if "luma.experiments.endpoint.gguf" in prepare:
-        engines.converter()  # a ConfigError naming the install command, before a conversion fails on it
     # The bench needs the artifact only; the quality reference (torch) is the sprint's business.
-    quiet = c.model_copy(update={"endpoint": spec.model_copy(update={"quality": "none"})})
-    artifact = Path(services.for_contract(quiet).prepare(variant, Path(cache)))
-    return Target(f"{name} {variant}", spec, variant, artifact, tokenizer_dir(prepare, artifact))
+    svc = services.for_contract(c.model_copy(update={"endpoint": spec.model_copy(update={"quality": "none"})}))
+    target = Path(svc.model_path(variant, Path(cache)))
+    if not target.exists():
+        if "luma.experiments.endpoint.gguf" in prepare:
+            engines.converter()  # a ConfigError naming the install command, before a conversion fails on it
+        note(f"making {target} (once)")
+    artifact = Path(svc.prepare(variant, Path(cache)))
+    tokenizer = tokenizer_dir(prepare, artifact)
+    if not tokenizer.is_dir():
+        raise ConfigError(f"{tokenizer} is missing (AIPerf counts tokens with it); delete {artifact} so that "
+                          f"its prepare command makes both again", field="tokenizer")
+    return Target(f"{name} {variant}", spec, variant, artifact, tokenizer)
 
 
 def tokenizer_dir(prepare: list[str], artifact: Path) -> Path:
@@ -304,9 +313,12 @@ def _case(case, target, binary, server, ep, model, n, passes, rate, arrivals, wo
             if not server.alive():
                 raise LumaError(f"the server died during {case.name} ({tool} pass {p}): {server.log_tail()[-300:]}")
             runs.append({"tool": tool, "pass": p, **r})
-    load_text = (f"closed loop, {case.concurrency} clients" if case.mode == "closed"
-                 else f"Poisson arrivals at {rate:g} requests/s"
-                 + (", the same for both tools" if replay else ", each tool its own draw"))
+    if case.mode == "closed":
+        load_text = f"closed loop, {case.concurrency} clients"
+    else:  # the draw's own rate: a few hundred arrivals of one seed miss the nominal rate by several %
+        drawn = (n - 1) / schedule(rate, n)[-1] if n > 1 else rate
+        load_text = (f"Poisson arrivals at {rate:g} requests/s ({drawn:.1f} as drawn with seed 0), "
+                     + ("the same for both tools" if replay else "each tool its own draw"))
     return {"case": case.name, "mode": case.mode, "stream": case.stream, "target": target.label,
             "state": state(target), "requests": n, "rate": rate, "load": load_text, "max_tokens": case.max_tokens,
             "runs": runs}

@@ -14,7 +14,6 @@ are the service processes' measured CPU time (/proc), so the model is driven by 
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass
 
 from luma.experiments.energy import RAPL_GLOB, counters, rapl_joules  # noqa: F401 - re-exported

@@ -83,6 +83,7 @@ def test_the_ratio_is_of_the_means_and_the_band_is_ten_percent():
     assert agreement.verdict(1.5, False) == "-" and agreement.verdict(None, True) == "-"
     assert agreement.ratio([None], [1.0]) is None and agreement.ratio([1.0], [0.0]) is None
     assert agreement.ratio([2.0, None], [1.0, 1.0]) == 2.0
+    assert agreement.spread([10, 12, None]) == pytest.approx(0.2) and agreement.spread([10]) is None
 
 
 def _result(case: str, **figures) -> dict:
@@ -100,9 +101,11 @@ def test_rows_show_each_pass_the_ratio_and_the_verdict():
     ttft = by_key["ttft_p50"]
     assert [ttft[c] for c in ("aiperf_1", "aiperf_2", "luma_1", "luma_2")] == [10, 10, 11, 13]
     assert ttft["luma/aiperf"] == 1.2 and ttft["within_10pct"] == "NO"
+    assert ttft["spread_pct"] == 18.2  # LUMA's passes, 11 and 13, differ more than AIPerf's
     assert by_key["think_p50"]["within_10pct"] == "-"  # shown, never judged
+    assert by_key["errors"]["spread_pct"] is None  # no spread of zeros
     assert agreement.columns(2) == ["metric", "aiperf_1", "aiperf_2", "luma_1", "luma_2", "luma/aiperf",
-                                    "within_10pct"]
+                                    "within_10pct", "spread_pct"]
 
 
 def test_rows_keep_to_what_applies_to_the_case():
@@ -157,7 +160,7 @@ def test_aiperf_paces_a_closed_loop_and_replays_or_draws_an_open_one(tmp_path):
 
 
 FAKE_AIPERF = """#!{python}
-import json, shutil, sys
+import json, os, shutil, sys, tempfile
 from pathlib import Path
 if sys.argv[1:] == ["--version"]:
     print("0.13.0")
@@ -165,7 +168,9 @@ if sys.argv[1:] == ["--version"]:
 out = Path(sys.argv[sys.argv.index("--artifact-dir") + 1])
 for name in ("profile_export_aiperf.json", "profile_export.jsonl"):
     shutil.copy(Path({golden!r}) / name, out / name)
-(out / "argv.json").write_text(json.dumps(sys.argv))
+litter = Path(tempfile.gettempdir()) / "aiperf_mmap_fake"  # as the real one leaves behind
+litter.mkdir()
+(out / "run.json").write_text(json.dumps({{"argv": sys.argv, "litter": str(litter)}}))
 """
 
 
@@ -190,6 +195,8 @@ def test_a_run_writes_the_schedule_and_reads_back_the_figures(fake_aiperf, tmp_p
     assert out["lat_sched_p50"] > out["lat_p50"] and out["ttft_sched_p50"] > out["ttft_p50"]
     assert out["client_cpu_s"] >= 0 and out["wall_s"] > 0
     assert "starts" not in out
+    litter = Path(json.loads((tmp_path / "run" / "run.json").read_text())["litter"])
+    assert litter.parent.name.startswith("luma-aiperf-") and not litter.parent.exists()  # its own TMPDIR, removed
 
 
 # -- the command -------------------------------------------------------------------------------
@@ -217,6 +224,22 @@ def test_the_command_without_aiperf_is_one_line_and_exit_1(tmp_path, monkeypatch
     lines = result.output.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("Error: ")
     assert "python3 -m venv /tmp/aiperf-venv && /tmp/aiperf-venv/bin/pip install aiperf==0.13.0" in lines[0]
+
+
+def test_the_command_without_llama_cpp_or_its_converter_is_one_line_and_exit_1(tmp_path, monkeypatch, fake_aiperf):
+    from luma.cli.main import cli
+    from luma.experiments.endpoint import engines
+
+    monkeypatch.setenv("LUMA_HOME", str(tmp_path / "home"))  # no artifacts yet: the converter is needed
+    monkeypatch.setenv("LUMA_ENGINE_CACHE", str(tmp_path / "engines"))
+    result = CliRunner().invoke(cli, ["endpoint", "bench", "--aiperf", fake_aiperf, "--cases", "embeddings"])
+    assert result.exit_code == 1 and len(result.output.strip().splitlines()) == 1
+    assert "luma engine install llama.cpp" in result.output
+    monkeypatch.setattr(engines, "llama_cpp_version", lambda: None)
+    result = CliRunner().invoke(cli, ["endpoint", "bench", "--aiperf", fake_aiperf, "--cases", "completions"])
+    assert result.exit_code == 1
+    assert result.output.strip() == ("Error: engine: llama.cpp's server is not installed: "
+                                     "run `luma engine install llama.cpp`")
 
 
 def test_an_unknown_case_is_a_usage_error(tmp_path, monkeypatch):
