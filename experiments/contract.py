@@ -106,16 +106,19 @@ class Contract(StrictModel):
     def _service_table(cls, data):
         if not isinstance(data, dict):
             return data
-        if "endpoint" in data:
-            raise ValueError("endpoint: describe an endpoint service as the [service] table "
-                             "(kind = \"openai-endpoint\")")
         service = data.get("service")
-        if isinstance(service, dict):
+        if isinstance(service, dict):  # the file's form
+            if "endpoint" in data:
+                raise ValueError("endpoint: the [service] table already describes the endpoint")
             if service.get("kind") != ENDPOINT:
                 raise ValueError(f"service.kind: a [service] table describes an {ENDPOINT!r} service "
                                  f"(got {service.get('kind')!r})")
-            data = {**data, "service": ENDPOINT, "endpoint": service}
-        elif service == ENDPOINT:
+            return {**data, "service": ENDPOINT, "endpoint": service}
+        # The dumped form (a sprint folder's contract_spec, re-read by `luma sprint requalify`):
+        # service by name and `endpoint` beside it, None for the in-process services.
+        if data.get("endpoint") is not None and service != ENDPOINT:
+            raise ValueError(f"endpoint: only an {ENDPOINT} service has one; describe it as the [service] table")
+        if service == ENDPOINT and data.get("endpoint") is None:
             raise ValueError(f"service: an {ENDPOINT} service is a [service] table (kind, api, launch, variants ...)")
         return data
 

@@ -4,6 +4,7 @@ hook sets."""
 
 from __future__ import annotations
 
+import json
 import tomllib
 
 import pytest
@@ -114,3 +115,18 @@ def test_a_running_server_cannot_be_swept(tmp_path):
     c = contract.load(_write(tmp_path, edit))
     with pytest.raises(ConfigError, match="no launch command"):
         sprint.plan(c)
+
+
+@pytest.mark.parametrize("name", ["llamacpp-minilm-memory", "matvec-memory"])
+def test_a_dumped_contract_reads_back_as_itself(name):
+    """`luma sprint requalify` re-reads a sprint folder's contract_spec (the model's dump)."""
+    c = contract.load(name)
+    again = contract.Contract.model_validate(json.loads(json.dumps(c.model_dump(mode="json"))))
+    assert again == c
+
+
+def test_an_endpoint_beside_an_in_process_service_is_refused():
+    data = contract.load("matvec-memory").model_dump(mode="json")
+    data["endpoint"] = contract.load("llamacpp-minilm-memory").endpoint.model_dump(mode="json")
+    with pytest.raises(Exception, match="only an openai-endpoint service has one"):
+        contract.Contract.model_validate(data)
