@@ -49,23 +49,6 @@ def provenance(started: datetime) -> dict:
     return out
 
 
-@lru_cache(maxsize=64)
-def _hash(path: str, size: int, mtime: float) -> str | None:
-    from luma.experiments.software import artifact_hash
-
-    return artifact_hash(Path(path))
-
-
-def artifact_digest(path) -> str | None:
-    """SHA-256 of a local artifact (cached by path, size and time), None for a model name."""
-    p = Path(str(path))
-    try:
-        st = p.stat()
-    except OSError:
-        return None
-    return _hash(str(p), st.st_size, st.st_mtime)
-
-
 @lru_cache(maxsize=8)
 def _engine_version(spec_json: str) -> str | None:
     from luma.experiments.endpoint.launch import engine_version
@@ -86,7 +69,9 @@ def engine(contract, variant: str, artifact, command: list[str] | None = None) -
         out["version"] = version
     if command:
         out["command"] = [str(c) for c in command]
-    digest = artifact_digest(artifact) if artifact is not None else None
+    from luma.experiments.software import artifact_hash
+
+    digest = artifact_hash(Path(str(artifact))) if artifact is not None else None
     if digest:
         out["artifact"] = digest
     else:

@@ -7,6 +7,7 @@ workload, architecture and contract ran under another (rules/)."""
 from __future__ import annotations
 
 import hashlib
+from functools import lru_cache
 from pathlib import Path
 
 #: Library versions that decide what a service computes (the environment block has the rest).
@@ -15,8 +16,21 @@ _LIBRARIES = ("python", "numpy", "torch", "torch_cpu_capability")
 
 def artifact_hash(path: Path) -> str | None:
     """SHA-256 of an artifact file, or of a folder's files (relative path and bytes, in order);
-    None when there is nothing there."""
+    None when there is nothing there. A file's hash is kept by path, size and modification time:
+    every trial record and the chain of a sprint cite the same artifacts."""
     path = Path(path)
+    if path.is_file():
+        st = path.stat()
+        return _file_hash(str(path), st.st_size, st.st_mtime_ns)
+    return _hash(path)
+
+
+@lru_cache(maxsize=64)
+def _file_hash(path: str, size: int, mtime_ns: int) -> str | None:
+    return _hash(Path(path))
+
+
+def _hash(path: Path) -> str | None:
     digest = hashlib.sha256()
     if path.is_file():
         files = [path]
