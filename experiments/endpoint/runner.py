@@ -27,16 +27,13 @@ _OOM_TEXT = ("failed to allocate", "cannot allocate memory", "out of memory", "b
 
 
 def _proc_status(pid: int) -> dict[str, int]:
-    out = {}
+    """The server's memory figures ({} once it is gone)."""
+    from luma.experiments.worker import proc_status
+
     try:
-        with open(f"/proc/{pid}/status") as fh:
-            for line in fh:
-                key, _, value = line.partition(":")
-                if key in ("VmData", "VmHWM"):
-                    out[key] = int(value.split()[0]) * 1024
+        return proc_status(pid)
     except OSError:
-        pass
-    return out
+        return {}
 
 
 def quality(ep: client.Endpoint, reference: str) -> float:
