@@ -35,6 +35,7 @@ import numpy as np
 
 from luma.errors import ConfigError, LumaError
 from luma.experiments.endpoint import aiperf
+from luma.experiments.endpoint.client import schedule  # the arrivals both tools send
 
 #: The targets a case runs against: a shipped contract and the variant it serves.
 TARGETS = {"embeddings": ("llamacpp-minilm-memory", "q8_0"), "completions": ("llamacpp-tinyllama-kv", "f16")}
@@ -131,13 +132,6 @@ def tokenizer_dir(prepare: list[str], artifact: Path) -> Path:
         return artifact.parent / "tinyllama-hf"  # trained there by the variant's prepare
     raise ConfigError(f"no tokenizer folder is known for {artifact.name} (AIPerf counts tokens with one)",
                       field="tokenizer")
-
-
-def schedule(rate: float, n: int, seed: int = 0) -> list[float]:
-    """The Poisson arrivals LUMA's client sends at `rate` with `seed` (seconds after the first):
-    the same draws as `client._drive`, so AIPerf can replay exactly them."""
-    gaps = np.random.default_rng(seed).exponential(1.0 / rate, size=n)
-    return (np.cumsum(gaps) - gaps[0]).tolist()
 
 
 def texts(case: Case, n: int) -> list[str]:

@@ -167,6 +167,13 @@ async def _call(client, ep: Endpoint, text: str, s: Sample) -> None:
         s.end, s.error, s.detail = time.perf_counter(), "connection", f"{type(exc).__name__}: {exc}"[:200]
 
 
+def schedule(rate: float, n: int, seed: int = 0) -> list[float]:
+    """Open-loop arrival times (seconds after the first) of n requests: seeded Poisson at `rate`.
+    `luma endpoint bench` hands the same list to AIPerf, so both tools send the same arrivals."""
+    gaps = np.random.default_rng(seed).exponential(1.0 / rate, size=n)
+    return (np.cumsum(gaps) - gaps[0]).tolist()
+
+
 async def _drive(ep: Endpoint, texts: list[str], mode: str, concurrency: int, rate: float | None, seed: int,
                  deadline: float | None) -> tuple[list[Sample], float, bool]:
     import httpx
@@ -182,10 +189,9 @@ async def _drive(ep: Endpoint, texts: list[str], mode: str, concurrency: int, ra
         if mode == "poisson":
             if not rate or rate <= 0:
                 raise ConfigError("an open-loop load needs a positive rate", field="rate")
-            gaps = np.random.default_rng(seed).exponential(1.0 / rate, size=n)
-            schedule = t0 + np.cumsum(gaps) - gaps[0]
+            arrivals = t0 + np.asarray(schedule(rate, n, seed))
             tasks = []
-            for text, at in zip(texts, schedule):
+            for text, at in zip(texts, arrivals):
                 wait = at - time.perf_counter()
                 if deadline is not None and at > deadline:
                     timed_out = True
