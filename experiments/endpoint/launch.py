@@ -12,6 +12,7 @@ tail explains a failed launch.
 from __future__ import annotations
 
 import os
+import re
 import resource
 import shlex
 import signal
@@ -30,6 +31,16 @@ LOG_TAIL = 1500
 
 class KVBudgetError(ValueError):
     """The state's KV-cache level buys the engine no token at all."""
+
+
+_ERROR_LINE = re.compile(r"^(?:[\w.]+(?:Error|Exception)\b|terminate called|error:|fatal:).*", re.I | re.M)
+
+
+def last_error_line(log: str) -> str:
+    """The last line of a server log that names an error (a Python exception, a C++ abort), so a
+    launch failure's one-line message says why, e.g. "MemoryError: Unable to allocate 59.6 MiB"."""
+    found = _ERROR_LINE.findall(log)
+    return found[-1].strip()[:200] if found else ""
 
 
 class LaunchError(RuntimeError):
@@ -168,8 +179,10 @@ def start(spec: EndpointSpec, state: dict, model: str, variant: str, log: Path, 
     with httpx.Client(timeout=2.0) as client:
         while True:
             if not server.alive():
-                raise LaunchError(f"the server exited with code {proc.returncode} before it was ready",
-                                  server.log_tail())
+                tail = server.log_tail()
+                said = last_error_line(tail)
+                raise LaunchError(f"the server exited with code {proc.returncode} before it was ready"
+                                  + (f": {said}" if said else ""), tail)
             try:
                 if client.get(server.base_url + spec.ready).status_code == 200:
                     return server

@@ -65,18 +65,21 @@ def _classify(tel: dict, res: client.EndpointResult, server, state: dict, phase:
     if not errors:
         return
     details = "; ".join(res.error_details[:3])
-    if server is not None and not server.alive():
-        code = server.proc.returncode
-        how = f"signal {-code}" if code is not None and code < 0 else f"exit code {code}"
-        tel.update(failure_cause="error", error=f"the server died during the {phase} phase ({how}); "
-                                                f"{sum(errors.values())} request(s) failed: {details}"[:500],
-                   log_tail=server.log_tail())
-        return
     tail = server.log_tail() if server is not None else ""
     said = (tail + " " + " ".join(res.error_details)).lower()
     declared = [cause for cause, words in causes.items() if any(w.lower() in said for w in words)]
+    # Out of memory under the state's own data limit, whether the server answered 5xx or died of
+    # it (an uncaught std::bad_alloc aborts it): the log says which.
     oom = bool(state.get("host_memory")) and any(s in said for s in _OOM_TEXT)
-    tel.update(failure_cause=declared[0] if declared else "oom" if oom else "error",
+    cause = declared[0] if declared else "oom" if oom else "error"
+    if server is not None and not server.alive():
+        code = server.proc.returncode
+        how = f"signal {-code}" if code is not None and code < 0 else f"exit code {code}"
+        tel.update(failure_cause=cause, error=f"the server died during the {phase} phase ({how}); "
+                                              f"{sum(errors.values())} request(s) failed: {details}"[:500],
+                   log_tail=tail)
+        return
+    tel.update(failure_cause=cause,
                error=f"{sum(errors.values())} request(s) failed in the {phase} phase: {details}"[:500])
     if tail:
         tel["log_tail"] = tail

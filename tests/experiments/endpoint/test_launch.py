@@ -50,6 +50,25 @@ def test_a_server_that_exits_at_start_is_a_launch_fail_with_its_log_tail(tmp_pat
     assert "no model at this state" in t.telemetry["log_tail"]
 
 
+def test_a_launch_fail_names_the_error_its_server_died_of(tmp_path):
+    """The one-line message carries the log's last exception, not only the exit code."""
+    code = "import sys; print('loading'); print('numpy.MemoryError: Unable to allocate 59.6 MiB', file=sys.stderr); " \
+           "print('~llama_context: freed'); sys.exit(1)"
+    t = _trial(_contract(tmp_path, ["{python}", "-c", code, "{port}"]), tmp_path)
+    assert t.cause == "launch"
+    assert t.telemetry["error"].endswith("before it was ready: numpy.MemoryError: Unable to allocate 59.6 MiB")
+
+
+@pytest.mark.parametrize("log, line", [
+    ("a\nTraceback (most recent call last):\n  x\nRuntimeError: boom\nbye", "RuntimeError: boom"),
+    ("terminate called after throwing an instance of 'std::bad_alloc'\n  what():  std::bad_alloc", "terminate called after throwing an instance of 'std::bad_alloc'"),
+    ("all fine\nready", ""),
+    ("", ""),
+])
+def test_last_error_line(log, line):
+    assert launch.last_error_line(log) == line
+
+
 def test_a_server_that_never_answers_ready_is_a_launch_fail(tmp_path):
     c = _contract(tmp_path, ["{python}", "-c", "import time; time.sleep(60)", "{port}"])
     t = _trial(c, tmp_path)
