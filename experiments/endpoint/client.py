@@ -2,7 +2,7 @@
 
 Drives `/v1/embeddings`, `/v1/completions` or `/v1/chat/completions` (streamed or not) with a
 contract's load — open-loop Poisson arrivals at a rate (queueing shows) or `concurrency`
-closed-loop clients — over one `httpx.AsyncClient`, and measures per request what a user feels:
+closed-loop clients — over one `aiohttp.ClientSession`, and measures per request what a user feels:
 latency from the *scheduled* arrival (a late send is the generator's delay, and counting from
 the schedule keeps it from hiding the server's: no coordinated omission), time to the first
 streamed token (TTFT), the gaps between streamed tokens (ITL; TPOT = their mean per request),
@@ -111,35 +111,44 @@ def _check_length(ep: Endpoint, s: Sample) -> None:
         s.error, s.detail = "short-output", f"{s.tokens} of {ep.max_tokens} tokens"
 
 
-async def _call(client, ep: Endpoint, text: str, s: Sample) -> None:
-    import httpx
+async def _call(session, ep: Endpoint, text: str, s: Sample) -> None:
+    import aiohttp
 
+    # The body is serialized before the send: aiohttp then writes the headers and a body this
+    # small in one packet, so nothing of the generator's own work (other streams' chunks on the
+    # same event loop) can slip in between them and be counted as the server's TTFT.
+    body = json.dumps(ep.body(text)).encode()
+    headers = {"Content-Type": "application/json", **ep.headers}
     try:
-        if ep.api == "embeddings" or not ep.stream:
-            r = await client.post(ep.url, json=ep.body(text), headers=ep.headers)
-            s.end = time.perf_counter()
-            if r.status_code >= 400:
-                s.error, s.detail = f"http-{r.status_code}", r.text[:200]
-                return
-            doc = r.json()
-            if doc.get("error"):
-                s.error, s.detail = "server-error", str(doc["error"])[:200]
-            elif ep.api == "embeddings":
-                vecs = [d.get("embedding") for d in doc.get("data") or []]
-                if not vecs or not all(isinstance(v, list) and v for v in vecs):
-                    s.error, s.detail = "bad-response", "no embedding in the answer"
-            else:
-                s.tokens = int((doc.get("usage") or {}).get("completion_tokens") or 0)
-                s.first = s.end
-                _check_length(ep, s)
-            return
-        parser, done = Parser(), False
-        async with client.stream("POST", ep.url, json=ep.body(text), headers=ep.headers) as r:
-            if r.status_code >= 400:
+        async with session.post(ep.url, data=body, headers=headers) as r:
+            if r.status >= 400:
+                raw = await r.read()
                 s.end = time.perf_counter()
-                s.error, s.detail = f"http-{r.status_code}", (await r.aread())[:200].decode(errors="replace")
+                s.error, s.detail = f"http-{r.status}", raw[:200].decode(errors="replace")
                 return
-            async for chunk in r.aiter_raw():
+            if ep.api == "embeddings" or not ep.stream:
+                raw = await r.read()
+                s.end = time.perf_counter()
+                try:
+                    doc = json.loads(raw)
+                except ValueError:
+                    s.error, s.detail = "bad-response", raw[:200].decode(errors="replace")
+                    return
+                if not isinstance(doc, dict):
+                    s.error, s.detail = "bad-response", raw[:200].decode(errors="replace")
+                elif doc.get("error"):
+                    s.error, s.detail = "server-error", str(doc["error"])[:200]
+                elif ep.api == "embeddings":
+                    vecs = [d.get("embedding") for d in doc.get("data") or []]
+                    if not vecs or not all(isinstance(v, list) and v for v in vecs):
+                        s.error, s.detail = "bad-response", "no embedding in the answer"
+                else:
+                    s.tokens = int((doc.get("usage") or {}).get("completion_tokens") or 0)
+                    s.first = s.end
+                    _check_length(ep, s)
+                return
+            parser, done = Parser(), False
+            async for chunk in r.content.iter_any():
                 now = time.perf_counter()
                 for ev in parser.feed(chunk):
                     if ev.done:
@@ -161,9 +170,9 @@ async def _call(client, ep: Endpoint, text: str, s: Sample) -> None:
         if not done and s.error is None:
             s.error, s.detail = "truncated", "the stream ended without [DONE]"
         _check_length(ep, s)
-    except httpx.TimeoutException as exc:
+    except asyncio.TimeoutError as exc:  # aiohttp's connect and read time-outs are TimeoutErrors
         s.end, s.error, s.detail = time.perf_counter(), "timeout", type(exc).__name__
-    except httpx.TransportError as exc:  # refused, reset, the server died mid-stream
+    except aiohttp.ClientError as exc:  # refused, reset, the server died mid-stream
         s.end, s.error, s.detail = time.perf_counter(), "connection", f"{type(exc).__name__}: {exc}"[:200]
 
 
@@ -176,15 +185,16 @@ def schedule(rate: float, n: int, seed: int = 0) -> list[float]:
 
 async def _drive(ep: Endpoint, texts: list[str], mode: str, concurrency: int, rate: float | None, seed: int,
                  deadline: float | None) -> tuple[list[Sample], float, bool]:
-    import httpx
+    import aiohttp
 
     n = len(texts)
     samples: list[Sample] = []
-    limits = httpx.Limits(max_connections=max(concurrency, 1) if mode == "closed" else 1024,
-                          max_keepalive_connections=max(concurrency, 1) if mode == "closed" else 256)
-    timeout = httpx.Timeout(ep.timeout_s, connect=min(ep.timeout_s, 10.0))
+    # Per-operation time-outs (connect; each read of the answer), as the request timeout means:
+    # no answer for that long. A long stream that keeps answering is not cut off.
+    timeout = aiohttp.ClientTimeout(total=None, sock_connect=min(ep.timeout_s, 10.0), sock_read=ep.timeout_s)
+    connector = aiohttp.TCPConnector(limit=max(concurrency, 1) if mode == "closed" else 1024, limit_per_host=0)
     timed_out = False
-    async with httpx.AsyncClient(limits=limits, timeout=timeout) as client:
+    async with aiohttp.ClientSession(connector=connector, timeout=timeout) as client:
         t0 = time.perf_counter()
         if mode == "poisson":
             if not rate or rate <= 0:
