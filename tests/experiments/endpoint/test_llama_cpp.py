@@ -122,7 +122,7 @@ def _killer(mark: str, after_s: float, kills: list) -> threading.Thread:
 
 def _marked(mark: str):
     c = contract.load("llamacpp-minilm-memory")
-    # A server that hangs at start (llama.cpp with two threads under 304 MiB does) is given up on sooner.
+    # A server that hangs at start (llama.cpp under a tight memory limit can) is given up on sooner.
     ep = c.endpoint.model_copy(update={"env": {"LUMA_TEST_MARK": mark}, "startup_timeout_s": 8})
     return c.model_copy(update={"endpoint": ep, "load": c.load.model_copy(update={"requests": 600}),
                                 "sprint": c.sprint.model_copy(update={"intervention": None})})
