@@ -69,6 +69,7 @@ def cli(ctx: click.Context, home: str | None, wait: float | None) -> None:
 
 
 def _register() -> None:
+    from luma.cli.campaign import campaign
     from luma.cli.demo import demo
     from luma.cli.engine import endpoint, engine
     from luma.cli.kb import kb
@@ -95,6 +96,7 @@ def _register() -> None:
     cli.add_command(demo)
     cli.add_command(engine)
     cli.add_command(endpoint)
+    cli.add_command(campaign)
 
 
 _register()

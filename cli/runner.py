@@ -8,6 +8,7 @@ import click
 
 from luma.cli.output import format_option, print_rows, slug_callback, submitter_option
 from luma.cli.project import NONE, READ, WRITE, project, require
+from luma.cli.runner_join import join_cmd
 
 _COLUMNS = ["name", "fingerprint", "partner", "since", "revoked"]
 
@@ -147,3 +148,4 @@ def sign_cmd(files: tuple[Path, ...], key_name: str | None, out: Path | None, fm
     else:
         print_rows(rows, ["file", "records", "key", "fingerprint"], fmt)
 
+runner.add_command(join_cmd)

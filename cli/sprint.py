@@ -136,17 +136,11 @@ def _trials(title: str, expected: int, console):
 
 
 def sprint_trials(plan) -> int:
-    """At most how many trials a sprint runs: bisection within its budget (ceil(log2 L) +
-    repetitions), one restoration per other dimension, the intervention's repetitions, the
-    re-qualifying bisection and the next binding's restorations."""
-    import math
+    """At most how many trials the sprint of `plan` runs (`sprint.max_trials`)."""
+    from luma.experiments.sprint import max_trials
 
-    levels, reps = len(plan.levels), plan.repetitions
-    others = max(len(plan.state(0).levels) - 1, 0)
-    n = math.ceil(math.log2(levels)) + reps + others
-    if plan.variant:
-        n += reps + math.ceil(math.log2(levels)) + 1 + others
-    return n
+    return max_trials(len(plan.levels), plan.repetitions, max(len(plan.state(0).levels) - 1, 0),
+                      plan.variant is not None)
 
 
 def _restorations(diagnosis: dict) -> str:

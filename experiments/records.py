@@ -211,9 +211,11 @@ class Recorder:
     """Writes and ingests a sprint's records as they happen (`project`: the Settings of the LUMA
     project)."""
 
-    def __init__(self, project, plan: Plan, sprint_id: str, ingest: bool = True):
+    def __init__(self, project, plan: Plan, sprint_id: str, ingest: bool = True, fleet: dict | None = None):
         self.folder = project.home / "sprints" / sprint_id  # created with the first record: bad input writes nothing
         self.project, self.plan, self.sprint_id, self.ingest_records = project, plan, sprint_id, ingest
+        #: The provenance's `fleet` block when a campaign runs the sprint on a runner node.
+        self.fleet = fleet
         self.started = datetime.now(timezone.utc)
         self.ingested: list[str] = []
         self._signer: list = []  # [Signer or None] once looked up
@@ -230,6 +232,8 @@ class Recorder:
 
     def _save(self, path: Path, doc: dict) -> dict:
         """Sign `doc`, write it to `path` and ingest it (when the sprint records); the record as written."""
+        if self.fleet:
+            doc = {**doc, "provenance": {**doc["provenance"], "fleet": self.fleet}}
         record = self._signed(doc)
         path.write_text(json.dumps(record, indent=1))
         self._ingest(path)

@@ -10,6 +10,7 @@ moment it is judged, so a killed sprint leaves its completed trials and no chain
 from __future__ import annotations
 
 import hashlib
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -54,6 +55,16 @@ class Plan:
         """A fresh sprint identifier: contract, dimension and start time."""
         stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
         return f"{self.contract.name}-{self.dimension}-{stamp}"
+
+
+def max_trials(levels: int, repetitions: int, others: int, intervention: bool) -> int:
+    """At most how many trials a sprint runs: bisection within its budget (ceil(log2 L) +
+    repetitions), one restoration per other dimension, the intervention's repetitions, the
+    re-qualifying bisection and the next binding's restorations."""
+    n = math.ceil(math.log2(levels)) + repetitions + others
+    if intervention:
+        n += repetitions + math.ceil(math.log2(levels)) + 1 + others
+    return n
 
 
 def plan(contract: Contract, dimension: str | None = None, levels: list | None = None, intervention: str | None = None,

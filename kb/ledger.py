@@ -164,6 +164,19 @@ class Ledger:
                 return []
             raise self._read_error(exc) from None
 
+    def sources_of(self, submitter: str, kinds: Iterable[str]) -> list[str]:
+        """The source of every record of these kinds that `submitter` ingested (a campaign head
+        finds the sprints it already took in by them); none from a ledger without its table."""
+        c = self._table.c
+        stmt = select(c.source).where(c.submitter == submitter, c.kind.in_(list(kinds))).order_by(c.id)
+        try:
+            with self.engine.connect() as conn:
+                return [row[0] for row in conn.execute(stmt)]
+        except SQLAlchemyError as exc:
+            if self._no_table():
+                return []
+            raise self._read_error(exc) from None
+
     def _no_table(self) -> bool:
         """True only when the database answers and has no ledger table (False when it cannot
         even be asked: that error is the news)."""

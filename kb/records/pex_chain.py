@@ -278,6 +278,16 @@ class Engine(StrictModel):
     model: Name | None = None
 
 
+class Fleet(StrictModel):
+    """Where a campaign ran the sprint: its campaign, the machine class it was placed for, the
+    Ray node and the labels that node advertised (`luma runner join`)."""
+
+    campaign: Name
+    machine_class: Name
+    node: Name
+    labels: dict[StrictStr, StrictStr] = Field(default_factory=dict, max_length=64)
+
+
 class Provenance(StrictModel):
     """Who or what produced the record."""
 
@@ -289,6 +299,8 @@ class Provenance(StrictModel):
     environment: Environment | None = None
     #: The serving engine of an endpoint trial (command, version, artifact).
     engine: Engine | None = None
+    #: The campaign, machine class and runner node of a sprint a fleet ran.
+    fleet: Fleet | None = None
 
 
 class PexChain(StrictModel):

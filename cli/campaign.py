@@ -1,0 +1,191 @@
+"""`luma campaign`: contracts × machine classes on a Ray cluster of runners -- plan, run,
+status, cancel (experiments/fleet/)."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import sys
+
+import click
+
+from luma.cli.output import format_option, print_rows
+from luma.cli.project import NONE, READ, WRITE, project, require
+
+_UNIT_COLUMNS = ["unit", "machine_class", "status", "host", "node", "key", "wall_s", "trials", "min_pass",
+                 "adjacent_fail", "recovered", "frontier", "note"]
+
+
+@click.group()
+def campaign() -> None:
+    """Campaigns: the same contracts challenged across machine classes, one sprint per contract,
+    dimension and class, placed by Ray on runners that `luma runner join` a cluster."""
+
+
+def _load(path: str):
+    from luma.cli.project import settings
+    from luma.experiments.fleet import campaign as campaigns
+
+    return campaigns.load(path, settings())
+
+
+@campaign.command("plan")
+@click.argument("file", type=click.Path(dir_okay=False))
+@click.option("--cluster", metavar="ADDRESS", help="Count the live trusted runners of each class on this Ray "
+                                                   "cluster (default: the file's `machines`).")
+@format_option()
+@project(NONE)
+def plan_cmd(file: str, cluster: str | None, fmt: str) -> None:
+    """Sprints, most trials and expected wall time per machine class of the campaign FILE."""
+    from luma.cli.project import settings
+    from luma.experiments.fleet import planner
+
+    c = _load(file)
+    machines = None
+    if cluster:
+        require()
+        with ray_output_to_stderr():
+            machines = planner.cluster_machines(c, settings(), cluster)
+    out = planner.plan(c, machines)
+    if fmt == "json":
+        click.echo(json.dumps(out, indent=2))
+        return
+    t = out["total"]
+    rows = out["classes"] + [{"class": "all", "machines": t["machines"], "sprints": t["sprints"],
+                              "max_trials": t["max_trials"], "serial_s": t["serial_s"], "wall_s": t["wall_s"],
+                              "note": f"budget {t['trial_budget']} trials; {t['trial_seconds']:g} s per trial"}]
+    print_rows(rows, ["class", "labels", "machines", "sprints", "max_trials", "serial_s", "wall_s", "note"], fmt,
+               title=f"campaign {out['campaign']}: plan")
+
+
+@campaign.command("run")
+@click.argument("file", type=click.Path(dir_okay=False))
+@click.option("--cluster", metavar="ADDRESS", required=True,
+              help="The Ray cluster's address (host:port of its head, as `ray start --head` printed it).")
+@format_option()
+@project(WRITE)
+def run_cmd(file: str, cluster: str, fmt: str) -> None:
+    """Run the campaign FILE on the cluster: each sprint on a trusted runner of its class, its
+    signed records ingested here all at once. Running the same file again resumes it: sprints
+    the ledger already holds are not run again."""
+    from rich.console import Console
+
+    from luma.cli.project import settings
+    from luma.experiments.fleet.head import Head
+
+    c = _load(file)
+    err = Console(stderr=True)
+    head = Head(c, settings(), cluster, note=lambda m: err.print(f"  {m}", highlight=False, markup=False))
+    err.print(f"campaign {c.id}: {len(c.units)} sprints on {cluster}", highlight=False, markup=False)
+    with ray_output_to_stderr():
+        state = head.run()
+    _show(state, fmt)
+    if state["status"] != "completed":
+        raise SystemExit(1)
+
+
+@contextlib.contextmanager
+def ray_output_to_stderr():
+    """Ray prints the cluster's own notices (a task retried after its node died; its C++ core's
+    log lines at shutdown) on this process's stdout; they belong with the progress on stderr, so
+    stdout stays the result (--format json). The driver leaves the cluster inside."""
+    from luma.experiments.fleet.head import disconnect
+
+    sys.stdout.flush()
+    saved = os.dup(1)
+    os.dup2(2, 1)
+    try:
+        with contextlib.redirect_stdout(sys.stderr):
+            yield
+            disconnect()
+    finally:
+        sys.stdout.flush()
+        os.dup2(saved, 1)
+        os.close(saved)
+
+
+def _show(state: dict, fmt: str) -> None:
+    if fmt == "json":
+        click.echo(json.dumps(state, indent=2))
+        return
+    print_rows(state["units"], _UNIT_COLUMNS, fmt, title=f"campaign {state['id']}: {state['status']}")
+    if fmt == "table":
+        par = state.get("parallelism")
+        click.echo(f"wall {state['wall_s']:.1f} s; the sprints' own times add up to {state['sum_of_units_s']:.1f} s"
+                   + (f" (parallelism ×{par:.2f})" if par else "") + f"; {state['trials']} trials "
+                   f"of a budget of {state['trial_budget']}")
+
+
+def _states(home) -> list[dict]:
+    root = home / "campaigns"
+    out = []
+    for path in sorted(root.glob("*/state.json")) if root.is_dir() else []:
+        try:
+            state = json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue
+        out.append(_alive(state))
+    return out
+
+
+def _alive(state: dict) -> dict:
+    """A state that says running while its head process is gone (same host) was interrupted."""
+    import socket
+
+    if state.get("status") == "running" and state.get("host") == socket.gethostname():
+        try:
+            os.kill(int(state["pid"]), 0)
+        except (OSError, ValueError, KeyError):
+            state["status"] = "interrupted"
+    return state
+
+
+@campaign.command("status")
+@click.argument("campaign_id", metavar="ID", required=False)
+@format_option()
+@project(READ)
+def status_cmd(campaign_id: str | None, fmt: str) -> None:
+    """The campaigns of this project, or one campaign's sprints (ID as `luma campaign run` named it)."""
+    from luma.cli.project import settings
+    from luma.errors import ConfigError
+
+    s = require()
+    states = _states(settings().home)
+    if campaign_id is None:
+        rows = [{"id": st["id"], "status": st["status"], "started": st["started"],
+                 "done": sum(u["status"] == "done" for u in st["units"]), "sprints": len(st["units"]),
+                 "trials": st.get("trials"), "wall_s": st.get("wall_s")} for st in states]
+        print_rows(rows, ["id", "status", "started", "done", "sprints", "trials", "wall_s"], fmt, title="campaigns")
+        return
+    match = [st for st in states if st["id"] == campaign_id]
+    if not match:
+        known = ", ".join(st["id"] for st in states) or "none"
+        raise ConfigError(f"no campaign {campaign_id!r} in {s.home} (known: {known})", field="ID")
+    _show(match[0], fmt)
+
+
+@campaign.command("cancel")
+@click.argument("campaign_id", metavar="ID")
+@project(READ)
+def cancel_cmd(campaign_id: str) -> None:
+    """Stop campaign ID: its head cancels the sprints still queued or running (their records are
+    never taken in); what is already recorded stays. `luma campaign run` on its file resumes it."""
+    from luma.cli.project import settings
+    from luma.errors import ConfigError
+    from luma.experiments.fleet.head import folder
+
+    s = require()
+    states = {st["id"]: st for st in _states(settings().home)}
+    if campaign_id not in states:
+        raise ConfigError(f"no campaign {campaign_id!r} in {s.home} (known: {', '.join(states) or 'none'})",
+                          field="ID")
+    (folder(settings().home, campaign_id) / "cancel").write_text("cancel\n")
+    st = states[campaign_id]
+    if st["status"] == "running":
+        click.echo(f"campaign {campaign_id}: cancel asked; its head (pid {st['pid']} on {st['host']}) stops "
+                   "its sprints within a second")
+    else:
+        was, st["status"] = st["status"], "cancelled"
+        (folder(settings().home, campaign_id) / "state.json").write_text(json.dumps(st, indent=1))
+        click.echo(f"campaign {campaign_id} was {was}: marked cancelled")

@@ -1,0 +1,92 @@
+"""`luma runner join`: make this machine a runner of a Ray cluster (experiments/fleet/)."""
+
+from __future__ import annotations
+
+import json
+import shlex
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import click
+
+from luma.cli.project import WRITE, project
+
+
+def ray_executable() -> str:
+    """The `ray` command of this Python environment (Ray's own CLI starts and joins nodes)."""
+    from luma.errors import ConfigError
+
+    here = Path(sys.executable).parent / "ray"
+    found = str(here) if here.is_file() else shutil.which("ray")
+    if not found:
+        raise ConfigError("Ray is not installed here: pip install 'luma[fleet]'", field="ray")
+    return found
+
+
+def start_command(address: str | None, labels: dict[str, str], *, head: bool, port: int, node_ip: str | None,
+                  block: bool, cpus: int | None) -> list[str]:
+    """The `ray start` command line of a runner node."""
+    from luma.experiments.fleet.labels import SLOT, ray_labels
+
+    cmd = [ray_executable(), "start"]
+    if head:
+        cmd += ["--head", "--port", str(port), "--include-dashboard=false"]
+    else:
+        cmd += ["--address", address]
+    cmd += ["--labels", ray_labels(labels), "--resources", json.dumps({SLOT: 1}), "--disable-usage-stats"]
+    if cpus is not None:
+        cmd += ["--num-cpus", str(cpus)]
+    if node_ip:
+        cmd += ["--node-ip-address", node_ip]
+    if block:
+        cmd.append("--block")
+    return cmd
+
+
+@click.command("join")
+@click.argument("address", required=False)
+@click.option("--head", "as_head", is_flag=True, help="Start a new cluster with this machine as its first runner "
+                                                      "(no ADDRESS).")
+@click.option("--port", type=click.IntRange(1, 65535), default=6379, show_default=True,
+              help="With --head: the port the cluster listens on.")
+@click.option("--label", "extra", multiple=True, metavar="KEY=VALUE",
+              help="A label of your own (e.g. class=lab-a), beside the ones read from the machine.")
+@click.option("--node-ip-address", "node_ip", help="The address other machines reach this one at "
+                                                   "(default: Ray's choice).")
+@click.option("--cpus", type=click.IntRange(0, 4096), help="Logical CPUs to offer Ray (default: all).")
+@click.option("--block/--no-block", default=True, show_default=True,
+              help="Stay in the foreground until stopped (--no-block: start the node and return).")
+@click.option("--dry-run", is_flag=True, help="Print the labels and the `ray start` command; start nothing.")
+@project(WRITE)
+def join_cmd(address, as_head, port, extra, node_ip, cpus, block, dry_run) -> None:
+    """Join the Ray cluster at ADDRESS as a LUMA runner: this machine's labels (ISA, CPUs,
+    memory, accelerator; your --label ones), its runner key's fingerprint, and one runner slot,
+    so campaigns place one sprint at a time here. The runner key (made and trusted in this
+    project on first use) signs every record this machine measures; the head's project must
+    trust it (`luma runner trust KEY.pub`) before it gets work."""
+    from luma.cli.project import settings
+    from luma.experiments.fleet import labels as node_labels
+    from luma.kb import attestation
+    from luma.kb.runners import project_signer
+
+    if bool(address) == as_head:
+        raise click.UsageError("give the cluster's ADDRESS, or --head to start a new cluster (not both)")
+    own = node_labels.parse(extra)
+    s = settings()
+    signer = project_signer(s, create=True)
+    lab = {**node_labels.detect(), **own, node_labels.KEY_LABEL: signer.fingerprint}
+    cmd = start_command(address, lab, head=as_head, port=port, node_ip=node_ip, block=block, cpus=cpus)
+    pub = attestation.keys_dir(s.home) / f"{signer.name}.pub"
+    click.echo(f"runner key {signer.name} ({signer.fingerprint}); the head's project trusts it with "
+               f"`luma runner trust {pub} --name {signer.name}`", err=True)
+    click.echo("labels: " + ", ".join(f"{k}={v}" for k, v in sorted(lab.items())), err=True)
+    if dry_run:
+        click.echo(shlex.join(cmd))
+        return
+    done = subprocess.run(cmd, stdin=subprocess.DEVNULL)
+    if done.returncode != 0:
+        from luma.errors import LumaError
+
+        raise LumaError(f"ray start exited with {done.returncode}", source="luma runner join")

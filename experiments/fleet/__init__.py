@@ -1,0 +1,8 @@
+"""Many machines, one campaign: contracts × machine classes run as sprints on a Ray cluster.
+
+`campaign` reads a campaign file and names its units (one sprint per contract, dimension and
+machine class); `planner` estimates trials and duration per class; `labels` says what a runner
+machine advertises; `node` runs one unit on a runner machine and signs its records there;
+`head` places the units on the cluster, takes the signed records back into the ledger and KB,
+and resumes from the ledger. Ray is imported only by `node`, `head` and `join`.
+"""

@@ -1,0 +1,82 @@
+"""What a runner machine advertises to the fleet: Ray node labels read from the machine at run
+time (never typed in), plus the fingerprint of its runner key and the owner's own labels.
+
+    luma-isa          amx-int8 | avx512-vnni | avx512 | avx2 | avx | arm64-sve | arm64-neon | <arch>
+    luma-arch         x86_64 | aarch64 | ...
+    luma-cpus         usable logical CPUs
+    luma-memory-gib   physical memory, GiB rounded down
+    luma-accelerator  none | nvidia-<count>
+    luma-runner-key   the runner key's fingerprint (the head routes only to keys it trusts;
+                      the records' signatures prove it, the label only routes)
+"""
+
+from __future__ import annotations
+
+import os
+import re
+
+from luma.errors import ConfigError
+from luma.experiments.fleet.campaign import LABEL_KEY, LABEL_VALUE
+
+KEY_LABEL = "luma-runner-key"
+#: The custom Ray resource every runner offers exactly one of: a sprint takes it whole, so a
+#: machine runs one trial at a time (physical limits need the machine to themselves).
+SLOT = "luma-runner"
+
+
+def isa(flags: list[str], machine: str) -> str:
+    """The machine's widest int8-relevant ISA class, from the CPU flags LUMA records."""
+    f = set(flags)
+    for name, need in (("amx-int8", "amx_int8"), ("avx512-vnni", "avx512_vnni"), ("avx512", "avx512f"),
+                       ("avx2", "avx2"), ("avx", "avx"), ("arm64-sve", "sve"), ("arm64-neon", "asimd")):
+        if need in f:
+            return name
+    return re.sub(r"[^A-Za-z0-9_.-]", "-", machine or "unknown")
+
+
+def memory_gib() -> int | None:
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 2**30
+    except (ValueError, OSError):
+        return None
+
+
+def accelerator() -> str:
+    try:
+        from luma.experiments.endpoint import gpu
+
+        n = gpu.count()
+    except Exception:  # noqa: BLE001 - no NVML is no accelerator, not an error of the machine
+        n = 0
+    return f"nvidia-{n}" if n else "none"
+
+
+def detect() -> dict[str, str]:
+    """This machine's labels (everything but the runner key)."""
+    from luma.kernels.environment import cpu
+
+    info = cpu()
+    out = {"luma-isa": isa(info["isa"], info["machine"]), "luma-arch": info["machine"] or "unknown",
+           "luma-cpus": str(info["usable_cpus"] or info["logical_cpus"] or 0), "luma-accelerator": accelerator()}
+    gib = memory_gib()
+    if gib is not None:
+        out["luma-memory-gib"] = str(gib)
+    return out
+
+
+def parse(pairs: tuple[str, ...] | list[str]) -> dict[str, str]:
+    """`key=value` pairs of the command line as labels; a ConfigError naming the bad one."""
+    out = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not LABEL_KEY.match(key) or not LABEL_VALUE.match(value) or key.startswith("ray.io/"):
+            raise ConfigError(f"{pair!r} is not a node label key=value (Ray's label syntax)", field="--label")
+        if key == KEY_LABEL:
+            raise ConfigError(f"{KEY_LABEL} is this runner's key fingerprint, set by LUMA", field="--label")
+        out[key] = value
+    return out
+
+
+def ray_labels(labels: dict[str, str]) -> str:
+    """The `ray start --labels` argument."""
+    return ",".join(f"{k}={v}" for k, v in sorted(labels.items()))

@@ -1,0 +1,278 @@
+"""Campaigns on a real Ray cluster: three runner nodes started on 127.0.0.1 by `luma runner
+join` (each its own LUMA_HOME, so its own runner key), two labelled machine classes (a: two
+nodes, b: one), and a campaign head that is a separate `luma campaign run` process with its own
+project. Slow: the cluster starts once for the module; the node-kill test runs last. Ray's
+processes are stopped with `ray stop --force` at the end (nothing else here runs Ray)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("ray")
+pytestmark = pytest.mark.slow
+
+LUMA = str(Path(sys.executable).parent / "luma")
+RAY = str(Path(sys.executable).parent / "ray")
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _env(home: Path) -> dict:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("LUMA_", "RAY_"))}
+    # A dead node is noticed in ~3 s instead of Ray's ~30 s default.
+    env.update(LUMA_HOME=str(home), RAY_health_check_period_ms="1000", RAY_health_check_timeout_ms="1000",
+               RAY_health_check_failure_threshold="3", RAY_health_check_initial_delay_ms="1000")
+    return env
+
+
+def _luma(home: Path, *args, check=True, timeout=300) -> subprocess.CompletedProcess:
+    done = subprocess.run([LUMA, *args], env=_env(home), capture_output=True, text=True, timeout=timeout)
+    if check:
+        assert done.returncode == 0, done.stdout + done.stderr
+    return done
+
+
+class Cluster:
+    def __init__(self, root: Path):
+        self.root, self.address = root, f"127.0.0.1:{_free_port()}"
+        self.nodes = {name: root / name for name in ("n0", "n1", "n2")}  # n0 heads the cluster
+        self.classes = {"n0": "a", "n1": "a", "n2": "b"}
+        self.head = root / "campaign-head"  # the project that runs campaigns (no node)
+
+    def start(self) -> None:
+        for name, home in self.nodes.items():
+            args = ["--head", "--port", self.address.split(":")[1]] if name == "n0" else [self.address]
+            _luma(home, "runner", "join", *args, "--label", f"class={self.classes[name]}", "--node-ip-address",
+                  "127.0.0.1", "--cpus", "1", "--no-block", timeout=120)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and len(self.alive()) < 3:
+            time.sleep(1)
+        assert len(self.alive()) == 3
+        self.head.mkdir()
+        _luma(self.head, "kb", "init")
+
+    def alive(self) -> list[str]:
+        code = ("import ray, json; ray.init(address=%r, log_to_driver=False, logging_level='ERROR'); "
+                "print(json.dumps([n['Labels'].get('luma-runner-key') for n in ray.nodes() if n['Alive']]))"
+                % self.address)
+        out = subprocess.run([sys.executable, "-c", code], env=_env(self.head), capture_output=True, text=True,
+                             timeout=60)
+        return json.loads(out.stdout.strip().splitlines()[-1]) if out.returncode == 0 else []
+
+    def key(self, name: str) -> str:
+        pub = next((self.nodes[name] / "keys").glob("*.pub"))
+        return pub
+
+    def trust(self, name: str) -> None:
+        _luma(self.head, "runner", "trust", str(self.key(name)), "--name", name)
+
+    def fingerprint(self, name: str) -> str:
+        out = _luma(self.nodes[name], "runner", "list", "--format", "json").stdout
+        return json.loads(out)[0]["fingerprint"]
+
+    def kill(self, name: str) -> list[int]:
+        """The machine dies: every process that carries its LUMA_HOME (raylet, workers, trials)."""
+        mark = f"LUMA_HOME={self.nodes[name]}".encode()
+        killed = []
+        for pid in os.listdir("/proc"):
+            if not pid.isdigit() or int(pid) == os.getpid():
+                continue
+            try:
+                if mark + b"\0" in open(f"/proc/{pid}/environ", "rb").read() + b"\0":
+                    os.kill(int(pid), signal.SIGKILL)
+                    killed.append(int(pid))
+            except OSError:
+                pass
+        return killed
+
+    def stop(self) -> None:
+        subprocess.run([RAY, "stop", "--force"], capture_output=True, timeout=120)
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    c = Cluster(tmp_path_factory.mktemp("fleet"))
+    try:
+        c.start()
+        yield c
+    finally:
+        c.stop()
+
+
+def _contracts(folder: Path) -> None:
+    from luma.experiments import contract
+
+    text = contract.shipped()["matvec-memory"].read_text()
+    (folder / "matvec-memory-2c.toml").write_text(
+        text.replace('name = "matvec-memory"', 'name = "matvec-memory-2c"').replace("concurrency = 4",
+                                                                                     "concurrency = 2"))
+
+
+def _campaign(folder: Path, name: str, classes=("a", "b"), wait_s=8.0) -> Path:
+    _contracts(folder)
+    arch = "\n".join(f"[architectures.{c}]\nlabels = {{ \"class\" = \"{c}\" }}\n" for c in classes)
+    path = folder / f"{name}.toml"
+    path.write_text(f'name = "{name}"\ntrial_budget = 200\ntrial_seconds = 1\nrunner_wait_s = {wait_s}\n'
+                    '[[contracts]]\ncontract = "matvec-memory"\n[[contracts]]\ncontract = "matvec-memory-2c.toml"\n'
+                    + arch)
+    return path
+
+
+def _ledger(home: Path, sql: str) -> list[tuple]:
+    with sqlite3.connect(home / "ledger.sqlite") as db:
+        return db.execute(sql).fetchall()
+
+
+def _records(home: Path, campaign_id: str) -> list[dict]:
+    rows = _ledger(home, f"select kind, payload from ledger_record where submitter = 'luma campaign {campaign_id}'")
+    return [{"kind": k, **json.loads(p)} for k, p in rows]
+
+
+def _one_set_per_unit(records: list[dict], units: int) -> dict[str, list[dict]]:
+    by_sprint: dict[str, list[dict]] = {}
+    for r in records:
+        by_sprint.setdefault(r.get("sprint") or r["provenance"].get("fleet", {}).get("campaign"), []).append(r)
+    chains = [r for r in records if r["kind"] == "pex-chain"]
+    assert len(chains) == units
+    trials = [r for r in records if r["kind"] == "pex-trial"]
+    keys = [(r["sprint"], r["sequence"]) for r in trials]
+    assert len(keys) == len(set(keys))  # no trial twice
+    for sprint in {r["sprint"] for r in trials}:
+        seq = sorted(s for sp, s in keys if sp == sprint)
+        assert seq == list(range(len(seq)))  # no half sprint: every trial from the first on
+    return by_sprint
+
+
+def test_a_node_whose_key_is_not_trusted_gets_no_trials(cluster, tmp_path):
+    cluster.trust("n0")
+    cluster.trust("n1")  # n2 (class b) is not trusted yet
+    path = _campaign(tmp_path, "untrusted", classes=("b",), wait_s=4)
+    run = _luma(cluster.head, "campaign", "run", str(path), "--cluster", cluster.address, "--format", "json",
+                check=False)
+    assert run.returncode == 1, run.stdout + run.stderr
+    state = json.loads(run.stdout)
+    assert {u["status"] for u in state["units"]} == {"lost"}
+    assert all("no live trusted runner of class b" in u["note"] for u in state["units"])
+    sprints = cluster.nodes["n2"] / "sprints"
+    assert not (sprints.is_dir() and list(sprints.glob("untrusted-*")))  # no trial ran on n2
+    assert _records(cluster.head, state["id"]) == []
+
+
+def test_two_contracts_on_two_classes_run_in_parallel_each_chain_signed_by_its_node(cluster, tmp_path):
+    cluster.trust("n2")
+    path = _campaign(tmp_path, "two-classes")
+    run = _luma(cluster.head, "campaign", "run", str(path), "--cluster", cluster.address, "--format", "json")
+    state = json.loads(run.stdout)
+    assert state["status"] == "completed" and len(state["units"]) == 4
+    assert state["wall_s"] < state["sum_of_units_s"] and state["parallelism"] > 1.2
+    fps = {name: cluster.fingerprint(name) for name in cluster.nodes}
+    records = _records(cluster.head, state["id"])
+    _one_set_per_unit(records, 4)
+    for unit in state["units"]:
+        assert unit["status"] == "done" and unit["min_pass"] and unit["recovered"] is True, unit
+        node = next(n for n, fp in fps.items() if fp.startswith(unit["key"]))
+        assert cluster.classes[node] == unit["machine_class"]
+        chain = next(r for r in records if r["kind"] == "pex-chain"
+                     and r["provenance"]["fleet"]["machine_class"] == unit["machine_class"]
+                     and r["contract"]["name"] == unit["contract"])
+        assert chain["attestation"]["key"] == fps[node] and chain["evidence_class"] == "measured"
+        assert chain["provenance"]["fleet"]["labels"]["class"] == unit["machine_class"]
+    status = _luma(cluster.head, "campaign", "status", state["id"], "--format", "json")
+    assert json.loads(status.stdout)["status"] == "completed"
+    listing = _luma(cluster.head, "campaign", "status", "--format", "csv")
+    assert state["id"] in listing.stdout
+    again = _luma(cluster.head, "campaign", "run", str(path), "--cluster", cluster.address, "--format", "json")
+    assert all("earlier run" in u.get("note", "") for u in json.loads(again.stdout)["units"])
+    assert len(_records(cluster.head, state["id"])) == len(records)  # nothing ran twice
+
+
+def _start(cluster, path: Path) -> subprocess.Popen:
+    return subprocess.Popen([LUMA, "campaign", "run", str(path), "--cluster", cluster.address, "--format", "json"],
+                            env=_env(cluster.head), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def _wait(predicate, timeout=180, what="") -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def test_a_head_that_dies_resumes_from_the_ledger(cluster, tmp_path):
+    from luma.experiments.fleet import campaign
+
+    path = _campaign(tmp_path, "restart")
+    cid = campaign.load(path).id
+    proc = _start(cluster, path)
+    _wait(lambda: len({r.get("sprint") for r in _records(cluster.head, cid)}) >= 1, what="a first sprint recorded")
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(30)
+    first = {r.get("sprint") for r in _records(cluster.head, cid) if r["kind"] == "pex-trial"}
+    assert 1 <= len(first) < 4
+    status = json.loads(_luma(cluster.head, "campaign", "status", cid, "--format", "json").stdout)
+    assert status["status"] == "interrupted"
+    run = _luma(cluster.head, "campaign", "run", str(path), "--cluster", cluster.address, "--format", "json")
+    state = json.loads(run.stdout)
+    assert state["status"] == "completed"
+    resumed = [u for u in state["units"] if "earlier run" in u.get("note", "")]
+    assert {f"{cid}--{u['unit']}" for u in resumed} == first
+    _one_set_per_unit(_records(cluster.head, cid), 4)
+
+
+def test_a_campaign_can_be_cancelled_and_resumed(cluster, tmp_path):
+    from luma.experiments.fleet import campaign
+
+    path = _campaign(tmp_path, "cancel")
+    cid = campaign.load(path).id
+    proc = _start(cluster, path)
+    _wait(lambda: (cluster.head / "campaigns" / cid / "state.json").is_file(), what="the campaign's state")
+    _luma(cluster.head, "campaign", "cancel", cid)
+    out, _ = proc.communicate(timeout=60)
+    assert proc.returncode == 1 and json.loads(out)["status"] == "cancelled"
+    done = {r.get("sprint") for r in _records(cluster.head, cid) if r["kind"] == "pex-trial"}
+    assert len(done) < 4
+    run = _luma(cluster.head, "campaign", "run", str(path), "--cluster", cluster.address, "--format", "json")
+    assert json.loads(run.stdout)["status"] == "completed"
+    _one_set_per_unit(_records(cluster.head, cid), 4)
+
+
+def test_a_node_killed_mid_sprint_costs_a_rerun_never_a_half_record(cluster, tmp_path):
+    from luma.experiments.fleet import campaign
+
+    path = _campaign(tmp_path, "node-kill")
+    cid = campaign.load(path).id
+    proc = _start(cluster, path)
+    victim = cluster.nodes["n1"] / "sprints"
+    _wait(lambda: victim.is_dir() and any(victim.glob(f"{cid}--*/trial-000.json")), what="a trial on n1")
+    unit = next(victim.glob(f"{cid}--*/trial-000.json")).parent.name
+    assert cluster.kill("n1")
+    out, err = proc.communicate(timeout=300)
+    assert proc.returncode == 0, out + err
+    state = json.loads(out)
+    assert state["status"] == "completed"
+    records = _records(cluster.head, cid)
+    _one_set_per_unit(records, 4)
+    n1 = cluster.fingerprint("n1")
+    entry = next(u for u in state["units"] if f"{cid}--{u['unit']}" == unit)
+    moved = [r for r in records if r.get("sprint") == unit or (
+        r["kind"] == "pex-chain" and r["provenance"]["fleet"]["machine_class"] == entry["machine_class"]
+        and r["contract"]["name"] == entry["contract"])]
+    assert moved and all(r["attestation"]["key"] != n1 for r in moved)  # re-run on n0, nothing of n1's attempt
+    assert len(cluster.alive()) == 2
