@@ -189,3 +189,21 @@ def cancel_cmd(campaign_id: str) -> None:
         was, st["status"] = st["status"], "cancelled"
         (folder(settings().home, campaign_id) / "state.json").write_text(json.dumps(st, indent=1))
         click.echo(f"campaign {campaign_id} was {was}: marked cancelled")
+
+
+@campaign.command("bench")
+@click.option("--cluster", metavar="ADDRESS", required=True, help="The Ray cluster's address.")
+@click.option("--repeat", type=click.IntRange(5, 1000), default=30, show_default=True,
+              help="Round trips per figure (the median is shown).")
+@format_option()
+@project(READ)
+def bench_cmd(cluster: str, repeat: int, fmt: str) -> None:
+    """What a campaign costs the fleet engine and the head, on a live cluster: a unit-shaped Ray
+    task (class labels, trusted-key selector, runner slot) against an empty task with Ray's
+    defaults measured in the same run, `ray.nodes()`, and the head's ingest per sprint."""
+    from luma.experiments.fleet import bench
+
+    s = require()
+    with ray_output_to_stderr():
+        rows = bench.run(s, cluster, repeat)
+    print_rows(rows, ["measure", "value", "unit", "vs_baseline", "note"], fmt, title=f"campaign bench on {cluster}")

@@ -21,7 +21,9 @@ from luma.settings import Settings
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("cli", "kb", "experiments", "kernels", "reports", "rules", "ontology", "luma")
 #: Where `Settings.from_env` may be called: the CLI's one place, and the Python entry point `open_kb`.
-FROM_ENV_CALLERS = {"luma/settings.py", "cli/project.py", "kb/knowledge_base.py"}
+#: ... and the one entry point that is not the CLI: a campaign unit starting in a Ray worker on a
+#: runner node, whose project is that node's (the LUMA_HOME `luma runner join` started it with).
+FROM_ENV_CALLERS = {"luma/settings.py", "cli/project.py", "kb/knowledge_base.py", "experiments/fleet/node.py"}
 
 
 def _sources():

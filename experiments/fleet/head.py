@@ -52,7 +52,7 @@ def connect(address: str) -> None:
         ray.init(address=address, namespace="luma", log_to_driver=False, logging_level=logging.ERROR)
     except Exception as exc:  # noqa: BLE001 - Ray raises ConnectionError, RuntimeError, ValueError ...
         raise ConfigError(f"cannot join the Ray cluster at {address}: {str(exc).splitlines()[0][:300]}",
-                          field="--cluster") from None
+                          field="cluster") from None
 
 
 def disconnect() -> None:
@@ -157,6 +157,20 @@ class Head:
 
     # -- the run ----------------------------------------------------------------------------
     def run(self, poll_s: float = 0.5) -> dict:
+        """Run every unit the ledger does not hold yet; the final state (also in state.json)."""
+        import fcntl
+
+        self.dir.mkdir(parents=True, exist_ok=True)
+        with open(self.dir / "head.lock", "w") as lock:
+            try:  # two heads of one campaign would run its sprints twice
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                raise ConfigError(f"campaign {self.campaign.id} is already running from this project "
+                                  "(`luma campaign status` shows it; `luma campaign cancel` stops it)",
+                                  source=self.campaign.source) from None
+            return self._run(poll_s)
+
+    def _run(self, poll_s: float) -> dict:
         import ray
 
         from luma.experiments.fleet.node import run_unit
@@ -240,8 +254,9 @@ class Head:
             entry.update(status="lost", note=f"{type(exc).__name__}: {str(exc).splitlines()[0][:200]}")
             self.note(f"{unit.key}: lost: {entry['note']}")
             return
+        t = time.monotonic()
         try:
-            self._take_in(unit, out)
+            records = self._take_in(unit, out)
         except LumaError as exc:
             entry.update(status="refused", note=exc.one_line()[:300], node=out.get("node", "")[:12])
             self.note(f"{unit.key}: records refused: {entry['note']}")
@@ -252,11 +267,13 @@ class Head:
                      wall_s=round(float(out["wall_s"]), 2), trials=s.get("physical_trials"),
                      min_pass=s.get("min_pass"), adjacent_fail=s.get("adjacent_fail"), binding=s.get("binding"),
                      recovered=s.get("recovered"),
-                     frontier=f"{frontier['before']} -> {frontier['after']}" if frontier.get("before") else None)
+                     frontier=f"{frontier['before']} -> {frontier['after']}" if frontier.get("before") else None,
+                     records=records, ingest_s=round(time.monotonic() - t, 3))
         self.note(f"{unit.key}: done on {entry['host']} ({entry['node']}) in {entry['wall_s']:.1f} s")
 
-    def _take_in(self, unit: Unit, out: dict) -> None:
-        """Write the unit's record files under sprints/SPRINT_ID/ and ingest them in one batch."""
+    def _take_in(self, unit: Unit, out: dict) -> int:
+        """Write the unit's record files under sprints/SPRINT_ID/ and ingest them in one batch;
+        how many records."""
         from luma.kb.knowledge_base import KnowledgeBase
 
         sprint_id = f"{self.campaign.id}--{unit.key}"
@@ -275,3 +292,4 @@ class Head:
         records = sorted(p for p in target.glob("*.json") if p.name != "sprint.json")
         with KnowledgeBase.open(self.settings) as kb:
             kb.ingest(records, submitter=submitter(self.campaign.id))
+        return len(records)

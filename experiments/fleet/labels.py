@@ -70,9 +70,9 @@ def parse(pairs: tuple[str, ...] | list[str]) -> dict[str, str]:
     for pair in pairs:
         key, sep, value = pair.partition("=")
         if not sep or not LABEL_KEY.match(key) or not LABEL_VALUE.match(value) or key.startswith("ray.io/"):
-            raise ConfigError(f"{pair!r} is not a node label key=value (Ray's label syntax)", field="--label")
+            raise ConfigError(f"{pair!r} is not a node label key=value (Ray's label syntax)", field="label")
         if key == KEY_LABEL:
-            raise ConfigError(f"{KEY_LABEL} is this runner's key fingerprint, set by LUMA", field="--label")
+            raise ConfigError(f"{KEY_LABEL} is this runner's key fingerprint, set by LUMA", field="label")
         out[key] = value
     return out
 

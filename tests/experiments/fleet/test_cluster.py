@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import sqlite3
 import subprocess
 import sys
 import time
@@ -40,8 +39,9 @@ def _env(home: Path) -> dict:
     return env
 
 
-def _luma(home: Path, *args, check=True, timeout=300) -> subprocess.CompletedProcess:
-    done = subprocess.run([LUMA, *args], env=_env(home), capture_output=True, text=True, timeout=timeout)
+def _luma(home: Path, *args, check=True, timeout=300, env=None) -> subprocess.CompletedProcess:
+    done = subprocess.run([LUMA, *args], env={**_env(home), **(env or {})}, capture_output=True, text=True,
+                          timeout=timeout)
     if check:
         assert done.returncode == 0, done.stdout + done.stderr
     return done
@@ -133,14 +133,17 @@ def _campaign(folder: Path, name: str, classes=("a", "b"), wait_s=8.0) -> Path:
     return path
 
 
-def _ledger(home: Path, sql: str) -> list[tuple]:
-    with sqlite3.connect(home / "ledger.sqlite") as db:
-        return db.execute(sql).fetchall()
+def _records(home: Path, campaign_id: str, db_url: str | None = None) -> list[dict]:
+    """The records the campaign's head took in, read back from its ledger (SQLite or PostgreSQL)."""
+    from luma.kb.ledger import Ledger
 
-
-def _records(home: Path, campaign_id: str) -> list[dict]:
-    rows = _ledger(home, f"select kind, payload from ledger_record where submitter = 'luma campaign {campaign_id}'")
-    return [{"kind": k, **json.loads(p)} for k, p in rows]
+    ledger = Ledger(db_url or f"sqlite:///{home / 'ledger.sqlite'}")
+    try:
+        sources = set(ledger.sources_of(f"luma campaign {campaign_id}", ["pex-trial", "pex-chain"]))
+        rows = ledger.rows_of_kinds(["pex-trial", "pex-chain"], "kind", "payload", "source")
+    finally:
+        ledger.dispose()
+    return [{"kind": k, **json.loads(p)} for k, p, src in rows if src in sources]
 
 
 def _one_set_per_unit(records: list[dict], units: int) -> dict[str, list[dict]]:
@@ -192,6 +195,14 @@ def test_two_contracts_on_two_classes_run_in_parallel_each_chain_signed_by_its_n
                      and r["contract"]["name"] == unit["contract"])
         assert chain["attestation"]["key"] == fps[node] and chain["evidence_class"] == "measured"
         assert chain["provenance"]["fleet"]["labels"]["class"] == unit["machine_class"]
+    plan = json.loads(_luma(cluster.head, "campaign", "plan", str(path), "--cluster", cluster.address,
+                            "--format", "json").stdout)
+    assert {r["class"]: r["machines"] for r in plan["classes"]} == {"a": 2, "b": 1}
+    bench = json.loads(_luma(cluster.head, "campaign", "bench", "--cluster", cluster.address, "--repeat", "5",
+                             "--format", "json").stdout)
+    measures = {r["measure"].split(" (")[0]: r for r in bench}
+    assert measures["empty task round trip"]["vs_baseline"] == 1.0
+    assert measures["unit-shaped task round trip"]["value"] > 0 and measures["head ingest rate"]["value"] > 0
     status = _luma(cluster.head, "campaign", "status", state["id"], "--format", "json")
     assert json.loads(status.stdout)["status"] == "completed"
     listing = _luma(cluster.head, "campaign", "status", "--format", "csv")
@@ -243,6 +254,8 @@ def test_a_campaign_can_be_cancelled_and_resumed(cluster, tmp_path):
     cid = campaign.load(path).id
     proc = _start(cluster, path)
     _wait(lambda: (cluster.head / "campaigns" / cid / "state.json").is_file(), what="the campaign's state")
+    second = _luma(cluster.head, "campaign", "run", str(path), "--cluster", cluster.address, check=False)
+    assert second.returncode == 1 and "already running" in second.stderr
     _luma(cluster.head, "campaign", "cancel", cid)
     out, _ = proc.communicate(timeout=60)
     assert proc.returncode == 1 and json.loads(out)["status"] == "cancelled"
@@ -251,6 +264,25 @@ def test_a_campaign_can_be_cancelled_and_resumed(cluster, tmp_path):
     run = _luma(cluster.head, "campaign", "run", str(path), "--cluster", cluster.address, "--format", "json")
     assert json.loads(run.stdout)["status"] == "completed"
     _one_set_per_unit(_records(cluster.head, cid), 4)
+
+
+def test_a_head_on_a_shared_postgresql_ledger(cluster, tmp_path, pg_url):
+    """The shared deployment: the head's ledger is PostgreSQL (LUMA_DB_URL)."""
+    from luma.experiments.fleet import campaign
+
+    home = tmp_path / "pg-head"
+    home.mkdir()
+    pg = {"LUMA_DB_URL": pg_url}
+    _luma(home, "kb", "init", env=pg)
+    for name in cluster.nodes:
+        if name != "n1":
+            _luma(home, "runner", "trust", str(cluster.key(name)), "--name", name, env=pg)
+    path = _campaign(tmp_path, "postgres")
+    run = _luma(home, "campaign", "run", str(path), "--cluster", cluster.address, "--format", "json", env=pg)
+    assert json.loads(run.stdout)["status"] == "completed"
+    records = _records(home, campaign.load(path).id, pg_url)
+    _one_set_per_unit(records, 4)
+    assert not (home / "ledger.sqlite").exists()
 
 
 def test_a_node_killed_mid_sprint_costs_a_rerun_never_a_half_record(cluster, tmp_path):
