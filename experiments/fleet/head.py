@@ -182,7 +182,6 @@ class Head:
         connect(self.address)
         task = ray.remote(run_unit)
         pending: dict = {}
-        waiting_since: dict[str, float] = {}
         for unit in self.campaign.units:
             if self.units[unit.key]["status"] == "done":
                 continue
@@ -197,6 +196,20 @@ class Head:
             pending[ref] = unit
             self.units[unit.key]["status"] = "queued"
         self.save("running")
+        try:
+            return self._wait(pending, trusted, poll_s)
+        except LumaError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - the cluster went away under us (its head node, the network)
+            self.save("interrupted")
+            raise ConfigError(f"lost the Ray cluster at {self.address}: {type(exc).__name__}: "
+                              f"{str(exc).splitlines()[0][:200] if str(exc) else ''}; what is recorded stays, and "
+                              "`luma campaign run` on the same file resumes", source=self.campaign.id) from None
+
+    def _wait(self, pending: dict, trusted: set[str], poll_s: float) -> dict:
+        import ray
+
+        waiting_since: dict[str, float] = {}
         last_check = 0.0
         while pending:
             ready, _ = ray.wait(list(pending), num_returns=1, timeout=poll_s)
@@ -217,7 +230,8 @@ class Head:
         return self.save(status)
 
     def _watch(self, pending: dict, waiting_since: dict, trusted: set[str], now: float) -> None:
-        """Mark running units (Ray's task states) and give up units no live trusted node can take."""
+        """Give up the units no live trusted runner of their class has been able to take for
+        the campaign's `runner_wait_s`."""
         import ray
 
         fleet = nodes(trusted)
