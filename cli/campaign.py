@@ -72,17 +72,32 @@ def run_cmd(file: str, cluster: str, fmt: str) -> None:
     from rich.console import Console
 
     from luma.cli.project import settings
-    from luma.experiments.fleet.head import Head
+    from luma.experiments.fleet.head import Head, done_units
 
     c = _load(file)
     err = Console(stderr=True)
-    head = Head(c, settings(), cluster, note=lambda m: err.print(f"  {m}", highlight=False, markup=False))
-    err.print(f"campaign {c.id}: {len(c.units)} sprints on {cluster}", highlight=False, markup=False)
-    with ray_output_to_stderr():
-        state = head.run()
+    earlier = done_units(settings(), c)
+    err.print(f"campaign {c.id}: {len(c.units)} sprints on {cluster}"
+              + (f" ({len(earlier)} recorded by an earlier run)" if earlier else ""), highlight=False, markup=False)
+    with _progress(len(c.units) - len(earlier), err) as progress, ray_output_to_stderr():
+        state = Head(c, settings(), cluster, note=progress).run()
     _show(state, fmt)
     if state["status"] != "completed":
         raise SystemExit(1)
+
+
+def _progress(sprints: int, console):
+    """The live line of a campaign: sprints finished of those to run, elapsed, ETA; each
+    finished sprint's line stays on screen."""
+    from luma.cli.progress import Tracker
+
+    class Sprints(Tracker):
+        def __call__(self, message: str) -> None:
+            super().__call__(message)
+            self.log(f"  {message}")
+
+    return Sprints("campaign run", [("sprint", 1.0)] * max(sprints, 1), unit="sprint", ends=lambda m: True,
+                   console=console)
 
 
 @contextlib.contextmanager

@@ -194,13 +194,11 @@ class Head:
                                max_retries=MAX_RETRIES, retry_exceptions=False,
                                name=f"luma-unit:{unit.key}").remote(unit.spec(self.campaign.id))
             pending[ref] = unit
-            self.units[unit.key]["status"] = "queued"
+            self.units[unit.key]["status"] = "submitted"  # to Ray: waiting for a runner, or running
         self.save("running")
         try:
             return self._wait(pending, trusted, poll_s)
-        except LumaError:
-            raise
-        except Exception as exc:  # noqa: BLE001 - the cluster went away under us (its head node, the network)
+        except (ConnectionError, OSError, ray.exceptions.RayError) as exc:  # the cluster went away under us
             self.save("interrupted")
             raise ConfigError(f"lost the Ray cluster at {self.address}: {type(exc).__name__}: "
                               f"{str(exc).splitlines()[0][:200] if str(exc) else ''}; what is recorded stays, and "
