@@ -148,4 +148,5 @@ def sign_cmd(files: tuple[Path, ...], key_name: str | None, out: Path | None, fm
     else:
         print_rows(rows, ["file", "records", "key", "fingerprint"], fmt)
 
+
 runner.add_command(join_cmd)
