@@ -150,28 +150,19 @@ class Ledger:
             raise self._read_error(exc) from None
         return found
 
-    def rows_of_kinds(self, kinds: Iterable[str], *columns: str) -> list[tuple]:
-        """`columns` of every record of these kinds, oldest first. A ledger without its table yet
-        (a project nothing was ingested into) has none; any other database error -- a login
-        refused, an unreachable server, a damaged file -- is a LedgerError, never "no records"."""
+    def rows_of_kinds(self, kinds: Iterable[str], *columns: str, submitter: str | None = None) -> list[tuple]:
+        """`columns` of every record of these kinds (that `submitter` ingested, when given: a
+        campaign head finds the sprints it took in by them), oldest first. A ledger without its
+        table yet (a project nothing was ingested into) has none; any other database error -- a
+        login refused, an unreachable server, a damaged file -- is a LedgerError, never "no records"."""
         c = self._table.c
-        stmt = select(*(c[name] for name in columns)).where(c.kind.in_(list(kinds))).order_by(c.id)
+        stmt = select(*(c[name] for name in columns)).where(c.kind.in_(list(kinds)))
+        if submitter is not None:
+            stmt = stmt.where(c.submitter == submitter)
+        stmt = stmt.order_by(c.id)
         try:
             with self.engine.connect() as conn:
                 return [tuple(row) for row in conn.execute(stmt)]
-        except SQLAlchemyError as exc:
-            if self._no_table():
-                return []
-            raise self._read_error(exc) from None
-
-    def sources_of(self, submitter: str, kinds: Iterable[str]) -> list[str]:
-        """The source of every record of these kinds that `submitter` ingested (a campaign head
-        finds the sprints it already took in by them); none from a ledger without its table."""
-        c = self._table.c
-        stmt = select(c.source).where(c.submitter == submitter, c.kind.in_(list(kinds))).order_by(c.id)
-        try:
-            with self.engine.connect() as conn:
-                return [row[0] for row in conn.execute(stmt)]
         except SQLAlchemyError as exc:
             if self._no_table():
                 return []

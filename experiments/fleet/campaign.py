@@ -42,6 +42,20 @@ SLUG = re.compile(r"^[a-z0-9][a-z0-9._-]{0,47}$")
 RESERVED = ("luma-runner-key",)
 
 
+def label_problem(key: str, value: str) -> str | None:
+    """What is wrong with one node label a campaign demands or a runner advertises (None: Ray
+    and LUMA both take it)."""
+    if not LABEL_KEY.match(key) or key.startswith("ray.io/"):
+        return (f"label key {key!r} is not a Ray node label key (letters, digits, '-', '_', '.'; at most 63; "
+                f"ray.io/ is Ray's own)")
+    if key in RESERVED:
+        return (f"label {key!r} is set by `luma runner join` itself (the runner key's fingerprint, set by LUMA; "
+                f"the head chooses the trusted keys)")
+    if not LABEL_VALUE.match(value):
+        return f"label value {value!r} of {key!r} is not a Ray node label value"
+    return None
+
+
 class ContractEntry(StrictModel):
     """One contract of the campaign and how to sweep it."""
 
@@ -63,14 +77,9 @@ class Architecture(StrictModel):
     @classmethod
     def _labels(cls, labels: dict[str, str]) -> dict[str, str]:
         for key, value in labels.items():
-            if not LABEL_KEY.match(key) or key.startswith("ray.io/"):
-                raise ValueError(f"label key {key!r} is not a Ray node label key (letters, digits, '-', '_', '.'; "
-                                 f"at most 63; ray.io/ is Ray's own)")
-            if key in RESERVED:
-                raise ValueError(f"label {key!r} is set by `luma runner join` itself (the trusted runner keys "
-                                 f"are chosen by the head)")
-            if not LABEL_VALUE.match(value):
-                raise ValueError(f"label value {value!r} of {key!r} is not a Ray node label value")
+            problem = label_problem(key, value)
+            if problem:
+                raise ValueError(problem)
         return labels
 
 
@@ -118,6 +127,10 @@ class Unit:
     def key(self) -> str:
         return f"{self.contract.name}-{self.dimension}-{self.machine_class}"
 
+    def sprint_id(self, campaign_id: str) -> str:
+        """The sprint's ID (and folder name under sprints/) within campaign `campaign_id`."""
+        return f"{campaign_id}--{self.key}"
+
     def max_trials(self) -> int:
         """At most how many trials its sprint runs (`sprint.max_trials`, from the contract alone:
         the head need not be able to run the service itself)."""
@@ -129,7 +142,7 @@ class Unit:
 
     def spec(self, campaign_id: str) -> dict:
         """What a runner node needs to run the unit (plain data: it crosses the cluster)."""
-        return {"campaign": campaign_id, "unit": self.key, "sprint_id": f"{campaign_id}--{self.key}",
+        return {"campaign": campaign_id, "unit": self.key, "sprint_id": self.sprint_id(campaign_id),
                 "machine_class": self.machine_class, "contract": self.contract.model_dump(mode="json"),
                 "dimension": self.dimension, "levels": list(self.levels), "repetitions": self.repetitions,
                 "intervention": self.intervention}
@@ -180,8 +193,8 @@ def load(path: str | Path, project=None) -> Campaign:
     if dup:
         raise ConfigError(f"unit {dup} appears twice (a contract listed twice with the same dimension)",
                           source=str(path), field="contracts")
-    if sum(u.max_trials() for u in units) > spec.trial_budget:
-        need = sum(u.max_trials() for u in units)
+    need = sum(u.max_trials() for u in units)
+    if need > spec.trial_budget:
         raise ConfigError(f"the campaign may need up to {need} trials ({len(units)} sprints) but its trial_budget "
                           f"is {spec.trial_budget}: raise the budget or run fewer contracts, classes or levels",
                           source=str(path), field="trial_budget")

@@ -114,11 +114,11 @@ def done_units(settings, campaign: Campaign) -> set[str]:
 
     ledger = Ledger(settings.db_url)
     try:
-        sources = ledger.sources_of(submitter(campaign.id), ["pex-trial"])
+        rows = ledger.rows_of_kinds(["pex-trial"], "source", submitter=submitter(campaign.id))
     finally:
         ledger.dispose()
-    sprints = {Path(s).parent.name for s in sources}
-    return {u.key for u in campaign.units if f"{campaign.id}--{u.key}" in sprints}
+    sprints = {Path(source).parent.name for (source,) in rows}
+    return {u.key for u in campaign.units if u.sprint_id(campaign.id) in sprints}
 
 
 class Head:
@@ -288,12 +288,11 @@ class Head:
         how many records."""
         from luma.kb.knowledge_base import KnowledgeBase
 
-        sprint_id = f"{self.campaign.id}--{unit.key}"
         files = out.get("files") or {}
         bad = [n for n in files if not _FILE.match(n)]
         if bad or not files:
             raise ConfigError(f"the runner returned unexpected files {bad or 'none'}", source=unit.key)
-        target = self.settings.home / "sprints" / sprint_id
+        target = self.settings.home / "sprints" / unit.sprint_id(self.campaign.id)
         incoming = target.with_name(target.name + ".incoming")
         shutil.rmtree(incoming, ignore_errors=True)
         incoming.mkdir(parents=True)

@@ -12,13 +12,12 @@ time (never typed in), plus the fingerprint of its runner key and the owner's ow
 
 from __future__ import annotations
 
-import os
 import re
 
 from luma.errors import ConfigError
-from luma.experiments.fleet.campaign import LABEL_KEY, LABEL_VALUE
+from luma.experiments.fleet.campaign import RESERVED, label_problem
 
-KEY_LABEL = "luma-runner-key"
+KEY_LABEL = RESERVED[0]
 #: The custom Ray resource every runner offers exactly one of: a sprint takes it whole, so a
 #: machine runs one trial at a time (physical limits need the machine to themselves).
 SLOT = "luma-runner"
@@ -34,33 +33,25 @@ def isa(flags: list[str], machine: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]", "-", machine or "unknown")
 
 
-def memory_gib() -> int | None:
-    try:
-        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 2**30
-    except (ValueError, OSError):
-        return None
-
-
 def accelerator() -> str:
-    try:
-        from luma.experiments.endpoint import gpu
+    from luma.experiments.endpoint import gpu
 
-        n = gpu.count()
-    except Exception:  # noqa: BLE001 - no NVML is no accelerator, not an error of the machine
-        n = 0
+    n = gpu.count()  # 0 without NVML, a driver or a GPU
     return f"nvidia-{n}" if n else "none"
 
 
 def detect() -> dict[str, str]:
     """This machine's labels (everything but the runner key)."""
+    from luma.experiments.states import total_memory
     from luma.kernels.environment import cpu
 
     info = cpu()
     out = {"luma-isa": isa(info["isa"], info["machine"]), "luma-arch": info["machine"] or "unknown",
            "luma-cpus": str(info["usable_cpus"] or info["logical_cpus"] or 0), "luma-accelerator": accelerator()}
-    gib = memory_gib()
-    if gib is not None:
-        out["luma-memory-gib"] = str(gib)
+    try:
+        out["luma-memory-gib"] = str(total_memory() // 2**30)
+    except (ValueError, OSError):  # a platform without the sysconf names
+        pass
     return out
 
 
@@ -69,10 +60,9 @@ def parse(pairs: tuple[str, ...] | list[str]) -> dict[str, str]:
     out = {}
     for pair in pairs:
         key, sep, value = pair.partition("=")
-        if not sep or not LABEL_KEY.match(key) or not LABEL_VALUE.match(value) or key.startswith("ray.io/"):
-            raise ConfigError(f"{pair!r} is not a node label key=value (Ray's label syntax)", field="label")
-        if key == KEY_LABEL:
-            raise ConfigError(f"{KEY_LABEL} is this runner's key fingerprint, set by LUMA", field="label")
+        problem = label_problem(key, value) if sep else "no '='"
+        if problem:
+            raise ConfigError(f"{pair!r} is not a node label key=value: {problem}", field="label")
         out[key] = value
     return out
 

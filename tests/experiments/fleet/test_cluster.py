@@ -139,11 +139,11 @@ def _records(home: Path, campaign_id: str, db_url: str | None = None) -> list[di
 
     ledger = Ledger(db_url or f"sqlite:///{home / 'ledger.sqlite'}")
     try:
-        sources = set(ledger.sources_of(f"luma campaign {campaign_id}", ["pex-trial", "pex-chain"]))
-        rows = ledger.rows_of_kinds(["pex-trial", "pex-chain"], "kind", "payload", "source")
+        rows = ledger.rows_of_kinds(["pex-trial", "pex-chain"], "kind", "payload",
+                                    submitter=f"luma campaign {campaign_id}")
     finally:
         ledger.dispose()
-    return [{"kind": k, **json.loads(p)} for k, p, src in rows if src in sources]
+    return [{"kind": k, **json.loads(p)} for k, p in rows]
 
 
 def _one_set_per_unit(records: list[dict], units: int) -> dict[str, list[dict]]:
