@@ -133,15 +133,21 @@ def _show(state: dict, fmt: str) -> None:
 
 
 def _states(home) -> list[dict]:
-    root = home / "campaigns"
-    out = []
-    for path in sorted(root.glob("*/state.json")) if root.is_dir() else []:
-        try:
-            state = json.loads(path.read_text())
-        except (OSError, ValueError):
-            continue
-        out.append(_alive(state))
-    return out
+    from luma.experiments.fleet.head import saved_states
+
+    return [_alive(state) for state in saved_states(home)]
+
+
+def _find(home, campaign_id: str) -> dict:
+    """The state of campaign `campaign_id`; a ConfigError naming the known ones otherwise."""
+    from luma.errors import ConfigError
+
+    states = _states(home)
+    match = [st for st in states if st["id"] == campaign_id]
+    if not match:
+        known = ", ".join(st["id"] for st in states) or "none"
+        raise ConfigError(f"no campaign {campaign_id!r} in {home} (known: {known})", field="ID")
+    return match[0]
 
 
 def _alive(state: dict) -> dict:
@@ -162,22 +168,15 @@ def _alive(state: dict) -> dict:
 @project(READ)
 def status_cmd(campaign_id: str | None, fmt: str) -> None:
     """The campaigns of this project, or one campaign's sprints (ID as `luma campaign run` named it)."""
-    from luma.cli.project import settings
-    from luma.errors import ConfigError
-
     s = require()
-    states = _states(settings().home)
     if campaign_id is None:
+        states = _states(s.home)
         rows = [{"id": st["id"], "status": st["status"], "started": st["started"],
                  "done": sum(u["status"] == "done" for u in st["units"]), "sprints": len(st["units"]),
                  "trials": st.get("trials"), "wall_s": st.get("wall_s")} for st in states]
         print_rows(rows, ["id", "status", "started", "done", "sprints", "trials", "wall_s"], fmt, title="campaigns")
         return
-    match = [st for st in states if st["id"] == campaign_id]
-    if not match:
-        known = ", ".join(st["id"] for st in states) or "none"
-        raise ConfigError(f"no campaign {campaign_id!r} in {s.home} (known: {known})", field="ID")
-    _show(match[0], fmt)
+    _show(_find(s.home, campaign_id), fmt)
 
 
 @campaign.command("cancel")
@@ -186,23 +185,17 @@ def status_cmd(campaign_id: str | None, fmt: str) -> None:
 def cancel_cmd(campaign_id: str) -> None:
     """Stop campaign ID: its head cancels the sprints still queued or running (their records are
     never taken in); what is already recorded stays. `luma campaign run` on its file resumes it."""
-    from luma.cli.project import settings
-    from luma.errors import ConfigError
     from luma.experiments.fleet.head import folder
 
     s = require()
-    states = {st["id"]: st for st in _states(settings().home)}
-    if campaign_id not in states:
-        raise ConfigError(f"no campaign {campaign_id!r} in {s.home} (known: {', '.join(states) or 'none'})",
-                          field="ID")
-    (folder(settings().home, campaign_id) / "cancel").write_text("cancel\n")
-    st = states[campaign_id]
+    st = _find(s.home, campaign_id)
+    (folder(s.home, campaign_id) / "cancel").write_text("cancel\n")
     if st["status"] == "running":
         click.echo(f"campaign {campaign_id}: cancel asked; its head (pid {st['pid']} on {st['host']}) stops "
                    "its sprints within a second")
     else:
         was, st["status"] = st["status"], "cancelled"
-        (folder(settings().home, campaign_id) / "state.json").write_text(json.dumps(st, indent=1))
+        (folder(s.home, campaign_id) / "state.json").write_text(json.dumps(st, indent=1))
         click.echo(f"campaign {campaign_id} was {was}: marked cancelled")
 
 

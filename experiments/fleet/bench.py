@@ -12,7 +12,6 @@ estimate on these figures).
 
 from __future__ import annotations
 
-import json
 import statistics
 import time
 from pathlib import Path
@@ -73,13 +72,11 @@ def run(settings, address: str, n: int = 30, burst: int = 200) -> list[dict]:
 
 def ingest_rows(home: Path) -> list[dict]:
     """The head's per-sprint ingest, from this project's campaign states."""
+    from luma.experiments.fleet.head import saved_states
+
     seconds, records = [], []
-    for path in sorted((home / "campaigns").glob("*/state.json")):
-        try:
-            units = json.loads(path.read_text()).get("units", [])
-        except (OSError, ValueError):
-            continue
-        for u in units:
+    for state in saved_states(home):
+        for u in state.get("units", []):
             if u.get("ingest_s") is not None and u.get("records"):
                 seconds.append(u["ingest_s"])
                 records.append(u["records"])

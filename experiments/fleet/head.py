@@ -66,6 +66,18 @@ def disconnect() -> None:
             ray.shutdown()
 
 
+def saved_states(home: Path) -> list[dict]:
+    """Every campaign state this project's heads wrote (campaigns/*/state.json), by ID; an
+    unreadable one is left out."""
+    out = []
+    for path in sorted((home / "campaigns").glob("*/state.json")):
+        try:
+            out.append(json.loads(path.read_text()))
+        except (OSError, ValueError):
+            continue
+    return out
+
+
 @dataclass(frozen=True)
 class Node:
     """A live runner node as the cluster reports it."""

@@ -182,3 +182,14 @@ def test_join_shows_labels_key_and_the_ray_command(luma_home):
     assert json.loads(cmd[cmd.index("--resources") + 1]) == {labels.SLOT: 1}
     usage = CliRunner().invoke(cli, ["runner", "join", "--dry-run"])
     assert usage.exit_code == 2 and "--head" in usage.output
+
+
+def test_status_and_cancel_of_a_campaign_this_project_never_ran_are_one_line(luma_home):
+    from luma.cli.main import cli
+
+    assert CliRunner().invoke(cli, ["kb", "init"]).exit_code == 0
+    for args in (["campaign", "status", "nope-12345678"], ["campaign", "cancel", "nope-12345678"]):
+        run = CliRunner().invoke(cli, args)
+        assert run.exit_code == 1 and "no campaign 'nope-12345678'" in run.output and "known: none" in run.output
+    listing = CliRunner().invoke(cli, ["campaign", "status", "--format", "json"])
+    assert listing.exit_code == 0 and json.loads(listing.output) == []
