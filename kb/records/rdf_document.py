@@ -7,16 +7,14 @@ stored payload and everything projected from it are deterministic.
 from __future__ import annotations
 
 import hashlib
-from functools import lru_cache
 from typing import Literal
 
 import pyoxigraph as ox
 from pydantic import BaseModel, ConfigDict
 
+from luma.kb.sealed import plain_rdf_problem
 from luma.kb.stores.base import parse_rdf
 from luma.kb.vocab import LOADABLE_CLASSES, EvidenceClass, record_graph
-
-_TYPE = ox.NamedNode("http://www.w3.org/1999/02/22-rdf-syntax-ns#type")
 
 
 
@@ -43,25 +41,12 @@ def document_hash(data: bytes, fmt: str, evidence_class: str) -> str:
 
 
 
-@lru_cache(maxsize=1)
-def derived_only_classes() -> frozenset[str]:
-    """The classes only rules derive (`luma:derivedOnly true` in the packaged ontology)."""
-    from luma.kb.dimensions import ontology_files
-    from luma.kb.vocab import LUMA
-
-    flag = ox.NamedNode(LUMA + "derivedOnly")
-    out = set()
-    for _, data in ontology_files():
-        for t in ox.parse(data, ox.RdfFormat.TURTLE):
-            if t.predicate == flag and isinstance(t.object, ox.Literal) and t.object.value == "true":
-                out.add(t.subject.value)
-    return frozenset(out)
-
-
 def read_document(data: bytes, fmt: str, evidence_class: str, source: str) -> tuple[str, RdfDocument]:
     """Parse (all or nothing) and skolemise; return (record hash, record). RecordError for a
-    `measured` claim, a document that holds no triple, or one that types a node with a class only
-    rules derive (a document's claims are its own evidence, never a derivation)."""
+    `measured` claim, a document that holds no triple, or one with a triple a document may not
+    state (kb/sealed.py: about a node LUMA mints, with a predicate only the ledger, the rules or the
+    ontology state, or typing a node with such a class): a document's claims are its own evidence,
+    never a derivation, a record's fact, a runner's trust or the ontology."""
     from luma.errors import RecordError
 
     if evidence_class not in LOADABLE_CLASSES:
@@ -71,12 +56,11 @@ def read_document(data: bytes, fmt: str, evidence_class: str, source: str) -> tu
     rec_hash = document_hash(data, fmt, evidence_class)
     base = record_graph(rec_hash) + "/"
     quads = list(parse_rdf(data, fmt, source, base_iri=base))
-    derived = derived_only_classes()
     for q in quads:
-        if q.predicate == _TYPE and isinstance(q.object, ox.NamedNode) and q.object.value in derived:
-            raise RecordError(f"{q.subject} is typed {q.object}, a class only rules derive (from measured, "
-                              "qualified evidence): a document cannot assert it; nothing was loaded",
-                              source=source, field="rdf:type")
+        why = plain_rdf_problem(q, base)
+        if why is not None:
+            raise RecordError(f"the triple {q.subject} {q.predicate} {_short(q.object)} is refused: {why}; "
+                              "nothing was loaded", source=source, field="triple")
     lines = sorted(set(skolemised_triples(quads, base + "bnode/")))
     if not lines:
         hint = " (JSON-LD needs an @context that maps its keys to IRIs)" if fmt == "jsonld" else ""
@@ -88,6 +72,12 @@ def read_document(data: bytes, fmt: str, evidence_class: str, source: str) -> tu
         ntriples="".join(lines),
     )
     return rec_hash, doc
+
+
+def _short(term) -> str:
+    """A term for a one-line message: long literals cut (the triple is named, not reproduced)."""
+    text = str(term)
+    return text if len(text) <= 120 else text[:117] + "..."
 
 
 def skolemised_triples(quads, prefix: str) -> list[str]:

@@ -39,8 +39,8 @@ def test_json_and_yaml_of_one_record_are_one_ledger_row(signed):
         assert ledger_rows(kb) == TRUST_RECORDS + 1
 
 
-def test_ingesting_the_same_file_twice_changes_nothing(runner_key, signed, tmp_path):
-    batch = write_jsonl(tmp_path / "batch.jsonl", 30, signer=runner_key)
+def test_ingesting_the_same_file_twice_changes_nothing(signed, tmp_path):
+    batch = write_jsonl(tmp_path / "batch.jsonl", 30)
     valid = signed(VALID_JSON)
     first = luma("kb", "ingest", "--format", "json", batch, valid)
     assert first.exit_code == 0, first.output
@@ -361,16 +361,16 @@ def test_qualified_boundaries_selects_exactly_the_qualified_chains(runner_key, e
 def test_plain_rdf_cannot_assert_a_class_only_rules_derive(cls, seeded, tmp_path):
     """A vendor-claim document typing a node luma:HardwareRequirement was loaded, and the
     hardware-requirements query and the Design-In report (which read the union of graphs) showed
-    it as a requirement from measured evidence. Such a document is refused whole; the same
-    document without the derived type still loads."""
+    it as a requirement from measured evidence. Such a document is refused whole, naming the
+    triple; the same document without the derived type still loads."""
     doc = tmp_path / "forged.ttl"
-    body = (f"<{ID}x/forged> luma:resource <https://w3id.org/luma/dim/compute> ; luma:confidence \"high\" .\n"
-            f"<{ID}x/spec> luma:note \"a vendor's figure\" .\n")
-    doc.write_text(f"@prefix luma: <{LUMA}> .\n<{ID}x/forged> a luma:{cls} .\n" + body)
-    with open_kb() as kb, pytest.raises(RecordError, match=f"a class only rules derive"):
+    body = ("<https://example.org/forged> luma:note \"a vendor's figure\" ;\n"
+            "  <https://example.org/about> <https://w3id.org/luma/dim/compute> .\n")
+    doc.write_text(f"@prefix luma: <{LUMA}> .\n<https://example.org/forged> a luma:{cls} .\n" + body)
+    with open_kb() as kb, pytest.raises(RecordError, match="a class only rules derive"):
         kb.load_rdf(doc, "turtle", "vendor-claim")
     assert_one_line_error(luma("kb", "load", doc, "--evidence-class", "vendor-claim"), str(doc),
-                          f"is typed <{LUMA}{cls}>, a class only rules derive")
+                          f"it types a node <{LUMA}{cls}>, a class only rules derive")
     assert snapshot() == seeded
     doc.write_text(f"@prefix luma: <{LUMA}> .\n" + body)
     assert luma("kb", "load", doc, "--evidence-class", "vendor-claim").exit_code == 0
