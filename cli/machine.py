@@ -9,6 +9,7 @@ from pathlib import Path
 
 import click
 
+from luma import names
 from luma.cli.output import format_option, print_rows
 from luma.cli.project import NONE, OPTIONAL, WRITE, project
 
@@ -95,8 +96,10 @@ def _ingest(name: str, text: str) -> str:
 
     settings = command_settings()
     folder = settings.home / "machines"
+    # The record's name is a checked slug; the path is checked too, as every path built from a name.
+    path = names.child(settings.home, folder, f"{datetime.now(timezone.utc).strftime('%Y%m%dT%H%M%SZ')}-{name}.json",
+                       field="name")
     folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"{datetime.now(timezone.utc).strftime('%Y%m%dT%H%M%SZ')}-{name}.json"
     path.write_text(text)
     with KnowledgeBase.open(settings) as kb:
         kb.ingest([path], submitter=TOOL)

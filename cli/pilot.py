@@ -7,6 +7,7 @@ import json
 
 import click
 
+from luma import names
 from luma.cli.output import format_option, print_rows
 from luma.cli.project import READ, WRITE, project
 
@@ -97,10 +98,14 @@ def run_cmd(contract_ref, trace_ref, duration, rate_scale, window_s, price_path,
     s = settings()
     err = Console(stderr=True)
     if resume_id:
-        folder = pilot_run.folder_of(s, resume_id)
+        # The run's folder is read and written: RUN, and the run ID its run.json names, stay
+        # inside the project (luma/names.py).
+        folder = names.inside(s.home, pilot_run.folder_of(s, names.check_name(resume_id, field="resume")),
+                              field="resume")
         if not (folder / "run.json").is_file():
             raise ConfigError(f"no pilot run {resume_id!r} to resume (no {folder / 'run.json'})", field="resume")
         cfg = json.loads((folder / "run.json").read_text())
+        names.check_name(cfg.get("run"), source=str(folder / "run.json"), field="run")
         from datetime import datetime
 
         done = len(list(folder.glob("decision-*.json")))

@@ -11,8 +11,9 @@ import importlib.resources
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import Field, StrictFloat, StrictInt, ValidationError, model_validator
+from pydantic import Field, StrictFloat, StrictInt, ValidationError, field_validator, model_validator
 
+from luma import names
 from luma.errors import ConfigError
 from luma.experiments import stats
 from luma.experiments.endpoint.spec import KIND as ENDPOINT, EndpointSpec
@@ -100,6 +101,16 @@ class Contract(StrictModel):
     state: dict[str, Level | Name] = {}
     sprint: SprintSpec | None = None
     pilot: PilotSpec | None = None
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, name: str) -> str:
+        # It names the sprint's folder under $LUMA_HOME/sprints/ (and a campaign's): a file must
+        # not reach outside the project through it (luma/names.py).
+        why = names.problem(name)
+        if why is not None:
+            raise ValueError(why)
+        return name
 
     @model_validator(mode="before")
     @classmethod

@@ -14,6 +14,7 @@ from datetime import datetime, timezone
 from functools import lru_cache
 from pathlib import Path
 
+from luma import names
 from luma.experiments.sprint import Plan, Result
 from luma.experiments.trial import Trial
 
@@ -212,7 +213,10 @@ class Recorder:
     project)."""
 
     def __init__(self, project, plan: Plan, sprint_id: str, ingest: bool = True, fleet: dict | None = None):
-        self.folder = project.home / "sprints" / sprint_id  # created with the first record: bad input writes nothing
+        # Created with the first record: bad input writes nothing. The ID carries the contract's
+        # name, which came from a file: the folder must stay inside the project (luma/names.py).
+        self.folder = names.child(project.home, project.home / "sprints", sprint_id, field="sprint",
+                                  longest=names.MAX_ID)
         self.project, self.plan, self.sprint_id, self.ingest_records = project, plan, sprint_id, ingest
         #: The provenance's `fleet` block when a campaign runs the sprint on a runner node.
         self.fleet = fleet

@@ -26,6 +26,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictStr, field_validator
 
+from luma import names
 from luma.errors import ConfigError, RecordError
 
 ALGORITHM = "ed25519"
@@ -173,9 +174,10 @@ def keys_dir(home: Path) -> Path:
 
 
 def check_name(name: str) -> str:
-    if not isinstance(name, str) or not NAME.match(name):
-        raise ConfigError(f"a key name is a slug (lower-case letters, digits, '.', '_' or '-', at most 64), "
-                          f"got {name!r}", source="runner key")
+    # A key name is a file name under keys/ (luma/names.py), and lower-case: it is also an IRI's.
+    if not isinstance(name, str) or not NAME.match(name) or names.problem(name):
+        raise ConfigError(f"a key name is a slug (lower-case letters, digits, '.', '_' or '-', no '..', at most "
+                          f"64), got {name[:80]!r}", source="runner key")
     return name
 
 

@@ -29,6 +29,7 @@ from pathlib import Path
 
 from pydantic import Field, StrictInt, ValidationError, field_validator
 
+from luma import names
 from luma.errors import ConfigError
 from luma.kb.records.pex_chain import StrictModel
 
@@ -98,16 +99,19 @@ class CampaignSpec(StrictModel):
     @field_validator("name")
     @classmethod
     def _name(cls, name: str) -> str:
-        if not SLUG.match(name):
-            raise ValueError(f"a slug: lower-case letters, digits, '.', '_' or '-' (at most 48), got {name!r}")
+        # The campaign's ID names its folder under campaigns/ and its sprints' folders (luma/names.py).
+        if not SLUG.match(name) or names.problem(name):
+            raise ValueError(f"a slug: lower-case letters, digits, '.', '_' or '-', no '..' (at most 48), "
+                             f"got {name[:60]!r}")
         return name
 
     @field_validator("architectures")
     @classmethod
     def _classes(cls, classes: dict[str, Architecture]) -> dict[str, Architecture]:
         for name in classes:
-            if not SLUG.match(name):
-                raise ValueError(f"machine class {name!r} is not a slug (lower-case letters, digits, '.', '_', '-')")
+            if not SLUG.match(name) or names.problem(name):
+                raise ValueError(f"machine class {name[:60]!r} is not a slug (lower-case letters, digits, '.', '_', "
+                                 f"'-', no '..')")
         return classes
 
 
@@ -188,6 +192,9 @@ def load(path: str | Path, project=None) -> Campaign:
     units = []
     for i, entry in enumerate(spec.contracts):
         units += _units(entry, spec, path, project, f"contracts[{i}]")
+    campaign = Campaign(spec, units, hashlib.sha256(text.encode()).hexdigest(), str(path))
+    for u in units:  # each sprint's folder name, before anything is written (luma/names.py)
+        names.check_name(u.sprint_id(campaign.id), source=str(path), field="contracts", longest=names.MAX_ID)
     keys = [u.key for u in units]
     dup = next((k for k in keys if keys.count(k) > 1), None)
     if dup:
@@ -198,7 +205,7 @@ def load(path: str | Path, project=None) -> Campaign:
         raise ConfigError(f"the campaign may need up to {need} trials ({len(units)} sprints) but its trial_budget "
                           f"is {spec.trial_budget}: raise the budget or run fewer contracts, classes or levels",
                           source=str(path), field="trial_budget")
-    return Campaign(spec, units, hashlib.sha256(text.encode()).hexdigest(), str(path))
+    return campaign
 
 
 def _units(entry: ContractEntry, spec: CampaignSpec, path: Path, project, where: str) -> list[Unit]:

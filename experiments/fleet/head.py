@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
+from luma import names
 from luma.errors import ConfigError, LumaError
 from luma.experiments.fleet import labels as node_labels
 from luma.experiments.fleet.campaign import Campaign, Unit
@@ -39,7 +40,16 @@ def submitter(campaign_id: str) -> str:
 
 
 def folder(home: Path, campaign_id: str) -> Path:
-    return home / "campaigns" / campaign_id
+    """The campaign's folder, campaigns/ID/; ConfigError when ID could lead outside the project
+    (an ID read back from a state file, or given on the command line)."""
+    return names.child(home, Path(home) / "campaigns", campaign_id, field="campaign", longest=names.MAX_ID)
+
+
+def sprint_folder(home: Path, sprint_id: str) -> tuple[Path, Path]:
+    """A campaign sprint's folder under sprints/ and the `.incoming` folder its files arrive in,
+    both checked to lie inside the project: the head removes them before it writes."""
+    target = names.child(home, Path(home) / "sprints", sprint_id, field="sprint", longest=names.MAX_ID)
+    return target, names.inside(home, target.with_name(target.name + ".incoming"), field="sprint")
 
 
 def connect(address: str) -> None:
@@ -304,8 +314,7 @@ class Head:
         bad = [n for n in files if not _FILE.match(n)]
         if bad or not files:
             raise ConfigError(f"the runner returned unexpected files {bad or 'none'}", source=unit.key)
-        target = self.settings.home / "sprints" / unit.sprint_id(self.campaign.id)
-        incoming = target.with_name(target.name + ".incoming")
+        target, incoming = sprint_folder(self.settings.home, unit.sprint_id(self.campaign.id))
         shutil.rmtree(incoming, ignore_errors=True)
         incoming.mkdir(parents=True)
         for name, text in files.items():
