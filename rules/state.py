@@ -103,6 +103,17 @@ class StateStore:
         text = "\n".join(sorted(f"{r['s']} {r['p']} {r['o']}" for r in rows))
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
+    def context_graphs(self) -> list[str]:
+        """The named graphs that hold a fact of some `# context:` predicate (the revocation records'
+        graphs): a delta run reads them beside the new record graphs, since a rule reads its context
+        inside the graph that states it, never from the union of all graphs."""
+        if not self.context:
+            return []
+        values = " ".join(f"<{p}>" for p in self.context)
+        rows = self.store.select(f"SELECT DISTINCT ?g WHERE {{ VALUES ?p {{ {values} }} GRAPH ?g {{ ?s ?p ?o }} }}",
+                                 union=False)
+        return sorted(row["g"] for row in rows)
+
     # -- the cache side --------------------------------------------------------------------
 
     def load(self) -> RunState:

@@ -34,7 +34,9 @@ _FIELDS = (("median", "medianRelativeError"), ("max", "maxRelativeError"),
 def turtle(cal: dict) -> str:
     """The calibration's error figures as Turtle (deterministic for the same calibration)."""
     key = hashlib.sha256(json.dumps(cal["errors"], sort_keys=True).encode() + cal["created"].encode()).hexdigest()[:16]
-    root = f"https://w3id.org/luma/id/model-calibration/{key}"
+    # A relative IRI: it resolves under the loaded document's own graph, since a plain RDF document
+    # describes only the nodes it brings, never a node LUMA mints (kb/sealed.py).
+    root = f"model-calibration/{key}"
     lines = [_PREFIXES, f"<{root}> a luma:ModelCalibration, prov:Entity ;",
              '    rdfs:label "analytical model calibrated on this host (luma model calibrate)" ;',
              f'    prov:generatedAtTime "{cal["created"]}"^^xsd:dateTime ;',

@@ -1,0 +1,102 @@
+"""Conclusions are sealed (DESIGN §8): every query LUMA ships reads each sealed term only inside the
+graphs of whoever states it (rules/sealing.py), and the ontology's marks stay equal to what the
+shipped rules' templates write. A query that reads a derived class, a runner's revocation or the
+resource hierarchy from the union of all graphs fails here, naming the pattern."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from luma.cli.main import cli
+from luma.kb.named_queries import get_named_query, named_queries
+from luma.kb.sealed import sealed
+from luma.kb.stores.embedded import EmbeddedStore
+from luma.kb.vocab import LUMA
+from luma.rules.loader import load_all, render
+from luma.rules.sealing import unsealed_reads, writers
+
+RULES = load_all()
+
+
+@pytest.mark.parametrize("rule", RULES, ids=lambda r: r.id)
+def test_every_rule_reads_sealed_terms_only_inside_their_graphs(rule):
+    assert unsealed_reads(render(rule)) == []
+
+
+@pytest.mark.parametrize("name", sorted(named_queries()))
+def test_every_named_query_reads_sealed_terms_only_inside_their_graphs(name):
+    assert unsealed_reads(get_named_query(name).sparql) == []
+
+
+def test_the_rules_marks_are_what_the_rules_templates_write():
+    """luma:Rules states exactly the luma: predicates the shipped templates write (and the
+    derivation's own luma:rule and luma:ruleVersion): a new rule predicate is sealed the day it
+    ships, and the load gate refuses documents that state it."""
+    written = {t for t in writers(RULES).by_term if t.startswith(LUMA)}
+    marked = {t for t, who in sealed().by_term.items() if "rules" in who}
+    assert {t for t in written if not t[len(LUMA):][0].isupper()} | {LUMA + "rule", LUMA + "ruleVersion"} == \
+        {t for t in marked if not t[len(LUMA):][0].isupper()}
+    assert {t for t in written if t[len(LUMA):][0].isupper()} <= marked
+
+
+P = "PREFIX luma: <https://w3id.org/luma/ns#> PREFIX derived: <https://w3id.org/luma/id/graph/derived/> "
+
+
+@pytest.mark.parametrize("query, flagged", [
+    ("SELECT * WHERE { ?h a luma:HardwareRequirement ; luma:confidence ?c }", True),
+    ("SELECT * WHERE { GRAPH derived:hardware-requirement { ?h a luma:HardwareRequirement ; luma:confidence ?c } }",
+     False),
+    ("SELECT * WHERE { GRAPH derived:recurring-binding { ?h a luma:HardwareRequirement } }", True),
+    ("SELECT * WHERE { GRAPH ?g { ?h a luma:HardwareRequirement } }", True),
+    ("SELECT * WHERE { VALUES ?g { derived:hardware-requirement } GRAPH ?g { ?h luma:confidence ?c } }", False),
+    ("SELECT * WHERE { VALUES ?g { derived:hardware-requirement <urn:x> } GRAPH ?g { ?h luma:confidence ?c } }",
+     True),
+    ("SELECT * WHERE { ?r luma:revokedAt ?t }", True),
+    ('SELECT * WHERE { GRAPH ?t { ?t luma:recordKind "runner-revocation" ; luma:revokes ?r } }', False),
+    ("SELECT * WHERE { ?d luma:broader* ?p }", True),
+    ("SELECT * WHERE { GRAPH <https://w3id.org/luma/id/graph/ontology> { ?d luma:broader* ?p } }", False),
+    ('SELECT * WHERE { GRAPH ?g { ?g luma:recordKind "pex-chain" . ?d luma:broader ?p } }', True),
+    ("SELECT * WHERE { FILTER NOT EXISTS { ?r luma:revokes ?x } }", True),
+    ("SELECT * WHERE { ?x <https://example.org/p> ?y }", False),
+])
+def test_the_check_itself(query, flagged):
+    assert bool(unsealed_reads(P + query)) is flagged
+
+
+@pytest.fixture(scope="module")
+def sent(tmp_path_factory):
+    """Every SPARQL text the reports and `luma kb explain` send to the store, on the demo project
+    with the rules run."""
+    home = tmp_path_factory.mktemp("sealed") / "home"
+    run = CliRunner().invoke
+    assert run(cli, ["--home", str(home), "demo", "--home", str(home)]).exit_code == 0
+    assert run(cli, ["--home", str(home), "rules", "run"]).exit_code == 0
+    texts: list[str] = []
+    query, bounded = EmbeddedStore.query, EmbeddedStore.query_bounded
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(EmbeddedStore, "query", lambda self, sparql, **kw: (texts.append(sparql), query(self, sparql, **kw))[1])
+        mp.setattr(EmbeddedStore, "query_bounded",
+                   lambda self, sparql, *a, **kw: (texts.append(sparql), bounded(self, sparql, *a, **kw))[1])
+        for args in (["report", "design-in", "--out", str(home / "r1")],
+                     ["report", "boundary", "--latest", "--out", str(home / "r2")]):
+            result = run(cli, ["--home", str(home), *args])
+            assert result.exit_code == 0, result.output
+        rows = json.loads(run(cli, ["--home", str(home), "kb", "query", "--name", "hardware-requirements",
+                                    "--format", "json"]).stdout)["results"]["bindings"]
+        for row in rows[:2]:
+            result = run(cli, ["--home", str(home), "kb", "explain", row["requirement"]["value"]])
+            assert result.exit_code == 0, result.output
+    return [t for t in texts if "WHERE" in t.upper()]
+
+
+def test_every_query_of_the_reports_and_explain_reads_sealed_terms_only_inside_their_graphs(sent):
+    assert len(sent) > 10
+    problems = {}
+    for text in sent:
+        found = unsealed_reads(text)
+        if found:
+            problems[text[:300]] = found
+    assert problems == {}
