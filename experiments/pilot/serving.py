@@ -8,9 +8,10 @@ what it holds before it exits. Both run (and are paid for) during the overlap.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
+import secrets
+import shutil
 import signal
 import socket
 import subprocess
@@ -22,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from luma.errors import LumaError
+from luma.experiments.pilot.server import MAX_LINE, check_private, peer_uid
 
 _CLK_TCK = os.sysconf("SC_CLK_TCK")
 
@@ -83,15 +85,54 @@ class Tracker:
             return [r for r in self.requests.values() if r.window == w]
 
 
-def _socket_path(folder: Path, name: str) -> str:
-    """The server's socket: in the run folder, unless that path is longer than a Unix socket
-    address may be (108 bytes on Linux) -- then a name in the temporary folder derived from it,
-    so a resumed pilot finds the same socket."""
+_SUN_PATH = 107  # bytes of a Unix socket address on Linux (108 with the closing NUL)
+
+
+def _private_folder(folder: Path) -> None:
+    """Create `folder` (0700) or make the existing one of ours 0700: the servers' sockets, specs
+    (with their tokens) and logs are the pilot's alone."""
+    folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+    if not folder.is_symlink() and folder.stat().st_uid == os.geteuid():
+        os.chmod(folder, 0o700)
+    check_private(str(folder))
+
+
+def _socket_path(folder: Path, name: str) -> tuple[str, str | None]:
+    """The server's socket and the temporary folder made for it (None when in the run folder): in
+    the run folder (private) unless that path is longer than a Unix socket address may be -- then
+    in a fresh private folder of random name in the temporary folder, never at a predictable name
+    there (another user could bind it first). Its path goes into the server's spec, where a
+    resumed pilot reads it."""
     path = str(folder / f"{name}.sock")
-    if len(path.encode()) < 100:
-        return path
-    digest = hashlib.sha256(path.encode()).hexdigest()[:20]
-    return os.path.join(tempfile.gettempdir(), f"luma-{digest}.sock")
+    if len(path.encode()) <= _SUN_PATH:
+        return path, None
+    tmp = tempfile.mkdtemp(prefix="luma-pilot-")  # 0700, a name no one can guess
+    path = os.path.join(tmp, "server.sock")
+    if len(path.encode()) > _SUN_PATH:
+        os.rmdir(tmp)
+        raise StateFailed(f"no socket path fits in {_SUN_PATH} bytes under {tempfile.gettempdir()}: "
+                          "use a shorter temporary folder (TMPDIR)")
+    return path, tmp
+
+
+def _recorded(folder: Path, name: str) -> dict:
+    """The control socket and token in the spec a server was started with (a resumed pilot
+    reconnects with them); {} when there is none."""
+    try:
+        doc = json.loads((folder / f"{name}.json").read_text())
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(doc, dict):
+        return {}
+    return {k: doc[k] for k in ("socket", "socket_tmpdir", "token") if isinstance(doc.get(k), str)}
+
+
+def _write_private(path: Path, text: str) -> None:
+    """Write `text` to a file only its owner may read (0600, whatever the umask)."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+    with os.fdopen(fd, "w") as fh:
+        os.fchmod(fd, 0o600)  # an older file of that name keeps its mode through O_CREAT
+        fh.write(text)
 
 
 class Instance:
@@ -102,9 +143,11 @@ class Instance:
         self.name = name or f"{key}-{int(time.time() * 1000) % 10**9}"
         self.folder = folder
         # host_cpus: the CPUs the pilot may give the service (an in-place upscale widens the
-        # affinity up to these).
-        self.spec = {**spec, "socket": _socket_path(folder, self.name), "status": str(folder / f"{self.name}.status"),
-                     "host_cpus": sorted(os.sched_getaffinity(0))}
+        # affinity up to these). socket: set by start(), or the one a server of this name was
+        # started with (resume). token: the server's secret, in its spec only (0600).
+        self.spec = {**spec, "socket": None, "socket_tmpdir": None, "token": secrets.token_hex(32),
+                     **(_recorded(folder, name) if name else {}),
+                     "status": str(folder / f"{self.name}.status"), "host_cpus": sorted(os.sched_getaffinity(0))}
         self.pid: int | None = None
         self.sock: socket.socket | None = None
         self.lock = threading.Lock()
@@ -112,11 +155,13 @@ class Instance:
         self.ready_at: float | None = None
         self._applied = threading.Event()
         self._apply_answer: dict = {}
+        self.last_error: str | None = None  # the server's answer to the last line it refused
 
     def start(self) -> None:
-        self.folder.mkdir(parents=True, exist_ok=True)
+        _private_folder(self.folder)
+        self.spec["socket"], self.spec["socket_tmpdir"] = _socket_path(self.folder, self.name)
         spec_path = self.folder / f"{self.name}.json"
-        spec_path.write_text(json.dumps(self.spec))
+        _write_private(spec_path, json.dumps(self.spec))
         env = dict(os.environ)
         isa = self.spec["state"].get("runtime")
         if isa:
@@ -141,32 +186,83 @@ class Instance:
             if status.exists():
                 doc = json.loads(status.read_text())
                 if doc.get("ev") == "failed":
+                    self._remove_socket_folder()
                     raise StateFailed(f"state {self.key} did not start: {doc.get('error')}")
                 if doc.get("ev") == "ready" and self.connect():
                     self.ready_at = time.perf_counter()
                     return
             if getattr(self, "_proc", None) is not None and self._proc.poll() is not None:
                 tail = (self.folder / f"{self.name}.log").read_text(errors="replace")[-300:].strip()
+                self._remove_socket_folder()
                 raise StateFailed(f"state {self.key}: its server exited with code {self._proc.returncode}: {tail}")
             time.sleep(0.05)
         self.kill()
+        self._remove_socket_folder()
         raise StateFailed(f"state {self.key} was not ready within {timeout:.0f} s")
 
-    def connect(self) -> bool:
-        """Connect to a running server (a resumed pilot adopts the one it left); False if none."""
+    def connect(self, timeout: float = 10.0) -> bool:
+        """Connect to a running server and authenticate (a resumed pilot adopts the one it left);
+        False if there is none, or it does not accept this pilot's token."""
+        path = self.spec.get("socket")
+        if not path:
+            return False
         s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.settimeout(timeout)
+        buf = b""
+        deadline = time.monotonic() + timeout
         try:
-            s.connect(self.spec["socket"])
-        except OSError:
+            while True:
+                try:
+                    s.connect(path)
+                    break
+                except BlockingIOError:  # its backlog is full (a socket with a timeout does not wait)
+                    if time.monotonic() > deadline:
+                        raise
+                    time.sleep(0.01)
+            if peer_uid(s) != os.geteuid():  # the folder is private; this is the check that it stayed so
+                raise ConnectionRefusedError("the server is another user's")
+            s.sendall(self._line({"op": "hello"}))
+            while b"\n" not in buf and len(buf) <= MAX_LINE:
+                chunk = s.recv(1 << 16)
+                if not chunk:
+                    raise ConnectionResetError("the server closed the connection")
+                buf += chunk
+            first, buf = buf.split(b"\n", 1)
+            ready = json.loads(first)
+        except (OSError, ValueError):
             s.close()
             return False
-        self.sock = s
-        threading.Thread(target=self._read, args=(s,), daemon=True).start()
+        if not isinstance(ready, dict) or ready.get("ev") != "ready":  # {"ok": false, ...}: not our server
+            s.close()
+            return False
+        s.settimeout(None)
+        self.pid = ready.get("pid", self.pid)
+        with self.lock:
+            old, self.sock = self.sock, s
+        if old is not None:
+            old.close()  # the server dropped it already: it had one client, now this one
+        threading.Thread(target=self._read, args=(s, buf), daemon=True).start()
         return True
 
-    def _read(self, s: socket.socket) -> None:
-        buf = b""
+    def _read(self, s: socket.socket, buf: bytes = b"") -> None:
         while True:
+            *lines, buf = buf.split(b"\n")
+            for line in lines:
+                try:
+                    msg = json.loads(line)
+                except ValueError:
+                    continue
+                if not isinstance(msg, dict):
+                    continue
+                if msg.get("ev") == "ready":
+                    self.pid = msg.get("pid", self.pid)
+                elif msg.get("ev") in ("applied", "refused"):
+                    self._apply_answer = msg
+                    self._applied.set()
+                elif msg.get("ok") is False:
+                    self.last_error = msg.get("error")  # a line of ours it refused: a bug to see, not to die of
+                else:
+                    self.tracker.event(msg)
             try:
                 chunk = s.recv(1 << 16)
             except OSError:
@@ -174,28 +270,26 @@ class Instance:
             if not chunk:
                 break
             buf += chunk
-            *lines, buf = buf.split(b"\n")
-            for line in lines:
-                msg = json.loads(line)
-                if msg.get("ev") == "ready":
-                    self.pid = msg.get("pid", self.pid)
-                elif msg.get("ev") in ("applied", "refused"):
-                    self._apply_answer = msg
-                    self._applied.set()
-                else:
-                    self.tracker.event(msg)
         if not self.alive():
             self.tracker.fail_open(self.key, "error")
+
+    def _line(self, obj: dict) -> bytes:
+        return (json.dumps({**obj, "token": self.spec["token"]}, separators=(",", ":")) + "\n").encode()
 
     def send(self, obj: dict) -> bool:
         with self.lock:
             if self.sock is None:
                 return False
             try:
-                self.sock.sendall((json.dumps(obj, separators=(",", ":")) + "\n").encode())
+                self.sock.sendall(self._line(obj))
                 return True
             except OSError:
                 return False
+
+    def _remove_socket_folder(self) -> None:
+        """The private temporary folder of a server that did not start (one that did removes its own)."""
+        if self.spec.get("socket_tmpdir"):
+            shutil.rmtree(self.spec["socket_tmpdir"], ignore_errors=True)
 
     def apply_in_place(self, key: str, spec: dict, timeout: float = 10.0) -> bool:
         """Change the running server to another state of the same variant without a restart;
@@ -211,8 +305,8 @@ class Instance:
             return False
         if not self._applied.wait(timeout) or self._apply_answer.get("ev") != "applied":
             return False
-        self.key, self.spec = key, {**spec, "socket": self.spec["socket"], "status": self.spec["status"],
-                                    "host_cpus": self.spec["host_cpus"]}
+        self.key, self.spec = key, {**spec, **{k: self.spec[k] for k in ("socket", "socket_tmpdir", "token", "status",
+                                                                          "host_cpus")}}
         return True
 
     def alive(self) -> bool:
