@@ -22,6 +22,10 @@ from luma.rules.state import DERIVED
 #: The rule that qualifies chains: the report reads what it derived, never a copy of its logic.
 QUALIFYING_RULE = "qualified-boundary"
 _QUALIFIED = DERIVED + QUALIFYING_RULE
+#: Sealed reads (DESIGN §8): a record's facts inside its own graph (the record kind said there),
+#: runner names and revocations inside the trust and revocation records' graphs.
+_CHAIN_RECORD = '?g luma:recordKind "pex-chain"'
+_TRIAL_RECORD = '?tg luma:recordKind "pex-trial"'
 
 PREFIXES = (f"PREFIX luma: <{LUMA}>\nPREFIX prov: <{PROV}>\nPREFIX qudt: <{QUDT}>\nPREFIX rdfs: <{RDFS}>\n"
             "PREFIX xsd: <http://www.w3.org/2001/XMLSchema#>\n")
@@ -162,8 +166,10 @@ def chain_of(kb, iri: str) -> str:
 
     iri = resolve_iri(iri)
     rows = _select(kb, f"""SELECT DISTINCT ?c WHERE {{
-      {{ BIND(<{iri}> AS ?c) ?c a luma:BoundaryQualification }}
-      UNION {{ <{iri}> luma:qualifies ?c }} UNION {{ ?c a luma:BoundaryQualification ; prov:wasDerivedFrom <{iri}> }}
+      {{ BIND(<{iri}> AS ?c) GRAPH ?g {{ ?c a luma:BoundaryQualification . {_CHAIN_RECORD} }} }}
+      UNION {{ GRAPH <{_QUALIFIED}> {{ <{iri}> luma:qualifies ?c }} }}
+      UNION {{ GRAPH <{iri}> {{ ?c a luma:BoundaryQualification ; prov:wasDerivedFrom <{iri}> .
+                               <{iri}> luma:recordKind "pex-chain" }} }}
     }}""")
     if not rows:
         raise UnknownName(f"{iri} is not a PEX chain in this KB (give a chain IRI, its record graph or its "
@@ -174,14 +180,15 @@ def chain_of(kb, iri: str) -> str:
 def chain_of_sprint(kb, sprint: str) -> str:
     """The chain a sprint recorded (same activity start, contract, workload, architecture)."""
     rows = _select(kb, f"""SELECT DISTINCT ?c WHERE {{
-      ?t a luma:SprintTrial ; luma:sprint {_lit(sprint)} ; luma:contract ?k ; luma:workload ?w ;
-         luma:architecture ?a ; prov:wasGeneratedBy ?ta . ?ta prov:startedAtTime ?start .
-      ?c a luma:BoundaryQualification ; luma:contract ?k ; luma:workload ?w ; luma:architecture ?a ;
-         prov:wasGeneratedBy ?ca . ?ca prov:startedAtTime ?start .
+      GRAPH ?tg {{ ?t a luma:SprintTrial ; luma:sprint {_lit(sprint)} ; luma:contract ?k ; luma:workload ?w ;
+         luma:architecture ?a ; prov:wasGeneratedBy ?ta . ?ta prov:startedAtTime ?start . {_TRIAL_RECORD} }}
+      GRAPH ?g {{ ?c a luma:BoundaryQualification ; luma:contract ?k ; luma:workload ?w ; luma:architecture ?a ;
+         prov:wasGeneratedBy ?ca . ?ca prov:startedAtTime ?start . {_CHAIN_RECORD} }}
     }} ORDER BY ?c""")
     if rows:
         return rows[0]["c"]
-    known = _select(kb, f"SELECT (COUNT(?t) AS ?n) WHERE {{ ?t luma:sprint {_lit(sprint)} }}")
+    known = _select(kb, f"SELECT (COUNT(?t) AS ?n) WHERE {{ GRAPH ?tg {{ ?t luma:sprint {_lit(sprint)} . "
+                        f"{_TRIAL_RECORD} }} }}")
     if not known or int(known[0]["n"]) == 0:
         raise UnknownName(f"no sprint {sprint!r} in this KB (`luma kb query` lists them: "
                           "SELECT DISTINCT ?s WHERE { ?t luma:sprint ?s })", field="sprint")
@@ -206,7 +213,7 @@ _LEVEL_PATTERN = """?s luma:level ?l . ?l luma:dimension ?dim .
 def gather(kb, chain: str) -> ChainFacts:
     """Read one chain, its record, provenance, trials and (when it has one) its sprint."""
     props: dict[str, str] = {}
-    for r in _select(kb, f"SELECT ?p ?o WHERE {{ <{chain}> ?p ?o }}"):
+    for r in _select(kb, f"SELECT ?p ?o WHERE {{ GRAPH ?g {{ <{chain}> ?p ?o . {_CHAIN_RECORD} }} }}"):
         if r["p"] != LUMA + "trial":
             props.setdefault(r["p"], r["o"])
     ent = _select(kb, f"""SELECT * WHERE {{
@@ -226,14 +233,17 @@ def gather(kb, chain: str) -> ChainFacts:
     rec = _select(kb, f"""SELECT ?hash ?at ?who ?runner ?fingerprint ?revoked WHERE {{
       GRAPH <{graph}> {{ <{graph}> luma:contentHash ?hash ; prov:generatedAtTime ?at ; prov:wasAttributedTo ?agent }}
       OPTIONAL {{ ?agent rdfs:label ?who }}
-      OPTIONAL {{ GRAPH <{graph}> {{ <{graph}> luma:attestedBy ?key }} ?key luma:runnerName ?runner ;
-                  luma:keyFingerprint ?fingerprint . OPTIONAL {{ ?key luma:revokedAt ?revoked }} }} }}""")
+      OPTIONAL {{ GRAPH <{graph}> {{ <{graph}> luma:attestedBy ?key }}
+                  GRAPH ?tg {{ ?tg luma:recordKind "runner-trust" . ?key luma:runnerName ?runner ;
+                               luma:keyFingerprint ?fingerprint }}
+                  OPTIONAL {{ GRAPH ?rg {{ ?rg luma:recordKind "runner-revocation" ; luma:revokes ?key .
+                                          ?key luma:revokedAt ?revoked }} }} }} }}""")
     prov, env = {}, {}
     act = props.get(PROV + "wasGeneratedBy")
     if act:
-        for r in _select(kb, f"SELECT ?p ?o WHERE {{ <{act}> ?p ?o }}"):
+        for r in _select(kb, f"SELECT ?p ?o WHERE {{ GRAPH <{graph}> {{ <{act}> ?p ?o }} }}"):
             prov.setdefault(r["p"].rsplit("#", 1)[-1].rsplit("/", 1)[-1], r["o"])
-        for r in _select(kb, f"SELECT ?p ?o WHERE {{ <{act}> luma:environment ?e . ?e ?p ?o }}"):
+        for r in _select(kb, f"SELECT ?p ?o WHERE {{ GRAPH <{graph}> {{ <{act}> luma:environment ?e . ?e ?p ?o }} }}"):
             if r["p"].startswith(LUMA):
                 env.setdefault(r["p"][len(LUMA):], []).append(r["o"])
     facts = ChainFacts(chain, graph, props, entity, clauses, states.get(props[LUMA + "passState"], {}),
@@ -250,11 +260,12 @@ def gather(kb, chain: str) -> ChainFacts:
 def _chain_trials(kb, chain: str, props: dict[str, str]) -> list[TrialFact]:
     """The trials inside the chain record: pass/fail at those states (baseline), recovered at the
     FAIL state with the intervention."""
-    heads = _select(kb, f"""SELECT ?t ?state ?rep ?verdict ?cause WHERE {{ <{chain}> luma:trial ?t .
+    graph = props[PROV + "wasDerivedFrom"]  # the chain's record graph (gather read the chain there)
+    heads = _select(kb, f"""SELECT ?t ?state ?rep ?verdict ?cause WHERE {{ GRAPH <{graph}> {{ <{chain}> luma:trial ?t .
       ?t luma:trialState ?state ; luma:repetitionIndex ?rep ; luma:verdict ?verdict .
-      OPTIONAL {{ ?t luma:failureCause ?cause }} }}""")
-    obs = _observations(_select(kb, f"""SELECT ?t ?m ?v ?u WHERE {{ <{chain}> luma:trial ?t .
-      ?t luma:observation ?o . ?o luma:metric ?m ; qudt:numericValue ?v ; qudt:unit ?u }}"""))
+      OPTIONAL {{ ?t luma:failureCause ?cause }} }} }}""")
+    obs = _observations(_select(kb, f"""SELECT ?t ?m ?v ?u WHERE {{ GRAPH <{graph}> {{ <{chain}> luma:trial ?t .
+      ?t luma:observation ?o . ?o luma:metric ?m ; qudt:numericValue ?v ; qudt:unit ?u }} }}"""))
     out = []
     for r in sorted(heads, key=lambda r: int(r["t"].rsplit("/", 1)[-1])):
         out.append(TrialFact(r["t"], int(r["t"].rsplit("/", 1)[-1]), r["state"],
@@ -296,22 +307,22 @@ def _sprint(kb, facts: ChainFacts) -> None:
     if not started:
         return
     p = facts.props
-    rows = _select(kb, f"""SELECT DISTINCT ?sprint WHERE {{ ?t a luma:SprintTrial ; luma:sprint ?sprint ;
+    rows = _select(kb, f"""SELECT DISTINCT ?sprint WHERE {{ GRAPH ?tg {{ ?t a luma:SprintTrial ; luma:sprint ?sprint ;
       luma:contract <{p[LUMA + 'contract']}> ; luma:workload <{p[LUMA + 'workload']}> ;
       luma:architecture <{p[LUMA + 'architecture']}> ; prov:wasGeneratedBy ?a .
-      ?a prov:startedAtTime ?st . FILTER(?st = "{started}"^^xsd:dateTime) }} ORDER BY ?sprint""")
+      ?a prov:startedAtTime ?st . FILTER(?st = "{started}"^^xsd:dateTime) {_TRIAL_RECORD} }} }} ORDER BY ?sprint""")
     if not rows:
         return
     facts.sprint = rows[0]["sprint"]
     sprint = _lit(facts.sprint)
-    heads = _select(kb, f"""SELECT ?t ?seq ?phase ?variant ?verdict ?cause ?attempts ?ec WHERE {{
+    heads = _select(kb, f"""SELECT ?t ?seq ?phase ?variant ?verdict ?cause ?attempts ?ec WHERE {{ GRAPH ?tg {{
       ?t luma:sprint {sprint} ; a luma:SprintTrial ; luma:sequence ?seq ; luma:trialPhase ?phase ;
          luma:softwareVariant ?variant ; luma:verdict ?verdict ; luma:evidenceClass ?ec .
-      OPTIONAL {{ ?t luma:failureCause ?cause }} OPTIONAL {{ ?t luma:attempts ?attempts }} }}""")
-    levels = _levels(_select(kb, f"""SELECT ?t ?dim ?v ?u ?cat WHERE {{ ?t luma:sprint {sprint} ;
-      luma:machineState ?s . {_LEVEL_PATTERN} }}"""), key="t")
-    obs = _observations(_select(kb, f"""SELECT ?t ?m ?v ?u WHERE {{ ?t luma:sprint {sprint} ;
-      luma:observation ?o . ?o luma:metric ?m ; qudt:numericValue ?v ; qudt:unit ?u }}"""))
+      OPTIONAL {{ ?t luma:failureCause ?cause }} OPTIONAL {{ ?t luma:attempts ?attempts }} {_TRIAL_RECORD} }} }}""")
+    levels = _levels(_select(kb, f"""SELECT ?t ?dim ?v ?u ?cat WHERE {{ GRAPH ?tg {{ ?t luma:sprint {sprint} ;
+      luma:machineState ?s . {_TRIAL_RECORD} }} {_LEVEL_PATTERN} }}"""), key="t")
+    obs = _observations(_select(kb, f"""SELECT ?t ?m ?v ?u WHERE {{ GRAPH ?tg {{ ?t luma:sprint {sprint} ;
+      luma:observation ?o . ?o luma:metric ?m ; qudt:numericValue ?v ; qudt:unit ?u . {_TRIAL_RECORD} }} }}"""))
     facts.sprint_trials = sorted(
         (TrialFact(r["t"], int(r["seq"]), r["phase"], r["variant"], VERDICT.get(r["verdict"], r["verdict"]),
                    r.get("cause"), levels.get(r["t"], {}), obs.get(r["t"], {}), class_name(r["ec"]),

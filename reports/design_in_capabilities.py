@@ -12,9 +12,13 @@ from dataclasses import dataclass
 
 from luma.kb.prices import PriceTable
 from luma.reports import economics
+from luma.reports.design_in_data import HR, ONTOLOGY, QB, RR, UNQUALIFIED
 from luma.reports.fmt import dim_key, num
 from luma.reports.render import Section, Table
 from luma.rules.derivations import derivation
+from luma.rules.state import DERIVED
+
+CC = f"<{DERIVED}capability-candidate>"
 
 
 @dataclass
@@ -30,12 +34,15 @@ class Ranked:
 
 def candidates(r) -> list[dict]:
     """(requirement, resource, capability, label, basis, remedy label) rows of the derived candidates."""
-    return r.select("""SELECT ?hr ?resource ?cap ?label ?basis ?remedy ?realised WHERE {
-      ?c a luma:CapabilityCandidate ; luma:candidateFor ?hr ; luma:capability ?cap ; luma:candidateBasis ?basis .
-      ?hr luma:resource ?resource .
-      OPTIONAL { ?cap rdfs:label ?label }
-      OPTIONAL { ?c luma:viaRemedy ?rr . ?rr luma:remedyIntervention ?i . ?i rdfs:label ?remedy }
-      OPTIONAL { ?cap luma:realisedBy ?x . ?x rdfs:label ?realised } }""")
+    # Sealed (DESIGN §8): derived facts from their rules' graphs, capability classes from the ontology's.
+    return r.select(f"""SELECT ?hr ?resource ?cap ?label ?basis ?remedy ?realised WHERE {{
+      GRAPH {CC} {{ ?c a luma:CapabilityCandidate ; luma:candidateFor ?hr ; luma:capability ?cap ;
+                       luma:candidateBasis ?basis }}
+      GRAPH {HR} {{ ?hr luma:resource ?resource }}
+      OPTIONAL {{ GRAPH {ONTOLOGY} {{ ?cap rdfs:label ?label }} }}
+      OPTIONAL {{ GRAPH {CC} {{ ?c luma:viaRemedy ?rr }} GRAPH {RR} {{ ?rr luma:remedyIntervention ?i }}
+                 ?i rdfs:label ?remedy }}
+      OPTIONAL {{ GRAPH {ONTOLOGY} {{ ?cap luma:realisedBy ?x . ?x rdfs:label ?realised }} }} }}""")
 
 
 def _money(value: float | None, est) -> str:
@@ -187,12 +194,12 @@ def nothing_section(r, bindings: list[dict]) -> Section:
     run = derivation(r.kb.store, "recurring-binding")
     w = int((run.parameters if run else {}).get("min_workloads", 3))
     a = int((run.parameters if run else {}).get("min_architectures", 2))
-    qualified = r.count("?q a luma:QualifiedBoundary .")
-    per = r.select("""SELECT ?b ?key (COUNT(DISTINCT ?w) AS ?W) (COUNT(DISTINCT ?a) AS ?A) (COUNT(?q) AS ?n) WHERE {
-      ?q a luma:QualifiedBoundary ; luma:bindingResource ?b ; luma:workload ?w ; luma:architecture ?a .
-      OPTIONAL { ?b luma:recordKey ?key } } GROUP BY ?b ?key ORDER BY DESC(?n) ?b LIMIT 10""")
-    unq = r.select("""SELECT ?ec (COUNT(?u) AS ?n) WHERE { ?u a luma:UnqualifiedChain ; luma:evidenceClass ?ec }
-                      GROUP BY ?ec ORDER BY ?ec""")
+    qualified = r.count(f"GRAPH {QB} {{ ?q a luma:QualifiedBoundary }}")
+    per = r.select(f"""SELECT ?b ?key (COUNT(DISTINCT ?w) AS ?W) (COUNT(DISTINCT ?a) AS ?A) (COUNT(?q) AS ?n) WHERE {{
+      GRAPH {QB} {{ ?q a luma:QualifiedBoundary ; luma:bindingResource ?b ; luma:workload ?w ; luma:architecture ?a }}
+      OPTIONAL {{ GRAPH {ONTOLOGY} {{ ?b luma:recordKey ?key }} }} }} GROUP BY ?b ?key ORDER BY DESC(?n) ?b LIMIT 10""")
+    unq = r.select(f"""SELECT ?ec (COUNT(?u) AS ?n) WHERE {{ GRAPH {UNQUALIFIED} {{ ?u a luma:UnqualifiedChain ;
+                      luma:evidenceClass ?ec }} }} GROUP BY ?ec ORDER BY ?ec""")
     paras = [f"**Nothing qualifies for Design-In.** A capability is proposed only for a hardware requirement: a "
              f"resource that binds in qualified boundaries (measured, signed by a trusted runner, recovered) across "
              f"at least {w} workloads on at least {a} architectures (rule recurring-binding, min_workloads={w}, "

@@ -10,11 +10,20 @@ from __future__ import annotations
 
 from luma.kb.records import kinds
 from luma.kb.scope import Scope
-from luma.kb.vocab import LUMA
+from luma.kb.vocab import LUMA, ONTOLOGY_GRAPH
 from luma.reports.boundary_data import PREFIXES
 from luma.reports.render import NothingToReport
+from luma.rules.state import DERIVED
 
 FULL_LIST = 2000
+#: Sealed reads (DESIGN §8): each derived fact inside the graph of the rule that derives it, the
+#: ontology's inside its graph, runner names inside the trust records' own graphs.
+HR, RB, RR, CE = (f"<{DERIVED}{rule}>" for rule in ("hardware-requirement", "recurring-binding", "recurring-remedy",
+                                                     "counter-evidence"))
+QB, UNQUALIFIED = f"<{DERIVED}qualified-boundary>", f"<{DERIVED}unqualified-evidence>"
+ONTOLOGY = f"<{ONTOLOGY_GRAPH}>"
+#: A runner key's name, from the trust record that projects it (kb/projection.py); the caller closes the brace.
+RUNNER_NAME = 'GRAPH ?tg { ?tg luma:recordKind "runner-trust" . ?key luma:runnerName ?name'
 
 
 class Reader:
@@ -51,28 +60,29 @@ def check_ready(r: Reader) -> None:
 
 
 def requirements(r: Reader) -> list[dict]:
-    return r.select("""SELECT ?hr ?resource ?rb ?confidence ?workloads ?architectures ?chains ?min ?median ?max
-      ?unit ?key WHERE { ?hr a luma:HardwareRequirement ; luma:resource ?resource ; prov:wasDerivedFrom ?rb .
-      OPTIONAL { ?resource luma:recordKey ?key }
-      ?rb a luma:RecurringBinding ; luma:supportChains ?chains .
-      OPTIONAL { ?hr luma:confidence ?confidence } OPTIONAL { ?hr luma:supportWorkloads ?workloads }
-      OPTIONAL { ?hr luma:supportArchitectures ?architectures }
-      OPTIONAL { ?hr luma:boundaryMin ?min ; luma:boundaryMedian ?median ; luma:boundaryMax ?max ;
-                 luma:boundaryUnit ?unit } }""")
+    return r.select(f"""SELECT ?hr ?resource ?rb ?confidence ?workloads ?architectures ?chains ?min ?median ?max
+      ?unit ?key WHERE {{ GRAPH {HR} {{
+        ?hr a luma:HardwareRequirement ; luma:resource ?resource ; prov:wasDerivedFrom ?rb .
+        OPTIONAL {{ ?hr luma:confidence ?confidence }} OPTIONAL {{ ?hr luma:supportWorkloads ?workloads }}
+        OPTIONAL {{ ?hr luma:supportArchitectures ?architectures }}
+        OPTIONAL {{ ?hr luma:boundaryMin ?min ; luma:boundaryMedian ?median ; luma:boundaryMax ?max ;
+                   luma:boundaryUnit ?unit }} }}
+      OPTIONAL {{ GRAPH {ONTOLOGY} {{ ?resource luma:recordKey ?key }} }}
+      GRAPH {RB} {{ ?rb a luma:RecurringBinding ; luma:supportChains ?chains }} }}""")
 
 
 def recurring_bindings(r: Reader) -> list[dict]:
-    return r.select("""SELECT ?rb ?resource ?workloads ?architectures ?chains ?key WHERE {
-      ?rb a luma:RecurringBinding ; luma:resource ?resource ; luma:supportWorkloads ?workloads ;
-          luma:supportArchitectures ?architectures ; luma:supportChains ?chains
-      OPTIONAL { ?resource luma:recordKey ?key } }""")
+    return r.select(f"""SELECT ?rb ?resource ?workloads ?architectures ?chains ?key WHERE {{
+      GRAPH {RB} {{ ?rb a luma:RecurringBinding ; luma:resource ?resource ; luma:supportWorkloads ?workloads ;
+          luma:supportArchitectures ?architectures ; luma:supportChains ?chains }}
+      OPTIONAL {{ GRAPH {ONTOLOGY} {{ ?resource luma:recordKey ?key }} }} }}""")
 
 
 def counter_evidence(r: Reader) -> dict[str, dict]:
     """{recurring binding: {"n": counter-chains, "tasks": [task classes]}}."""
     out: dict[str, dict] = {}
-    for row in r.select("""SELECT ?rb ?n ?task WHERE { ?ce a luma:CounterEvidence ; luma:supportOf ?rb ;
-                           luma:counterChains ?n . OPTIONAL { ?ce luma:taskClass ?task } }"""):
+    for row in r.select(f"""SELECT ?rb ?n ?task WHERE {{ GRAPH {CE} {{ ?ce a luma:CounterEvidence ; luma:supportOf ?rb ;
+                           luma:counterChains ?n . OPTIONAL {{ ?ce luma:taskClass ?task }} }} }}"""):
         entry = out.setdefault(row["rb"], {"n": int(row["n"]), "tasks": []})
         if row.get("task"):
             entry["tasks"].append(row["task"])
@@ -82,11 +92,11 @@ def counter_evidence(r: Reader) -> dict[str, dict]:
 
 
 def remedies(r: Reader) -> list[dict]:
-    return r.select("""SELECT ?rr ?resource ?intervention ?kind ?chains ?workloads ?architectures ?key WHERE {
-      ?rr a luma:RecurringRemedy ; luma:remedyResource ?resource ; luma:remedyIntervention ?i ;
-          luma:supportChains ?chains ; luma:supportWorkloads ?workloads ; luma:supportArchitectures ?architectures .
-      ?i rdfs:label ?intervention . OPTIONAL { ?i luma:interventionKind ?kind }
-      OPTIONAL { ?resource luma:recordKey ?key } }""")
+    return r.select(f"""SELECT ?rr ?resource ?intervention ?kind ?chains ?workloads ?architectures ?key WHERE {{
+      GRAPH {RR} {{ ?rr a luma:RecurringRemedy ; luma:remedyResource ?resource ; luma:remedyIntervention ?i ;
+          luma:supportChains ?chains ; luma:supportWorkloads ?workloads ; luma:supportArchitectures ?architectures }}
+      ?i rdfs:label ?intervention . OPTIONAL {{ ?i luma:interventionKind ?kind }}
+      OPTIONAL {{ GRAPH {ONTOLOGY} {{ ?resource luma:recordKey ?key }} }} }}""")
 
 
 #: Record kinds that are statements about other records, not evidence (luma.kb.records.kinds).
@@ -118,8 +128,9 @@ def _chain_rows(r: Reader, chains: list[str]) -> list[dict]:
     wanted = ", ".join(f"<{p}>" for p in props)
     for i in range(0, len(chains), _CHUNK):
         values = " ".join(f"<{c}>" for c in chains[i:i + _CHUNK])
-        for x in r.select(f"SELECT ?chain ?p ?o WHERE {{ VALUES ?chain {{ {values} }} ?chain ?p ?o "
-                          f"FILTER(?p IN ({wanted})) }}"):
+        # A chain's facts from its own record graph only.
+        for x in r.select(f"SELECT ?chain ?p ?o WHERE {{ VALUES ?chain {{ {values} }} GRAPH ?g {{ ?chain ?p ?o "
+                          f'FILTER(?p IN ({wanted})) ?g luma:recordKind "pex-chain" }} }}'):
             rows[x["chain"]].setdefault(props[x["p"]], x["o"])
     entities = sorted({row[k] for row in rows.values() for k in ("w", "a", "i") if k in row})
     labels = {}
@@ -146,7 +157,7 @@ def _listed(r: Reader, where: str, evidence_iri: str, limit: int) -> tuple[list[
     return rows[:limit], total
 
 
-_QUALIFIED = "?q a luma:QualifiedBoundary ; luma:qualifies ?chain ."
+_QUALIFIED = f"GRAPH {QB} {{ ?q a luma:QualifiedBoundary ; luma:qualifies ?chain }}"
 
 
 def qualified(r: Reader, limit: int) -> tuple[list[dict], int]:
@@ -155,11 +166,11 @@ def qualified(r: Reader, limit: int) -> tuple[list[dict], int]:
     if rows:
         values = " ".join(f"<{row['chain']}>" for row in rows)
         who = {x["chain"]: x["name"] for x in r.select(
-            f"SELECT ?chain ?name WHERE {{ VALUES ?chain {{ {values} }} ?q luma:qualifies ?chain ; "
-            f"luma:attestedBy ?key . ?key luma:runnerName ?name }}")}
+            f"SELECT ?chain ?name WHERE {{ VALUES ?chain {{ {values} }} GRAPH {QB} {{ ?q luma:qualifies ?chain ; "
+            f"luma:attestedBy ?key }} {RUNNER_NAME} }} }}")}
         synthetic = {x["chain"] for x in r.select(
-            f"SELECT ?chain WHERE {{ VALUES ?chain {{ {values} }} ?chain prov:wasGeneratedBy ?act . "
-            f'?act luma:tool ?tool FILTER(STRSTARTS(?tool, "luma synthetic")) }}')}
+            f"SELECT ?chain WHERE {{ VALUES ?chain {{ {values} }} GRAPH ?g {{ ?chain prov:wasGeneratedBy ?act . "
+            f'?act luma:tool ?tool FILTER(STRSTARTS(?tool, "luma synthetic")) ?g luma:recordKind "pex-chain" }} }}')}
         feet = pass_footprints(r, [row["chain"] for row in rows])
         for row in rows:
             row["runner"] = who.get(row["chain"])
@@ -175,22 +186,24 @@ def pass_footprints(r: Reader, chains: list[str]) -> dict[str, float]:
         return {}
     values = " ".join(f"<{c}>" for c in chains)
     return {x["chain"]: float(x["foot"]) for x in r.select(
-        f"""SELECT ?chain (MAX(?v) AS ?foot) WHERE {{ VALUES ?chain {{ {values} }} ?chain luma:trial ?t .
+        f"""SELECT ?chain (MAX(?v) AS ?foot) WHERE {{ VALUES ?chain {{ {values} }} GRAPH ?g {{ ?chain luma:trial ?t .
         ?t luma:trialState "pass" ; luma:observation ?o . ?o luma:metric "runtime_footprint" ;
-        qudt:numericValue ?v }} GROUP BY ?chain""") if x.get("foot")}
+        qudt:numericValue ?v . ?g luma:recordKind "pex-chain" }} }} GROUP BY ?chain""") if x.get("foot")}
 
 
 def synthetic_count(r: Reader) -> int:
     """Qualified boundaries whose chain says it was generated (kb/synthetic.py), not measured."""
-    return r.count("""?q a luma:QualifiedBoundary ; luma:qualifies ?c . ?c prov:wasGeneratedBy ?act .
-      ?act luma:tool ?tool FILTER(STRSTARTS(?tool, "luma synthetic"))""")
+    return r.count(f"""GRAPH {QB} {{ ?q a luma:QualifiedBoundary ; luma:qualifies ?c }}
+      GRAPH ?g {{ ?c prov:wasGeneratedBy ?act . ?act luma:tool ?tool FILTER(STRSTARTS(?tool, "luma synthetic"))
+        ?g luma:recordKind "pex-chain" }}""")
 
 
 def runners(r: Reader) -> list[dict]:
     """The runner keys behind the qualified boundaries: name, fingerprint, how many."""
-    return r.select("""SELECT ?name ?fingerprint (COUNT(?q) AS ?boundaries) WHERE {
-      ?q a luma:QualifiedBoundary ; luma:attestedBy ?key . ?key luma:runnerName ?name ; luma:keyFingerprint ?fingerprint
-    } GROUP BY ?name ?fingerprint ORDER BY ?name""")
+    return r.select(f"""SELECT ?name ?fingerprint (COUNT(?q) AS ?boundaries) WHERE {{
+      GRAPH {QB} {{ ?q a luma:QualifiedBoundary ; luma:attestedBy ?key }}
+      {RUNNER_NAME} ; luma:keyFingerprint ?fingerprint }}
+    }} GROUP BY ?name ?fingerprint ORDER BY ?name""")
 
 
 def qualified_count(r: Reader) -> int:
@@ -199,8 +212,8 @@ def qualified_count(r: Reader) -> int:
 
 def unqualified(r: Reader, evidence_iri: str, limit: int) -> tuple[list[dict], int]:
     """(first `limit` unqualified chains of one evidence class, their number)."""
-    return _listed(r, f"?u luma:evidenceClass <{evidence_iri}> ; a luma:UnqualifiedChain ; luma:about ?chain .",
-                   evidence_iri, limit)
+    return _listed(r, f"GRAPH {UNQUALIFIED} {{ ?u luma:evidenceClass <{evidence_iri}> ; a luma:UnqualifiedChain ; "
+                      "luma:about ?chain }", evidence_iri, limit)
 
 
 def model_errors(r: Reader) -> list[dict]:
@@ -217,10 +230,12 @@ def machines(r: Reader) -> list[dict]:
     """Machine records: name, class, architecture, largest memory capacity and bandwidth, power, source."""
     return r.select("""SELECT ?m ?name ?ec ?architecture ?devices ?source (MAX(?cap) AS ?capacity)
       (MAX(?bw) AS ?bandwidth) (MAX(?w) AS ?power) WHERE {
-      ?m a luma:MachineParameters ; luma:machineName ?name ; luma:evidenceClass ?ec ; luma:architecture ?a ;
-         luma:deviceCount ?devices . ?a rdfs:label ?architecture .
-      OPTIONAL { ?m luma:sourceTitle ?source }
-      OPTIONAL { ?m luma:figure ?f1 . ?f1 luma:figureKind "memory_capacity" ; qudt:numericValue ?cap }
-      OPTIONAL { ?m luma:figure ?f2 . ?f2 luma:figureKind "memory_bandwidth" ; qudt:numericValue ?bw }
-      OPTIONAL { ?m luma:figure ?f3 . ?f3 luma:figureKind "power_tdp" ; qudt:numericValue ?w }
+      GRAPH ?g { ?g luma:recordKind "machine" .
+        ?m a luma:MachineParameters ; luma:machineName ?name ; luma:evidenceClass ?ec ; luma:architecture ?a ;
+           luma:deviceCount ?devices .
+        OPTIONAL { ?m luma:sourceTitle ?source }
+        OPTIONAL { ?m luma:figure ?f1 . ?f1 luma:figureKind "memory_capacity" ; qudt:numericValue ?cap }
+        OPTIONAL { ?m luma:figure ?f2 . ?f2 luma:figureKind "memory_bandwidth" ; qudt:numericValue ?bw }
+        OPTIONAL { ?m luma:figure ?f3 . ?f3 luma:figureKind "power_tdp" ; qudt:numericValue ?w } }
+      ?a rdfs:label ?architecture .
     } GROUP BY ?m ?name ?ec ?architecture ?devices ?source ORDER BY ?name ?m""")

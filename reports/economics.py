@@ -20,12 +20,17 @@ import statistics
 from dataclasses import dataclass, field
 
 from luma.kb.prices import HOURS_PER_YEAR, NotPriced, Price, PriceTable, state_cost
-from luma.kb.vocab import LUMA, LUNIT
+from luma.kb.vocab import LUMA, LUNIT, ONTOLOGY_GRAPH
+from luma.rules.state import DERIVED
 
 #: Chains read per requirement (the first in the store's order beyond that; the report says so).
 MAX_CHAINS = 400
 _CHUNK = 200
 RATES = {LUNIT + "RequestPerSecond": "request", LUNIT + "TokenPerSecond": "token"}
+#: Sealed reads (DESIGN §8): boundaries and remedies from their rules' graphs, the hierarchy and
+#: record keys from the ontology graph, a chain's facts from its own record graph.
+_QB, _RR, _ONTOLOGY = f"<{DERIVED}qualified-boundary>", f"<{DERIVED}recurring-remedy>", f"<{ONTOLOGY_GRAPH}>"
+_IN_CHAIN_RECORD = '?g luma:recordKind "pex-chain"'
 
 
 @dataclass
@@ -149,8 +154,8 @@ def supporting_chains(r, resource: str, intervention: str | None = None,
                       limit: int = MAX_CHAINS) -> tuple[list[tuple[str, str]], int]:
     """([(chain, intervention)] of the qualified boundaries binding `resource` or a resource under
     it — only those of `intervention` when given —, at most `limit`), the number of all of them."""
-    where = (f"?q a luma:QualifiedBoundary ; luma:bindingResource ?b ; luma:qualifies ?chain ; luma:intervention ?i . "
-             f"?b luma:broader* <{resource}> .")
+    where = (f"GRAPH {_QB} {{ ?q a luma:QualifiedBoundary ; luma:bindingResource ?b ; luma:qualifies ?chain ; "
+             f"luma:intervention ?i }} GRAPH {_ONTOLOGY} {{ ?b luma:broader* <{resource}> }}")
     total = r.count(where)
     only = f"FILTER(?i = <{intervention}>)" if intervention else ""
     rows = r.select(f"SELECT ?chain ?i WHERE {{ {where} {only} }} LIMIT {limit}")
@@ -166,14 +171,17 @@ def chain_figures(r, chains: list[tuple[str, str]]) -> list[ChainFigures]:
     for n in range(0, len(chains), _CHUNK):
         values = " ".join(f"<{c}>" for c, _ in chains[n:n + _CHUNK])
         for x in r.select(f"""SELECT ?chain ?state ?unit (AVG(?v) AS ?mean) WHERE {{ VALUES ?chain {{ {values} }}
-            ?chain luma:trial ?t . ?t luma:trialState ?state ; luma:verdict luma:Pass ; luma:observation ?o .
-            ?o qudt:unit ?unit ; qudt:numericValue ?v FILTER(?unit IN ({rates})) }} GROUP BY ?chain ?state ?unit"""):
+            GRAPH ?g {{ ?chain luma:trial ?t .
+              ?t luma:trialState ?state ; luma:verdict luma:Pass ; luma:observation ?o .
+            ?o qudt:unit ?unit ; qudt:numericValue ?v FILTER(?unit IN ({rates})) {_IN_CHAIN_RECORD} }} }}
+            GROUP BY ?chain ?state ?unit"""):
             # requests before tokens when a chain observed both (a request is the accepted output)
             have = out[x["chain"]].throughput.get(x["state"])
             if have is None or RATES[x["unit"]] == "request":
                 out[x["chain"]].throughput[x["state"]] = (float(x["mean"]), RATES[x["unit"]])
         for x in r.select(f"""SELECT ?chain ?unit (MAX(?v) AS ?floor) WHERE {{ VALUES ?chain {{ {values} }}
-            ?chain luma:contract ?c . ?c luma:clause ?cl . ?cl luma:operator ">=" ; qudt:unit ?unit ;
+            GRAPH ?g {{ ?chain luma:contract ?c . {_IN_CHAIN_RECORD} }}
+            ?c luma:clause ?cl . ?cl luma:operator ">=" ; qudt:unit ?unit ;
             qudt:numericValue ?v FILTER(?unit IN ({rates})) }} GROUP BY ?chain ?unit"""):
             have = out[x["chain"]].floor
             if have is None or RATES[x["unit"]] == "request":
@@ -182,13 +190,13 @@ def chain_figures(r, chains: list[tuple[str, str]]) -> list[ChainFigures]:
     for n in range(0, len(rated), _CHUNK):
         values = " ".join(f"<{c}>" for c in rated[n:n + _CHUNK])
         for x in r.select(f"""SELECT ?chain ?p ?key ?v ?cat WHERE {{ VALUES ?chain {{ {values} }}
-            ?chain ?p ?s FILTER(?p IN (luma:passState, luma:failState)) ?s luma:level ?l .
-            ?l luma:dimension ?d . ?d luma:recordKey ?key .
+            GRAPH ?g {{ ?chain ?p ?s FILTER(?p IN (luma:passState, luma:failState)) {_IN_CHAIN_RECORD} }}
+            ?s luma:level ?l . ?l luma:dimension ?d . GRAPH {_ONTOLOGY} {{ ?d luma:recordKey ?key }}
             OPTIONAL {{ ?l qudt:numericValue ?v }} OPTIONAL {{ ?l luma:category ?cat }} }}"""):
             which = "pass" if x["p"] == LUMA + "passState" else "fail"
             out[x["chain"]].levels.setdefault(which, {})[x["key"]] = float(x["v"]) if x.get("v") else x.get("cat")
         for x in r.select(f"""SELECT ?chain ?label WHERE {{ VALUES ?chain {{ {values} }}
-            ?chain luma:architecture ?a . ?a rdfs:label ?label }}"""):
+            GRAPH ?g {{ ?chain luma:architecture ?a . {_IN_CHAIN_RECORD} }} ?a rdfs:label ?label }}"""):
             out[x["chain"]].architecture = x["label"]
     return [out[c] for c, _ in chains]
 
@@ -196,8 +204,9 @@ def chain_figures(r, chains: list[tuple[str, str]]) -> list[ChainFigures]:
 def best_remedy(r, resource: str) -> tuple[str, str, int] | None:
     """(intervention, label, chains) of the recurring remedy of `resource` that is no hardware
     intervention and recovers the most chains; None when none recurs."""
-    rows = r.select(f"""SELECT ?i ?label ?chains WHERE {{ ?rr a luma:RecurringRemedy ; luma:remedyResource <{resource}> ;
-        luma:remedyIntervention ?i ; luma:supportChains ?chains . ?i rdfs:label ?label
+    rows = r.select(f"""SELECT ?i ?label ?chains WHERE {{ GRAPH {_RR} {{ ?rr a luma:RecurringRemedy ;
+        luma:remedyResource <{resource}> ; luma:remedyIntervention ?i ; luma:supportChains ?chains }}
+        ?i rdfs:label ?label
         FILTER NOT EXISTS {{ ?i luma:interventionKind luma:Hardware }} }}""")
     if not rows:
         return None

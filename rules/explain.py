@@ -10,7 +10,12 @@ batches), and built depth first so that a node reached twice is described at its
 appearance in reading order and later only referenced (`{"iri": ..., "see_above": true}`); that
 also stops cycles. A node lists at most `max_supports` supports (in IRI order) with the total in
 `supports_total`; the records behind the root are still all named, uncapped, in the root's
-`records` (one `prov:wasDerivedFrom+` query).
+`records` (walked level by level, like the tree).
+
+Sealed (DESIGN §8): a node's facts are read only where they are stated -- a derived node's (its
+types, rule run and supports) inside a rule's derived graph, a record node's inside its own
+record graph, labels there or in the entities and ontology graphs -- so no loaded document can add
+a support, a rule run or a record to a derivation.
 """
 
 from __future__ import annotations
@@ -19,7 +24,8 @@ import re
 from collections.abc import Iterable
 
 from luma.errors import QueryError, UnknownName
-from luma.kb.vocab import EVIDENCE_CLASSES, LUMA, PREFIXES, PROV, RDF, RDFS
+from luma.kb.vocab import ENTITY_GRAPH, EVIDENCE_CLASSES, LUMA, ONTOLOGY_GRAPH, PREFIXES, PROV, RDF, RDFS
+from luma.rules.state import DERIVED
 
 #: IRIs per VALUES block (keeps every query text small).
 CHUNK = 400
@@ -27,6 +33,8 @@ CHUNK = 400
 _DERIVED_FROM = f"<{PROV}wasDerivedFrom>"
 _RECORD_KIND = f"<{LUMA}recordKind>"
 _IS_RECORD = f"GRAPH ?s {{ ?s {_RECORD_KIND} ?rk }}"
+#: Graphs that hold a node's label besides its own (sealed) graphs.
+_LABEL_GRAPHS = f"<{ENTITY_GRAPH}> <{ONTOLOGY_GRAPH}>"
 _BAD_IRI = re.compile(r'[\s<>"{}|^`\\]')
 _PREFIXED = re.compile(r"^([A-Za-z][\w-]*):(.*)$")
 _CLASS_NAMES = {iri: name for name, iri in EVIDENCE_CLASSES.items()}
@@ -65,11 +73,35 @@ def _class_name(iri: str) -> str:
     return _CLASS_NAMES.get(iri, iri)
 
 
+def derived_graphs(store) -> list[str]:
+    """The rules' derived graphs the store holds (one per rule that has run)."""
+    rows = store.select(f'SELECT DISTINCT ?g WHERE {{ GRAPH ?g {{ }} FILTER(STRSTARTS(STR(?g), "{DERIVED}")) }}',
+                        union=False)
+    return sorted(r["g"] for r in rows)
+
+
+class _Sealed:
+    """Graph patterns that match only where a fact may be stated: a rule's derived graph, or a
+    record's own graph (one that names its kind inside itself; a loaded document is no record of
+    a derivation)."""
+
+    def __init__(self, store):
+        self.derived = _values("dg", derived_graphs(store))
+
+    def derived_only(self, pattern: str) -> str:
+        return f"{{ {self.derived} GRAPH ?dg {{ {pattern} }} }}"
+
+    def __call__(self, pattern: str) -> str:
+        return (f"{{ {self.derived_only(pattern)} UNION {{ GRAPH ?rg {{ {pattern} ?rg {_RECORD_KIND} ?rgk }} "
+                f'FILTER(?rgk != "rdf-document") }} }}')
+
+
 class _Fetcher:
     """The facts of nodes, level by level (a few queries per level, not per node)."""
 
     def __init__(self, kb, max_supports: int):
         self.store = kb.store
+        self.sealed = _Sealed(kb.store)
         self.max_supports = max_supports
         self.nodes: dict[str, dict] = {}       # iri -> description (without supports)
         self.supports: dict[str, list[str]] = {}  # iri -> listed supports (non-record), sorted
@@ -80,18 +112,23 @@ class _Fetcher:
             self.nodes[iri] = {"iri": iri, "types": [], "derived_by": None, "record": None, "supports_total": 0}
         acts: dict[str, dict[str, dict]] = {}
         records: dict[str, list[str]] = {}
+        sealed, run = self.sealed, self.sealed.derived_only  # a rule run is stated in the rule's graph alone
         for chunk in _chunks(iris):
             rows = self.store.select(
                 f"SELECT ?n ?k ?v ?x WHERE {{ {_values('n', chunk)}\n"
-                f"  {{ ?n <{RDF}type> ?v BIND(\"type\" AS ?k) }}\n"
-                f"  UNION {{ ?n <{RDFS}label> ?v BIND(\"label\" AS ?k) }}\n"
-                f"  UNION {{ ?n <{LUMA}evidenceClass> ?v BIND(\"evidence\" AS ?k) }}\n"
-                f"  UNION {{ ?n <{PROV}wasGeneratedBy> ?v . ?v <{LUMA}rule> ?x BIND(\"rule\" AS ?k) }}\n"
-                f"  UNION {{ ?n <{PROV}wasGeneratedBy> ?v . ?v <{LUMA}ruleVersion> ?x BIND(\"version\" AS ?k) }}\n"
-                f"  UNION {{ ?n <{PROV}wasGeneratedBy> ?v . ?v <{LUMA}rule> ?r ; <{LUMA}parameter> ?x "
+                f"  {{ {sealed(f'?n <{RDF}type> ?v .')} BIND(\"type\" AS ?k) }}\n"
+                f"  UNION {{ {{ {sealed(f'?n <{RDFS}label> ?v .')} UNION {{ VALUES ?lg {{ {_LABEL_GRAPHS} }} "
+                f"GRAPH ?lg {{ ?n <{RDFS}label> ?v }} }} }} BIND(\"label\" AS ?k) }}\n"
+                f"  UNION {{ {sealed(f'?n <{LUMA}evidenceClass> ?v .')} BIND(\"evidence\" AS ?k) }}\n"
+                f"  UNION {{ {run(f'?n <{PROV}wasGeneratedBy> ?v . ?v <{LUMA}rule> ?x')} BIND(\"rule\" AS ?k) }}\n"
+                f"  UNION {{ {run(f'?n <{PROV}wasGeneratedBy> ?v . ?v <{LUMA}ruleVersion> ?x')} "
+                f"BIND(\"version\" AS ?k) }}\n"
+                f"  UNION {{ {run(f'?n <{PROV}wasGeneratedBy> ?v . ?v <{LUMA}rule> ?r ; <{LUMA}parameter> ?x')} "
                 f"BIND(\"param\" AS ?k) }}\n"
-                f"  UNION {{ ?n <{PROV}wasGeneratedBy> ?v . ?v <{LUMA}exploratory> ?x BIND(\"exploratory\" AS ?k) }}\n"
-                f"  UNION {{ ?n {_DERIVED_FROM} ?v . GRAPH ?v {{ ?v {_RECORD_KIND} ?rk }} BIND(\"record\" AS ?k) }}\n"
+                f"  UNION {{ {run(f'?n <{PROV}wasGeneratedBy> ?v . ?v <{LUMA}exploratory> ?x')} "
+                f"BIND(\"exploratory\" AS ?k) }}\n"
+                f"  UNION {{ {sealed(f'?n {_DERIVED_FROM} ?v .')} GRAPH ?v {{ ?v {_RECORD_KIND} ?rk }} "
+                f"BIND(\"record\" AS ?k) }}\n"
                 f"}}")
             for row in rows:
                 node, kind, value = self.nodes[row["n"]], row["k"], row["v"]
@@ -148,8 +185,8 @@ class _Fetcher:
     def _count(self, iris: list[str]) -> None:
         for chunk in _chunks(iris):
             rows = self.store.select(
-                f"SELECT ?n (COUNT(DISTINCT ?s) AS ?c) WHERE {{ {_values('n', chunk)} ?n {_DERIVED_FROM} ?s "
-                f"FILTER NOT EXISTS {{ {_IS_RECORD} }} }} GROUP BY ?n")
+                f"SELECT ?n (COUNT(DISTINCT ?s) AS ?c) WHERE {{ {_values('n', chunk)} "
+                f"{self.sealed(f'?n {_DERIVED_FROM} ?s .')} FILTER NOT EXISTS {{ {_IS_RECORD} }} }} GROUP BY ?n")
             for row in rows:
                 self.nodes[row["n"]]["supports_total"] = int(row["c"])
 
@@ -159,7 +196,7 @@ class _Fetcher:
         small = [i for i in iris if 0 < self.nodes[i]["supports_total"] <= self.max_supports]
         for chunk in _chunks(small):
             rows = self.store.select(
-                f"SELECT DISTINCT ?n ?s WHERE {{ {_values('n', chunk)} ?n {_DERIVED_FROM} ?s "
+                f"SELECT DISTINCT ?n ?s WHERE {{ {_values('n', chunk)} {self.sealed(f'?n {_DERIVED_FROM} ?s .')} "
                 f"FILTER NOT EXISTS {{ {_IS_RECORD} }} FILTER(isIRI(?s)) }}")
             for row in rows:
                 self.supports.setdefault(row["n"], []).append(row["s"])
@@ -168,8 +205,8 @@ class _Fetcher:
                 # Sorted here, not by ORDER BY ... LIMIT: Oxigraph sorts 20k IRIs ~5x slower than
                 # it streams them (measured: 1.4 s vs 0.25 s).
                 rows = self.store.select(
-                    f"SELECT DISTINCT ?s WHERE {{ <{iri}> {_DERIVED_FROM} ?s FILTER NOT EXISTS {{ {_IS_RECORD} }} "
-                    f"FILTER(isIRI(?s)) }}")
+                    f"SELECT DISTINCT ?s WHERE {{ {self.sealed(f'<{iri}> {_DERIVED_FROM} ?s .')} "
+                    f"FILTER NOT EXISTS {{ {_IS_RECORD} }} FILTER(isIRI(?s)) }}")
                 self.supports[iri] = sorted(r["s"] for r in rows)[:self.max_supports]
         for iri in iris:
             self.supports[iri] = sorted(self.supports.get(iri, []))
@@ -187,11 +224,33 @@ def _check_known(kb, iri: str) -> bool:
 
 
 def supporting_records(kb, iri: str) -> list[str]:
-    """Content hashes of every record the node derives from, at any depth (uncapped)."""
-    rows = kb.store.select(
-        f"SELECT DISTINCT ?h WHERE {{ {{ <{iri}> {_DERIVED_FROM}+ ?g }} UNION {{ BIND(<{iri}> AS ?g) }} "
-        f"GRAPH ?g {{ ?g {_RECORD_KIND} ?k ; <{LUMA}contentHash> ?h }} }}")
-    return sorted(r["h"] for r in rows)
+    """Content hashes of every record the node derives from, at any depth (uncapped). Walked a
+    level at a time over the sealed links (a property path would cross every graph), a few
+    VALUES batches per level whatever its width."""
+    sealed = _Sealed(kb.store)
+    record = f"OPTIONAL {{ GRAPH ?s {{ ?s {_RECORD_KIND} ?k ; <{LUMA}contentHash> ?h }} }}"
+    rows = kb.store.select(f"SELECT ?s ?h WHERE {{ BIND(<{iri}> AS ?s) {record} }}")
+    hashes = {r["h"] for r in rows if "h" in r}
+    seen, level = {iri}, [] if hashes else [iri]
+    while level:
+        found: set[str] = set()
+        for i in range(0, len(level), _WALK_CHUNK):
+            rows = kb.store.select(
+                f"SELECT DISTINCT ?s ?h WHERE {{ {_values('n', level[i:i + _WALK_CHUNK])} "
+                f"{sealed(f'?n {_DERIVED_FROM} ?s .')} FILTER(isIRI(?s)) {record} }}")
+            for r in rows:
+                if "h" in r:
+                    hashes.add(r["h"])  # a record graph: nothing derives further
+                    seen.add(r["s"])
+                elif r["s"] not in seen:
+                    found.add(r["s"])
+        seen |= found
+        level = sorted(found)
+    return sorted(hashes)
+
+
+#: Nodes per VALUES block when walking to the records (wider than CHUNK: one short pattern each).
+_WALK_CHUNK = 2000
 
 
 def explain(kb, iri: str, max_depth: int = 20, max_supports: int = 50) -> dict:
