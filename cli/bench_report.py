@@ -52,6 +52,8 @@ def print_bench(results: list[dict]) -> None:
             queries.add_row(f"{r['records']:,}", name, str(q["rows"]), _ms(q["min_s"]), _ms(q["median_s"]), rtext)
     console.print(queries)
     _print_paging(console, results)
+    for note in dict.fromkeys(r["note"] for r in results if r.get("note")):
+        console.print(note)  # the chains' class: measured only in the bench's own marked project
     for r in results:
         rd = r.get("rdflib", {})
         if "load_s" in rd:

@@ -46,7 +46,7 @@ def child_luma(n: int, workdir: Path, repeat: int) -> dict:
 
     from luma.kb.knowledge_base import KnowledgeBase
     from luma.kb.named_queries import named_queries
-    from luma.kb.synthetic import write_jsonl
+    from luma.kb.synthetic import BENCH_NOTE, mark_bench_project, write_jsonl
     from luma.kb.vocab import ONTOLOGY_GRAPH
     from luma.kb import runners
     from luma.kb.evidence_gate import MeasuredGate
@@ -55,8 +55,10 @@ def child_luma(n: int, workdir: Path, repeat: int) -> dict:
 
     home = workdir / "project"
     settings = Settings.local(home)
-    # The synthetic measured chains are signed by a key this project trusts, and carry their trials:
-    # ingest verifies and re-judges them as it would a runner's (kb/evidence_gate.py).
+    # A throwaway project, marked as one: only there may the synthetic chains be measured, which the
+    # rules and queries need at scale. They are signed by a key this project trusts, and carry their
+    # trials: ingest verifies and re-judges them as it would a runner's (kb/evidence_gate.py).
+    mark_bench_project(home)
     with KnowledgeBase.open(settings) as base:
         key = runners.keygen(base, "synthetic-bench")
     src = write_jsonl(workdir / "records.jsonl", n, signer=runners.signer(home, key.name))
@@ -112,6 +114,7 @@ def child_luma(n: int, workdir: Path, repeat: int) -> dict:
     del raw
     return {
         "records": n,
+        "note": BENCH_NOTE,
         "added": len(report.added),
         "quads": quads,
         "source_mb": src.stat().st_size / 2**20,

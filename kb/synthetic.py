@@ -6,10 +6,14 @@ qualification (too few repetitions, no recovery, or a second dimension changed b
 FAIL). Every record says it is synthetic in its provenance (`luma synthetic: generated, not a
 measurement`).
 
-`measured` must be earned (issue 14), so a chain is only generated as measured with a runner key
-to sign it (`signer`, a kb.runners.Signer the project trusts) and with trials that agree with
-it: each carries its trials, judged as the sprint judges them (kb/judge.py), and is signed.
-Without a signer the would-be measured chains are labelled `simulated`.
+Synthetic data is never measured (DESIGN §8, issue 28): the chains that would be measured are
+generated as `synthetic`, an evidence class of their own that no rule qualifies, carrying the
+trials a runner would have sent (judged as the sprint judges them, kb/judge.py). Benches and
+tests that need qualified boundaries at scale opt in explicitly: they mark their own throwaway
+project (`mark_bench_project`) and pass a runner key the project trusts (`signer`), and only then
+are those chains generated as `measured` and signed; ingest (kb/evidence_gate.py) refuses a
+measured record generated here in any project that is not marked. The random stream is the
+same either way, so a marked project holds the same chains, measured.
 
 Each chain also carries its outcomes (issue 16), consistent with its trials as ingest checks
 them: a diagnosis (the crossed dimension, the binding resource and any co-binding one recover
@@ -53,16 +57,44 @@ _LEVELS = {
     "interconnect": ("GB/s", [25, 50, 100, 450, 900]),
     "power": ("W", [150, 300, 450, 700, 1000]),
 }
+# "measured" is what a runner would have sent: `synthetic` unless a marked project signs it (records()).
 _EVIDENCE = ["measured"] * 7 + ["simulated", "projected", "vendor-claim"]
 #: What every synthetic record says of itself.
 TOOL = "luma synthetic: generated for benchmarks and tests, not a measurement"
 #: Requests a synthetic trial served: enough for a p99 interval (kb/judge.min_requests(0.99) is 368).
 _REQUESTS = 1000
+#: The file that marks a throwaway benchmark project, the one place synthetic chains may be measured.
+BENCH_MARKER = "SYNTHETIC-BENCH"
+#: What a bench over such a project says of its figures, in one line.
+BENCH_NOTE = "synthetic chains counted as measured in this throwaway project"
+
+
+def generated(tool: str | None) -> bool:
+    """Whether a record's provenance tool says it was generated here (reports match the same prefix)."""
+    return bool(tool) and tool.startswith("luma synthetic")
+
+
+def mark_bench_project(home: Path) -> Path:
+    """Mark the project at `home` as a throwaway benchmark project, in which ingest accepts
+    synthetic chains signed as measured (benches that need qualified boundaries at scale); the
+    marker says why, for whoever finds it. Never mark a project that holds real evidence."""
+    home.mkdir(parents=True, exist_ok=True)
+    marker = home / BENCH_MARKER
+    marker.write_text(f"{BENCH_NOTE}.\nThis project was made by a benchmark or a test: kb/synthetic.py's chains are "
+                      "signed here as measured so that the rules have qualified boundaries to derive from. "
+                      "Its conclusions show the method, not hardware; do not add real evidence to it.\n")
+    return marker
+
+
+def is_bench_project(home: Path | None) -> bool:
+    """Whether `home` was marked by `mark_bench_project`."""
+    return home is not None and (Path(home) / BENCH_MARKER).is_file()
 
 
 def records(n: int, seed: int = 7, signer=None, software_share: float = 0.0) -> Iterator[dict]:
-    """Yield `n` distinct, valid PEX-chain records (measured ones signed by `signer`, else none
-    measured; `software_share` of them naming their software: see the module docstring)."""
+    """Yield `n` distinct, valid PEX-chain records: the would-be measured ones `synthetic`, or
+    `measured` and signed by `signer` for a project marked by `mark_bench_project` (ingest refuses
+    them elsewhere); `software_share` of them naming their software: see the module docstring."""
     rnd = random.Random(seed)
     workloads = [(f"workload-{i:03d}", f"model-{i % 17:02d}", _TASKS[i % len(_TASKS)]) for i in range(60)]
     contracts = [
@@ -96,11 +128,13 @@ def records(n: int, seed: int = 7, signer=None, software_share: float = 0.0) -> 
         iv = rnd.choice(_INTERVENTIONS)
         contract = rnd.choice(contracts)
         evidence = rnd.choice(_EVIDENCE)
+        if evidence == "measured" and signer is None:
+            evidence = "synthetic"
         recovered = rnd.random() < 0.85
         repetitions = rnd.randint(2, 4)
         rec = {
             "record_type": "pex-chain",
-            "evidence_class": evidence if evidence != "measured" or signer is not None else "simulated",
+            "evidence_class": evidence,
             "workload": {"name": wl[0], "model": wl[1], "task": wl[2]},
             "architecture": {"name": arch[0], "kind": arch[1], "vendor": arch[2]},
             "contract": contract,
@@ -117,8 +151,9 @@ def records(n: int, seed: int = 7, signer=None, software_share: float = 0.0) -> 
         rec.update(outcomes(random.Random(f"{seed}/{i}/outcomes"), rec, chosen, contract))
         if software_share:
             software(random.Random(f"{seed}/{i}/software"), rec, software_share)
-        if rec["evidence_class"] == "measured":
+        if evidence in ("measured", "synthetic"):  # the same draws either way: the same chains
             rec["trials"] = trials(rnd, contract, repetitions, recovered)
+        if evidence == "measured":
             rec = signer.sign(rec, f"synthetic record {i}")
         yield rec
 

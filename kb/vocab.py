@@ -66,6 +66,9 @@ EVIDENCE = (
     EvidenceClassInfo("simulated", LUMA + "Simulated", "Simulated evidence", True),
     EvidenceClassInfo("projected", LUMA + "Projected", "Projected evidence", True),
     EvidenceClassInfo("vendor-claim", LUMA + "VendorClaim", "Vendor-claim evidence", True),
+    # Generated records (kb/synthetic.py) for benchmarks, tests and examples: a class of their own
+    # so that no rule, query or report can take them for measurements (issue 28; DESIGN §8).
+    EvidenceClassInfo("synthetic", LUMA + "Synthetic", "Synthetic evidence (generated, not measurements)", False),
 )
 #: Record spelling -> IRI.
 EVIDENCE_CLASSES = {c.name: c.iri for c in EVIDENCE}

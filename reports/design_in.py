@@ -1,7 +1,7 @@
 """The Design-In Report: hardware requirements with support counts and boundary ranges, the
 counter-evidence against each, recurring remedies, the derivation of each requirement down to
-its records, and the evidence of each class — measured, simulated, projected, vendor claim — in
-a section of its own (each says "none in this KB" when it has nothing).
+its records, and the evidence of each class — measured, simulated, projected, vendor claim,
+synthetic — in a section of its own (each says "none in this KB" when it has nothing).
 
 Everything comes from the facts the rules derive (`luma rules run`) and the records they rest
 on; `build(kb, scope=...)` returns a `Report` for `luma.reports.render.write`.
@@ -179,8 +179,9 @@ def _class_sections(r, counts: dict[str, dict[str, int]], limit: int, synthetic:
                                   f"{run.text() if run else 'the rules'}).")
             if synthetic:
                 sec.paragraphs.append(f"**{synthetic} of them are synthetic**: generated records (`kb/synthetic.py`, "
-                                      "for benchmarks and examples), signed by a key this project trusts but "
-                                      "not measurements; conclusions from them show the method, not hardware.")
+                                      "for benchmarks and examples), counted as measured only because this is a "
+                                      "throwaway benchmark project; they are not measurements, and conclusions "
+                                      "from them show the method, not hardware.")
             keys = data.runners(r)
             if keys:
                 sec.blocks.append(Table("table-measured-runners", ["runner", "key fingerprint", "qualified boundaries"],
@@ -196,6 +197,10 @@ def _class_sections(r, counts: dict[str, dict[str, int]], limit: int, synthetic:
             rows, total = data.unqualified(r, iri, limit)
             sec.paragraphs.append(f"{total} {cls} PEX chains, reported as unqualified (never a boundary)."
                                   if total else f"{cls.capitalize()} PEX chains: none in this KB.")
+            if cls == "synthetic" and per:
+                sec.paragraphs.append("Generated records (`kb/synthetic.py`, for benchmarks, tests and examples), not "
+                                      "measurements: no boundary, requirement or count of measured evidence rests "
+                                      "on them.")
             if rows:
                 sec.blocks.append(_chain_table(f"table-{cls}-chains", rows, total, f"Unqualified {cls} chains",
                                                "chains"))
@@ -263,12 +268,16 @@ def build(kb, scope: Scope | None = None, max_rows: int = MAX_ROWS, prices: Pric
         facts.append(("Synthetic boundaries", f"{synthetic} of {qualified_total} (generated, not measurements)"))
     warning = (f" {synthetic} of the {qualified_total} qualified boundaries behind them are synthetic (generated for "
                "benchmarks, not measurements)." if synthetic else "")
+    generated = chains.get("synthetic", 0)
+    if generated:
+        warning += (f" {generated} synthetic PEX chains (generated, not measurements) are reported apart and never "
+                    "qualify.")
     top = (f" Top capability class: {ranked[0].label} (score {ranked[0].score:.3g}, projected economics"
            f"{' on EXAMPLE prices' if table.example else ''})." if ranked and ranked[0].score is not None else "")
     callout = (f"{len(reqs)} hardware requirement(s) from measured evidence: {names}.{warning}{top}" if reqs else
                "No hardware requirement, so no capability qualifies: no resource binds recurrently enough in "
                "qualified chains without a remedy (the section \"Capability classes and economics\" says which "
-               "threshold is not met and what would be needed).")
+               f"threshold is not met and what would be needed).{warning}")
     return Report("design-in", "Design-In Report", f"Hardware requirements from the knowledge base (scope "
                   f"`{r.label}`)", facts, sections, callout=callout,
                   footer="Made by `luma report design-in` from the facts the rules derived at their last run "

@@ -12,7 +12,7 @@ from sqlalchemy import text
 
 from luma.cli.main import cli
 from luma.kb.knowledge_base import KnowledgeBase
-from luma.kb.synthetic import write_jsonl
+from luma.kb.synthetic import mark_bench_project, write_jsonl
 from luma.rules.engine import Engine
 from luma.settings import Settings
 
@@ -76,10 +76,13 @@ TRUST_RECORDS = 1
 
 def _build_project(home: Path, evidence, synthetic: int, rdf: bool = False):
     """A project at `home` with its own runner key, the valid chain and `synthetic` synthetic
-    chains signed by it (so the measured ones are measured), and optionally a Turtle document;
-    returns the key."""
+    chains signed by it, and optionally a Turtle document; returns the key. With synthetic chains
+    it is a marked benchmark project (kb/synthetic.py), so that the would-be measured ones are
+    measured and the rules have boundaries to derive from."""
     with pytest.MonkeyPatch.context() as mp:
         use_home(mp, home)
+        if synthetic:
+            mark_bench_project(home)
         key = evidence.trust_runner(Settings.from_env())
         [chain] = evidence.sign_files(key, home.parent / f"{home.name}-signed", VALID_JSON)
         with open_kb() as kb:

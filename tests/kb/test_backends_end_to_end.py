@@ -20,9 +20,9 @@ def _answer(base: KnowledgeBase, name: str) -> list[dict]:
 
 def test_ingest_query_rebuild_on_every_backend_pair(store_url, ledger_url, tmp_path, evidence):
     reference_home = tmp_path / "reference"
-    # One runner key, trusted by both projects, signs the records: the measured ones are measured.
+    # One runner key, trusted by both projects, signs the valid chain; the synthetic ones are synthetic.
     key = evidence.trust_runner(Settings.from_env(home=reference_home))
-    records = write_jsonl(tmp_path / "records.jsonl", 60, seed=3, signer=key)
+    records = write_jsonl(tmp_path / "records.jsonl", 60, seed=3)
     chain_json, chain_yaml = evidence.sign_files(key, tmp_path / "signed", DATA / "valid_chain.json",
                                                  DATA / "valid_chain.yaml")
     with KnowledgeBase.open(Settings.from_env(home=reference_home)) as ref:

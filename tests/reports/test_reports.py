@@ -40,11 +40,13 @@ def env():
 @pytest.fixture(scope="module")
 def full_home(tmp_path_factory, env) -> dict:
     """A project with a matvec sprint, 150 synthetic chains, the machine catalog (vendor claims),
-    model error facts (simulated) and the rules run."""
+    model error facts (simulated) and the rules run. It is marked as a throwaway benchmark project
+    (kb/synthetic.py), so that the would-be measured synthetic chains are measured and the rules
+    derive requirements from them; the reports must still label them."""
     from luma.experiments.model.facts import turtle
     from luma.kb.knowledge_base import KnowledgeBase
     from luma.kb.runners import project_signer
-    from luma.kb.synthetic import write_jsonl
+    from luma.kb.synthetic import mark_bench_project, write_jsonl
     from luma.rules.engine import Engine
     from luma.settings import Settings
 
@@ -54,6 +56,7 @@ def full_home(tmp_path_factory, env) -> dict:
     assert result.exit_code == 0, result.output
     sprint = json.loads(result.stdout)["sprint"]
     # Signed by the key the sprint made for the project, the measured synthetic chains are measured.
+    mark_bench_project(home)
     synthetic = write_jsonl(home / "synthetic.jsonl", 150, signer=project_signer(Settings.from_env(home=home), create=False))
     errors = home / "model-errors.ttl"
     errors.write_text(turtle({"created": "2026-12-01T00:00:00Z", "trials": [], "errors": {"matvec-memory": {
@@ -93,7 +96,7 @@ def _build(home: Path, kind: str, **kw):
 
 BOUNDARY_SECTIONS = ["contract", "boundary", "binding", "intervention", "frontier", "trials", "decision", "provenance"]
 DESIGN_SECTIONS = ["requirements", "capabilities", "economics", "prices", "counter-evidence", "remedies", "derivations", "evidence", "evidence-measured",
-                   "evidence-simulated", "evidence-projected", "evidence-vendor-claim"]
+                   "evidence-simulated", "evidence-projected", "evidence-vendor-claim", "evidence-synthetic"]
 
 
 def _check_markdown(report, md: str, out: Path) -> None:
@@ -172,7 +175,8 @@ def test_both_reports_render_from_the_demo_kb(demo_home, tmp_path):
 
 
 def test_synthetic_chains_are_never_taken_for_measurements(full_home):
-    # 150 signed synthetic chains were ingested after the sprint: the latest-qualified default
+    # 150 synthetic chains were signed as measured in this throwaway benchmark project after the
+    # sprint (the second guard, for such projects): the latest-qualified default
     # still picks the sprint's measured chain, a synthetic chain's report says what it is, and
     # the Design-In report counts the synthetic boundaries behind its requirements.
     from luma.kb.knowledge_base import KnowledgeBase
@@ -191,6 +195,64 @@ def test_synthetic_chains_are_never_taken_for_measurements(full_home):
         assert synthetic.callout.startswith("**Synthetic chain: generated for benchmarks") and "Deploy" in synthetic.callout
         di = design_in.build(kb)
     assert re.search(r"\d+ of the \d+ qualified boundaries behind them are synthetic", di.callout)
+
+
+@pytest.fixture(scope="module")
+def readme_home(tmp_path_factory, env) -> dict:
+    """A project built the README's way (docs/figures/readme-excerpts.sh): a matvec sprint, 150
+    synthetic chains as kb/synthetic.py writes them by default, the machine catalog, the rules run.
+    No opt-in: it is no benchmark project."""
+    from luma.kb.synthetic import write_jsonl
+
+    home = tmp_path_factory.mktemp("readme") / "home"
+    env.setenv("LUMA_HOME", str(home))
+    assert _run(home, "sprint", "run", "matvec-memory").exit_code == 0
+    synthetic = write_jsonl(home / "synthetic.jsonl", 150)
+    generated = sum(json.loads(line)["evidence_class"] == "synthetic" for line in synthetic.read_text().splitlines())
+    result = _run(home, "kb", "ingest", str(synthetic), *map(str, sorted((ROOT / "experiments" / "machines").glob("*.json"))))
+    assert result.exit_code == 0, result.output
+    assert _run(home, "rules", "run").exit_code == 0
+    return {"home": home, "synthetic": generated}
+
+
+def test_a_project_built_the_readme_way_never_calls_a_synthetic_chain_measured(readme_home):
+    # Issue 28: the would-be measured synthetic chains are `synthetic`, which no rule qualifies;
+    # every count, query and report lists them apart.
+    from luma.kb.knowledge_base import KnowledgeBase
+    from luma.reports import boundary, design_in
+    from luma.reports import design_in_data as data
+    from luma.settings import Settings
+
+    home, n = readme_home["home"], readme_home["synthetic"]
+    assert n > 100
+    query = _run(home, "kb", "query", "--name", "evidence-by-class", "--format", "json")
+    assert query.exit_code == 0, query.output
+    by_class = {(r["evidenceClass"]["value"], r["kind"]["value"]): int(r["records"]["value"])
+                for r in json.loads(query.stdout)["results"]["bindings"]}
+    assert by_class[("Synthetic", "pex-chain")] == n and by_class[("Measured", "pex-chain")] == 1  # the sprint's
+    qualified = _run(home, "kb", "query", "--name", "qualified-boundaries", "--format", "json")
+    assert len(json.loads(qualified.stdout)["results"]["bindings"]) == 1
+    with KnowledgeBase.open(Settings.from_env(home=home), read_only=True) as kb:
+        r = data.Reader(kb)
+        assert (data.qualified_count(r), data.synthetic_count(r)) == (1, 0)
+        assert r.count("?u a luma:UnqualifiedChain ; luma:evidenceClass luma:Synthetic .") == n
+        latest = boundary.build(kb)
+        assert "Synthetic chain" not in latest.callout and "matvec-memory" in latest.callout
+        chain = r.select("SELECT ?c WHERE { ?u luma:evidenceClass luma:Synthetic ; luma:about ?c } LIMIT 1")[0]["c"]
+        one = boundary.build(kb, chain=chain)
+        assert one.callout.startswith("**Synthetic chain") and "No deployment decision" in one.callout
+        di = design_in.build(kb)
+    facts = dict(di.facts)
+    assert facts["PEX chains"].startswith("1 measured,") and facts["PEX chains"].endswith(f", {n} synthetic")
+    assert facts["Qualified boundaries"] == "1" and "Synthetic boundaries" not in facts
+    assert f"{n} synthetic PEX chains (generated, not measurements) are reported apart" in di.callout
+    sections = {s.id: s for s in di.sections}
+    assert sections["evidence-synthetic"].title == "Synthetic evidence (generated, not measurements)"
+    assert f"{n} synthetic PEX chains, reported as unqualified" in sections["evidence-synthetic"].paragraphs[0]
+    assert not any("synthetic" in p for p in sections["evidence-measured"].paragraphs)
+    assert not any("(synthetic)" in cell for t in di.tables() if t.id == "table-qualified" for row in t.rows
+                   for cell in row)
+    assert any(f"{n} synthetic" in p and "never qualify" in p for p in sections["capabilities"].paragraphs)
 
 
 def test_rendering_twice_gives_identical_bytes(full_home, tmp_path):

@@ -1,14 +1,14 @@
 """Incremental runs: skip what did not change, run `reads: records` rules over new records only,
 and always end where a full recomputation ends; a cache the store does not vouch for is ignored.
-The synthetic chains are signed by the project's runner key (`runner_key`), so that the measured
-ones are measured and qualify."""
+The synthetic chains are signed by the project's runner key in a project marked as a throwaway
+benchmark (`bench_key`), so that the would-be measured ones are measured and qualify."""
 
 from __future__ import annotations
 
 import pytest
 
 from luma.kb.knowledge_base import KnowledgeBase
-from luma.kb.synthetic import write_jsonl
+from luma.kb.synthetic import mark_bench_project, write_jsonl
 from luma.rules.analysis import analyse
 from luma.rules.engine import Engine, graph_of
 from luma.rules.loader import RuleError, parse
@@ -29,16 +29,24 @@ def _modes(report) -> dict[str, str]:
     return {r.rule: r.mode for r in report.runs}
 
 
+@pytest.fixture
+def bench_key(luma_home, runner_key):
+    """The project's runner key, the project marked as a throwaway benchmark (kb/synthetic.py): the
+    only kind of project in which synthetic chains it signs are measured."""
+    mark_bench_project(luma_home)
+    return runner_key
+
+
 @pytest.mark.slow
-def test_new_records_run_as_a_delta_and_end_where_a_full_run_ends(luma_home, runner_key, tmp_path):
+def test_new_records_run_as_a_delta_and_end_where_a_full_run_ends(luma_home, bench_key, tmp_path):
     with _open(luma_home) as kb:
-        kb.ingest([write_jsonl(tmp_path / "a.jsonl", 300, signer=runner_key)], submitter="t")
+        kb.ingest([write_jsonl(tmp_path / "a.jsonl", 300, signer=bench_key)], submitter="t")
         first = Engine(kb).run()
         assert set(_modes(first).values()) == {"full"} and first.new > 0
         again = Engine(kb).run()
         assert set(_modes(again).values()) == {"skip"} and (again.new, again.removed) == (0, 0)
 
-        kb.ingest([write_jsonl(tmp_path / "b.jsonl", 60, seed=8, signer=runner_key)], submitter="t")
+        kb.ingest([write_jsonl(tmp_path / "b.jsonl", 60, seed=8, signer=bench_key)], submitter="t")
         inc = Engine(kb).run()
         modes = _modes(inc)
         assert modes["qualified-boundary"] == modes["unqualified-evidence"] == "delta"
@@ -54,9 +62,9 @@ def test_new_records_run_as_a_delta_and_end_where_a_full_run_ends(luma_home, run
 
 
 @pytest.mark.slow
-def test_a_cache_the_store_does_not_vouch_for_is_ignored(luma_home, runner_key, tmp_path):
+def test_a_cache_the_store_does_not_vouch_for_is_ignored(luma_home, bench_key, tmp_path):
     with _open(luma_home) as kb:
-        kb.ingest([write_jsonl(tmp_path / "a.jsonl", 120, signer=runner_key)], submitter="t")
+        kb.ingest([write_jsonl(tmp_path / "a.jsonl", 120, signer=bench_key)], submitter="t")
         Engine(kb).run()
         facts = _derived(kb)
         # the token goes (as after a rebuild or another project's run) and a derived fact with it
@@ -70,9 +78,9 @@ def test_a_cache_the_store_does_not_vouch_for_is_ignored(luma_home, runner_key, 
 
 
 @pytest.mark.slow
-def test_a_removed_record_graph_makes_records_rules_run_in_full(luma_home, runner_key, tmp_path):
+def test_a_removed_record_graph_makes_records_rules_run_in_full(luma_home, bench_key, tmp_path):
     with _open(luma_home) as kb:
-        kb.ingest([write_jsonl(tmp_path / "a.jsonl", 120, signer=runner_key)], submitter="t")
+        kb.ingest([write_jsonl(tmp_path / "a.jsonl", 120, signer=bench_key)], submitter="t")
         Engine(kb).run()
         graph = kb.store.select("SELECT ?g WHERE { GRAPH ?g { ?g <https://w3id.org/luma/ns#recordKind> \"pex-chain\" } } "
                                 "LIMIT 1", union=False)[0]["g"]
