@@ -20,8 +20,13 @@ import networkx as nx
 from rdflib import BNode, URIRef, Variable
 from rdflib.namespace import RDF
 from rdflib.paths import Path as RdfPath
+from rdflib.plugins.sparql.algebra import translateQuery
+from rdflib.plugins.sparql.parser import parseQuery
 from rdflib.plugins.sparql.parserutils import CompValue
 
+from luma.errors import QueryError, QueryRefused
+from luma.kb import query_safety
+from luma.kb.query_safety import CheckedQuery, check_query
 from luma.rules.loader import Rule, RuleError, render
 
 ANY = ("any",)
@@ -126,22 +131,18 @@ def _walk(node, negative: bool, out: Analysed, in_graph: bool = False) -> None:
 
 
 def analyse(rule: Rule) -> Analysed:
-    """Parse the rule's SPARQL (parameters at their defaults) and collect its keys."""
-    from rdflib.plugins.sparql import prepareQuery
-
+    """Check the rule's SPARQL (parameters at their defaults) as a query is checked, and collect
+    its keys from the parse tree the check made."""
     text = render(rule)
-    refuse_remote_rule(rule, text)  # before rdflib, whose parser expands escapes the engine does not
+    checked = check_rule_text(rule, text)
     try:
-        query = prepareQuery(text)
+        # translateQuery changes the tree it is given; the check translated it already when the
+        # query has a dataset clause (FROM), so that one is parsed again.
+        query = translateQuery(checked.tree if not checked.has_dataset else parseQuery(text))
     except Exception as exc:  # noqa: BLE001 - rdflib raises pyparsing and other errors
         msg = str(exc).splitlines()[0][:300]
-        line = getattr(exc, "lineno", None)
-        where = f"line {rule.body_line + line - 1}" if isinstance(line, int) else f"line {rule.body_line}"
-        raise RuleError(f"SPARQL does not parse: {msg}", source=rule.path, field=where) from None
+        raise RuleError(f"SPARQL does not parse: {msg}", source=rule.path, field=f"line {rule.body_line}") from None
     alg = query.algebra
-    if alg.name != "ConstructQuery":
-        raise RuleError(f"a rule body must be a CONSTRUCT query, not {alg.name}", source=rule.path,
-                        field=f"line {rule.body_line}")
     if any(isinstance(t, BNode) for triple in alg.template for t in triple):
         raise RuleError("the template holds a blank node: derive IRIs (e.g. IRI(CONCAT(...))) so that a re-run "
                         "derives the same facts", source=rule.path, field=f"line {rule.body_line}")
@@ -163,8 +164,9 @@ def analyse(rule: Rule) -> Analysed:
     return out
 
 
-#: What `analyse` computes depends on this file's code: a cached analysis made by other code is not read.
-_CODE = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()
+#: What `analyse` and the checks compute depends on this file's code and the query checks': a cached
+#: analysis or verdict made by other code is not read.
+_CODE = hashlib.sha256(Path(__file__).read_bytes() + Path(query_safety.__file__).read_bytes()).hexdigest()
 
 
 def analyse_cached(rule: Rule, cache: Path | None) -> Analysed:
@@ -213,17 +215,41 @@ def _keys_in(keys: list) -> set:
     return {_key_in(k) for k in keys}
 
 
-def refuse_remote_rule(rule: Rule, text: str) -> None:
-    """RuleError when the rule's SPARQL (as it will run) could fetch remote data: SERVICE in any
-    spelling, or a codepoint escape (the same lexical check as user queries, kb/query_safety.py)."""
-    from luma.errors import QueryError
-    from luma.kb.query_safety import refuse_remote
-
+def check_rule_text(rule: Rule, text: str) -> CheckedQuery:
+    """The checks of a user's query (kb/query_safety.py: no escapes, the lexical SERVICE scan,
+    rdflib's parse tree) on the rule's SPARQL as it will run, and a CONSTRUCT; RuleError naming
+    the file and line otherwise."""
+    where = f"line {rule.body_line}"
     try:
-        refuse_remote(text, rule.path)
+        checked = check_query(text, rule.path, first_line=rule.body_line)
+    except QueryRefused as exc:  # SERVICE, an escape, an update
+        raise RuleError(f"rules never fetch remote data or write: {exc.message}", source=rule.path,
+                        field=where) from None
     except QueryError as exc:
-        raise RuleError(f"rules never fetch remote data: {exc.message}", source=rule.path,
-                        field=f"line {rule.body_line}") from None
+        raise RuleError(f"SPARQL does not parse: {exc.message}", source=rule.path, field=where) from None
+    if checked.form != "construct":
+        raise RuleError(f"a rule body must be a CONSTRUCT query, not {checked.form.upper()}", source=rule.path,
+                        field=where)
+    return checked
+
+
+def check_rule_cached(rule: Rule, text: str, cache: Path | None) -> None:
+    """`check_rule_text` on the text the engine is about to run, remembered in `cache` by a digest
+    of that exact text (and of the checking code): rdflib parses a rule in 0.1-0.3 s, which every
+    run with the same parameters would otherwise pay again. Only a text that passed is remembered,
+    so a refused one is refused every time."""
+    if cache is None:
+        check_rule_text(rule, text)
+        return
+    mark = cache / hashlib.sha256(f"{_CODE}\0{text}".encode()).hexdigest()[:40]
+    if mark.is_file():
+        return
+    check_rule_text(rule, text)
+    try:
+        cache.mkdir(parents=True, exist_ok=True)
+        mark.write_text(f"{rule.id}\n")
+    except OSError:  # a read-only project still runs, it only checks again next time
+        pass
 
 
 def _check_per_graph(rule: Rule, alg) -> None:

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from luma.kb.vocab import ID, LUMA, PROV
-from luma.rules.analysis import Analysed, analyse_cached, dependency_graph, keys_meet, refuse_remote_rule, strata
+from luma.rules.analysis import Analysed, analyse_cached, check_rule_cached, dependency_graph, keys_meet, strata
 from luma.rules.loader import Rule, RuleError, load_all, render, resolve_params
 from luma.rules.state import DERIVED, RunState, StateStore
 
@@ -143,7 +143,7 @@ class Engine:
                     todo.remove(i)
                     # Decided here, once every stratum it reads from has finished.
                     modes = {a.rule.id: self._mode(a.rule, values, prev, ctx, deps, changed) for a in self.strata[i]}
-                    running[pool.submit(self._stratum, i + 1, self.strata[i], modes, ctx)] = i
+                    running[pool.submit(self._guarded, i + 1, self.strata[i], modes, ctx)] = i
                 finished, _ = wait(running, return_when=FIRST_COMPLETED)
                 for future in finished:
                     i = running.pop(future)
@@ -162,6 +162,16 @@ class Engine:
         report.seconds = time.perf_counter() - t0
         return report
 
+    def _guarded(self, n: int, stratum: list[Analysed], mode: dict[str, str], ctx: "_Context") -> list:
+        """`_stratum`, with what the store raises past its own errors (pyoxigraph's ValueError or
+        RuntimeError, a SyntaxError of a text it was handed) as one RuleError naming the rules."""
+        try:
+            return self._stratum(n, stratum, mode, ctx)
+        except (OSError, ValueError, RuntimeError, SyntaxError) as exc:
+            names = ", ".join(a.rule.id for a in stratum)
+            raise RuleError(f"stratum {n} ({names}) failed in the store: {type(exc).__name__}: {exc}",
+                            source=stratum[0].rule.path) from None
+
     def _stratum(self, n: int, stratum: list[Analysed], mode: dict[str, str], ctx: "_Context") -> list:
         """Bring one stratum up to date: [(RuleRun, its derived quads or None if skipped, activity,
         the quads a delta run added or None)]."""
@@ -173,8 +183,8 @@ class Engine:
                 runs[r.id].facts = ctx.prev.rules[r.id]["facts"]
             return [(runs[r.id], None, acts[r.id], None) for r in members]
         queries = {r.id: _with_provenance(r, render(r, ctx.values[r.id]), acts[r.id]) for r in members}
-        for r in members:  # the text that runs, parameter values in place
-            refuse_remote_rule(r, queries[r.id])
+        for r in members:  # the text that runs, parameter values in place, checked as a user's query is
+            check_rule_cached(r, queries[r.id], self.cache / "checked")
         own = {r.id: _activity_quads(r, acts[r.id], ctx.values[r.id]) for r in members}
         if _recursive(stratum):
             before = {r.id: self._before(ctx.state, r.id, ctx.prev) for r in members}
