@@ -14,6 +14,7 @@ from luma.cli.output import echo_bytes, format_option, print_rows, print_sparql_
 from luma.cli.project import NONE, READ, WRITE, project
 from luma.kb.records.kinds import SCHEMA_KINDS
 from luma.kb.vocab import LOADABLE_CLASSES
+from luma.privacy import tighten
 
 _EXTENSIONS = {
     ".ttl": "turtle", ".nt": "ntriples", ".nq": "nquads", ".trig": "trig",
@@ -51,10 +52,16 @@ def kb() -> None:
 @kb.command()
 @project(WRITE, announce=False)
 def init() -> None:
-    """Create the project's ledger and knowledge base (idempotent)."""
+    """Create the project's ledger and knowledge base (idempotent). On an existing project, every
+    file and folder in it is made owner-only (chmod -R go-rwx, links not followed)."""
     with _open() as base:
         s = base.settings
         click.echo(f"LUMA project at {s.home}\n  ledger: {_safe(s.db_url)}\n  kb:     {s.kb_url}")
+        # A project made before LUMA kept its data private, or copied with wide modes (DESIGN §8);
+        # under the writer's lock, so no other luma command writes meanwhile.
+        tightened = tighten(s.home).describe()
+    if tightened:
+        click.echo(f"  {tightened}")
 
 
 #: Inputs up to this size are validated before the KB is opened (larger ones stream through it).

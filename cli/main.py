@@ -9,6 +9,7 @@ import click
 
 from luma import __version__
 from luma.errors import LumaError
+from luma.privacy import private_umask
 
 
 class LumaGroup(click.Group):
@@ -65,6 +66,8 @@ def cli(ctx: click.Context, home: str | None, wait: float | None) -> None:
     side by side, and while a write runs they show the KB as it was when the write began."""
     from luma.cli.project import remember_options
 
+    # Project data is private (luma/privacy.py): from here on, whatever the command writes.
+    private_umask()
     remember_options(ctx, home, wait)
 
 

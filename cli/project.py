@@ -15,6 +15,7 @@ from pathlib import Path
 import click
 
 from luma.errors import ConfigError
+from luma.privacy import make_private
 
 #: The uses a command may declare.
 READ, WRITE, OPTIONAL, NONE = "read", "write", "optional", "none"
@@ -101,7 +102,7 @@ def make_home(s) -> list[Path]:
     if missing and not p.is_dir():
         raise ConfigError(f"cannot create {home}: {p} is not a directory", source=where())
     try:
-        home.mkdir(parents=True, exist_ok=True)
+        make_private(home)  # owner-only, whatever the user's umask (luma/privacy.py)
     except OSError as exc:
         raise ConfigError(f"cannot create {home}: {exc.strerror or exc}", source=where()) from None
     if not os.access(home, os.W_OK | os.X_OK):

@@ -48,7 +48,7 @@ class ProjectLock:
     def try_acquire(self, exclusive: bool) -> bool:
         """Take the lock without waiting; True when taken."""
         self.home.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
         try:
             fcntl.flock(fd, (fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH) | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -155,7 +155,7 @@ def sweep(home: Path, keep: Path | None = None) -> None:
 
 def _open_lock(folder: Path) -> int | None:
     try:
-        return os.open(folder / "reader.lock", os.O_RDWR | os.O_CREAT, 0o644)
+        return os.open(folder / "reader.lock", os.O_RDWR | os.O_CREAT, 0o600)
     except OSError:
         return None
 

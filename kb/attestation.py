@@ -7,7 +7,8 @@ canonical JSON, which leaves the attestation out: kb/records/loader.py), as the 
 
 Keys live under `$LUMA_HOME/keys/`: `NAME.key` (PKCS8 PEM, mode 0600, created that way so it is
 never readable by others even for a moment) and `NAME.pub` (base64 of the raw 32-byte public
-key). `keys/default` names the key runners sign with (`luma runner keygen` writes it);
+key; 0600 as well, like everything in the project: copy it out to hand it on). `keys/default`
+names the key runners sign with (`luma runner keygen` writes it);
 `LUMA_RUNNER_KEY` (Settings.runner_key) names another. The crypto is the `cryptography`
 package's; it is imported only where a key is used, so reading records never loads it.
 """
@@ -188,7 +189,7 @@ def key_names(home: Path) -> list[str]:
 
 
 def write_keypair(home: Path, name: str, private_key) -> tuple[Path, Path]:
-    """Write `NAME.key` (PKCS8 PEM, mode 0600) and `NAME.pub`; refuse to overwrite either.
+    """Write `NAME.key` (PKCS8 PEM) and `NAME.pub`, both mode 0600; refuse to overwrite either.
     The private key appears under its name complete or not at all (written beside it, then linked)."""
     from cryptography.hazmat.primitives.serialization import Encoding, NoEncryption, PrivateFormat
 
@@ -210,7 +211,9 @@ def write_keypair(home: Path, name: str, private_key) -> tuple[Path, Path]:
     finally:
         tmp.unlink()
     try:
-        _write_new(pub, (public_key_text(public_bytes(private_key)) + "\n").encode(), 0o644)
+        # Public, but inside the project: owner-only like everything there (luma/privacy.py);
+        # `luma runner keygen` prints its path for the user to hand on.
+        _write_new(pub, (public_key_text(public_bytes(private_key)) + "\n").encode(), 0o600)
     except FileExistsError:
         key.unlink()  # ours: the pair goes together or not at all
         raise _exists(pub) from None

@@ -37,6 +37,7 @@ from luma.kb.records.kinds import KINDS
 from luma.kb.stores import open_store
 from luma.kb.stores.base import QuadStore, parse_rdf
 from luma.kb.vocab import LUMA, ONTOLOGY_GRAPH, RECORD_GRAPH, record_graph
+from luma.privacy import make_private, private_umask
 from luma.settings import Settings
 
 _KB = "https://w3id.org/luma/id/kb"
@@ -154,8 +155,10 @@ class KnowledgeBase:
         On the embedded on-disk store a writer waits up to `wait` seconds (default: settings.wait,
         else 0) for the project lock; a reader (`read_only`) never writes, reads concurrently with
         other readers, and reads a running writer's snapshot (kb/access.py)."""
+        # SQLite and RocksDB make their own files, long after this: owner-only through the umask.
+        private_umask()
         if settings.kb_url.startswith("oxigraph:") or settings.db_url.startswith("sqlite:"):
-            settings.home.mkdir(parents=True, exist_ok=True)
+            make_private(settings.home)
         path = Path(settings.kb_url.split(":", 1)[1]) if settings.kb_url.startswith("oxigraph:") else None
         if path is None:
             kb = cls(settings)

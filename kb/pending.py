@@ -68,7 +68,7 @@ class PendingIngest:
         # Locked under a temporary name, then renamed: no process ever sees it unlocked.
         name = f"{_PREFIX}{os.getpid()}-{secrets.token_hex(6)}.jsonl"
         tmp = self.home / f".{name}.tmp"
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o644)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o600)
         fcntl.flock(fd, fcntl.LOCK_EX)
         self.path = self.home / name
         os.replace(tmp, self.path)

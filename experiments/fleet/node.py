@@ -10,6 +10,8 @@ import shutil
 import socket
 import time
 
+from luma.privacy import private_umask
+
 
 def run_unit(spec: dict) -> dict:
     """Run the unit `spec` (`campaign.Unit.spec`); its record files (name -> JSON text), the
@@ -22,6 +24,7 @@ def run_unit(spec: dict) -> dict:
     from luma.settings import Settings
 
     settings = Settings.from_env()
+    private_umask()  # the sprint's folder and records on this node are private (luma/privacy.py)
     ctx = ray.get_runtime_context()
     node_id = ctx.get_node_id()
     labels = dict(next((n.get("Labels") or {} for n in ray.nodes() if n["NodeID"] == node_id), {}))
