@@ -220,7 +220,7 @@ def model_errors(r: Reader) -> list[dict]:
     """The analytical model's error facts (`luma model calibrate`), with their record's class."""
     return r.select("""SELECT ?ec ?contract ?metric ?trials ?median ?max ?hmedian ?hmax WHERE {
       GRAPH ?g { ?e a luma:ModelError ; luma:contractName ?contract ; luma:metric ?metric . }
-      GRAPH ?g { ?g luma:evidenceClass ?ec }
+      GRAPH ?g { ?g luma:recordKind ?kind ; luma:evidenceClass ?ec }
       OPTIONAL { ?e luma:trials ?trials } OPTIONAL { ?e luma:medianRelativeError ?median }
       OPTIONAL { ?e luma:maxRelativeError ?max } OPTIONAL { ?e luma:heldOutMedianRelativeError ?hmedian }
       OPTIONAL { ?e luma:heldOutMaxRelativeError ?hmax } } ORDER BY ?contract ?metric""")

@@ -20,13 +20,13 @@ from rdflib.plugins.sparql import prepareQuery
 from rdflib.plugins.sparql.parserutils import CompValue
 
 from luma.kb.sealed import sealed
-from luma.kb.vocab import LUMA, ONTOLOGY_GRAPH, PROV
+from luma.kb.vocab import LUMA, ONTOLOGY_GRAPH, PROV, RECORD_GRAPH
 from luma.rules.analysis import analyse
-from luma.rules.loader import Rule, load_all
+from luma.rules.loader import Rule, RuleError, load_all, packaged_files, render
 from luma.rules.state import DERIVED
 
 #: What the engine itself writes into every derived graph (rules/engine.py: the derivation node).
-_ENGINE_WRITES = (PROV + "Activity", PROV + "wasGeneratedBy")
+_ENGINE_WRITES = (PROV + "Activity", PROV + "wasGeneratedBy", LUMA + "rule", LUMA + "ruleVersion")
 
 
 @dataclass(frozen=True)
@@ -132,7 +132,9 @@ def _problem(term: str, graph, values: dict, records: set, who_writes: Writers) 
     if "ontology" in who:
         allowed.add(ONTOLOGY_GRAPH)
     if isinstance(graph, URIRef):
-        return None if str(graph) in allowed else f"not stated in <{graph}>"
+        if str(graph) in allowed or (str(graph).startswith(RECORD_GRAPH) and who != {"ontology"}):
+            return None  # the graph that states it, or one record's own graph
+        return f"not stated in <{graph}>"
     if isinstance(graph, Variable):
         bound = values.get(graph)
         if bound is not None:
@@ -200,3 +202,30 @@ def _where(graph) -> str:
     if graph is None:
         return "the default graph"
     return f"GRAPH ?{graph}" if isinstance(graph, Variable) else f"GRAPH <{graph}>"
+
+
+def refuse_unsealed(analysed: list) -> None:
+    """RuleError for a project rule (`$LUMA_HOME/rules/*.rq`) that reads a sealed term outside the
+    graphs that state it: a rule file is untrusted like a query, and a rule that read derived facts
+    from the union of all graphs would let any graph's facts into what it derives. The shipped rules
+    are checked by their tests (tests/rules/test_sealed_reads.py), not on every run."""
+    shipped = {name for name, _ in packaged_files()}
+    own = [a for a in analysed if a.rule.path not in shipped]
+    if not own:
+        return
+    who_writes = Writers(_merge(_shipped_writers(), analysed), frozenset(a.rule.id for a in analysed))
+    for a in own:
+        found = unsealed_reads(render(a.rule), who_writes)
+        if found:
+            raise RuleError(f"reads a sealed term outside the graphs that state it: {found[0]} (read derived facts "
+                            "inside GRAPH derived:<rule id>, the hierarchy inside the ontology graph, records and "
+                            "trust inside a record's own graph)", source=a.rule.path, field=f"line {a.rule.body_line}")
+
+
+def _merge(shipped: Writers, analysed: list) -> dict:
+    out = {t: set(r) for t, r in shipped.by_term.items()}
+    for a in analysed:
+        for key in a.writes:
+            if key[0] in ("type", "pred"):
+                out.setdefault(key[1], set()).add(a.rule.id)
+    return {t: frozenset(r) for t, r in out.items()}

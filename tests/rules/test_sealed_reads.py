@@ -100,3 +100,22 @@ def test_every_query_of_the_reports_and_explain_reads_sealed_terms_only_inside_t
         if found:
             problems[text[:300]] = found
     assert problems == {}
+
+
+def test_a_project_rule_reading_derived_facts_from_every_graph_is_refused(luma_home):
+    """A rule file in $LUMA_HOME/rules is untrusted like a query: one that reads a derived class from
+    the union of all graphs is refused before anything runs, naming the file and the pattern."""
+    (luma_home / "rules").mkdir(parents=True, exist_ok=True)
+    (luma_home / "rules" / "loose.rq").write_text(
+        "# id: loose\n# version: 1\n# description: reads requirements from every graph\n# derives: ?x\n"
+        "PREFIX luma: <https://w3id.org/luma/ns#>\n"
+        "CONSTRUCT { ?x luma:note \"seen\" } WHERE { ?x a luma:HardwareRequirement }\n")
+    result = CliRunner().invoke(cli, ["rules", "check"])
+    assert result.exit_code == 1 and result.output.count("\n") == 1, result.output
+    assert "loose.rq" in result.output and "HardwareRequirement" in result.output
+    (luma_home / "rules" / "loose.rq").write_text(
+        "# id: loose\n# version: 1\n# description: reads requirements where they are derived\n# derives: ?x\n"
+        "PREFIX luma: <https://w3id.org/luma/ns#>\n"
+        "CONSTRUCT { ?x luma:note \"seen\" } WHERE { GRAPH <https://w3id.org/luma/id/graph/derived/hardware-requirement> "
+        "{ ?x a luma:HardwareRequirement } }\n")
+    assert CliRunner().invoke(cli, ["rules", "check"]).exit_code == 0
