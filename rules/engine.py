@@ -24,6 +24,7 @@ from pathlib import Path
 from luma.kb.vocab import ID, LUMA, PROV
 from luma.rules.analysis import Analysed, analyse_cached, check_rule_cached, dependency_graph, keys_meet, strata
 from luma.rules.loader import Rule, RuleError, load_all, render, resolve_params
+from luma.rules.sealing import refuse_unsealed
 from luma.rules.state import DERIVED, RunState, StateStore
 
 MAX_ROUNDS = 50
@@ -100,6 +101,7 @@ class Engine:
         self.cache = cache or kb.settings.home / "cache" / "rules"
         rules = rules if rules is not None else load_all(kb.settings.home / "rules")
         self.analysed: list[Analysed] = [analyse_cached(r, self.cache / "analysis") for r in rules]
+        refuse_unsealed(self.analysed)  # a project's own rule reads sealed terms only where they are stated
         self.strata = strata(self.analysed)  # refuses cycles through negation before anything runs
 
     def _derived(self, rule_id: str) -> set[bytes]:
