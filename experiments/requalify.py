@@ -144,7 +144,7 @@ def proposed_optimizations(kb, here_architecture: dict, here_environment: dict) 
         <{LUMA}contract> ?contract ; <{LUMA}machineState> ?state ; <{LUMA}measuredAt> ?at ;
         <{LUMA}architecture> ?arch }}
       ?arch <http://www.w3.org/2000/01/rdf-schema#label> ?archName .
-      GRAPH ?g {{ ?result <{LUMA}evidenceClass> ?ec . ?g <{LUMA}contentHash> ?h }} }}""")
+      GRAPH ?g {{ ?result <{LUMA}evidenceClass> ?ec . ?g <{LUMA}recordKind> "optimize-result" ; <{LUMA}contentHash> ?h }} }}""")
     latest: dict[tuple, dict] = {}
     for r in rows:
         key = (r["workload"], r["contract"], r["state"])
@@ -178,7 +178,7 @@ def proposed_optimizations(kb, here_architecture: dict, here_environment: dict) 
 def _newer_machine_records(kb, arch: str, at: str) -> int:
     rows = kb.store.select(f"""SELECT (COUNT(DISTINCT ?m) AS ?n) WHERE {{ GRAPH ?g {{
       ?m a <{LUMA}MachineParameters> ; <{LUMA}architecture> <{arch}> ; <{LUMA}evidenceClass> <{LUMA}Measured> .
-      ?g <http://www.w3.org/ns/prov#generatedAtTime> ?t }}
+      ?g <{LUMA}recordKind> "machine" ; <http://www.w3.org/ns/prov#generatedAtTime> ?t }}
       FILTER(?t > "{at}"^^<http://www.w3.org/2001/XMLSchema#dateTime>) }}""")
     return int(rows[0]["n"]) if rows else 0
 
