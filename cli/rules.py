@@ -67,35 +67,50 @@ def _overrides(values: tuple[str, ...]) -> dict[str, str]:
                    "`luma kb explain --exploratory` read it).")
 @click.option("--workers", type=click.IntRange(1, 64), default=None,
               help="Threads for strata that do not depend on each other  [default: usable cores, at most 4]")
+@click.option("--timeout", type=click.FloatRange(min=0.001), default=None,
+              help="Seconds before the run is stopped (default: $LUMA_RULES_TIMEOUT, else 3600).")
+@click.option("--memory", default=None, metavar="SIZE",
+              help="Memory the run may use, e.g. 2GiB (default: $LUMA_RULES_MEMORY, else 8GiB).")
 @format_option(choices=("table", "json"))
 @project(READ)
-def run_cmd(params: tuple[str, ...], full: bool, exploratory: bool, workers: int | None, fmt: str) -> None:
+def run_cmd(params: tuple[str, ...], full: bool, exploratory: bool, workers: int | None, timeout: float | None,
+            memory: str | None, fmt: str) -> None:
     """Derive: every stratum to its fixpoint; prints facts, new and removed per rule, how each was
-    evaluated (full, delta = over new records only, skip = nothing it reads changed), with timing."""
+    evaluated (full, delta = over new records only, skip = nothing it reads changed), with timing.
+
+    Rule files are checked as queries are (no SERVICE, no update). On the embedded store the run
+    goes to a child process without network access, stopped at --timeout or --memory; a stopped
+    or failed run leaves the derived facts as they were."""
     from luma.cli.project import require
     from luma.kb.knowledge_base import KnowledgeBase
     from luma.rules import exploratory as explore
-    from luma.rules.engine import Engine
+    from luma.rules.isolated_run import RuleProcess, RunLimits, run_rules, runs_isolated
     from luma.rules.loader import BadParam, BelowFloor, load_all, resolve_params
     from luma.cli.project import settings as command_settings
+    from luma.settings import MIN_QUERY_MEMORY, parse_size
 
     overrides = _overrides(params)
+    settings = command_settings()
+    limits = RunLimits.of(settings, timeout, parse_size(memory, "--memory", settings.rules_memory, MIN_QUERY_MEMORY))
     try:  # checked before the KB is opened: a usage error touches nothing (not even the exploratory copy)
-        resolve_params(load_all(command_settings().home / "rules"), overrides, exploratory=exploratory)
+        resolve_params(load_all(settings.home / "rules"), overrides, exploratory=exploratory)
     except BadParam as exc:
         where = f"{exc.field}: " if exc.field and exc.field != "param" else ""
         hint = " (or run it --exploratory)" if isinstance(exc, BelowFloor) else ""
         raise click.BadParameter(where + exc.message + hint, param_hint="--param") from None
+    # Started now, so that its imports overlap opening the KB.
+    child = RuleProcess().start() if runs_isolated(settings) else None
     try:
         with KnowledgeBase.open(require()) as kb:
-            if exploratory:
-                report = explore.run(kb, overrides, workers=workers)
-            else:
-                report = Engine(kb).run(overrides, full=full, workers=workers)
+            report = run_rules(kb, limits, overrides, full=full, workers=workers, exploratory=exploratory,
+                               process=child)
     except BelowFloor as exc:
         raise click.BadParameter(f"{exc.message} (--exploratory)", param_hint="--param") from None
     except BadParam as exc:  # an unknown name, a value of the wrong type: usage
         raise click.BadParameter(exc.message, param_hint="--param") from None
+    finally:
+        if child is not None:
+            child.close()
     if exploratory:
         click.echo(f"exploratory run in {explore.store_path(kb.settings.home).parent}: its facts are not in the "
                    "KB's queries or reports", err=True)

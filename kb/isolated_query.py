@@ -61,14 +61,14 @@ def run_isolated(store_path: Path, text: str, spool: Path, limits: QueryLimits, 
     try:
         stdout, stderr = proc.communicate(json.dumps(spec).encode(), timeout=limits.timeout or None)
     except subprocess.TimeoutExpired:
-        _kill(proc)
+        kill_group(proc)
         out.unlink(missing_ok=True)
         raise QueryTimeout(f"query ran longer than {limits.timeout:g} s and was stopped") from None
     except BaseException:
-        _kill(proc)
+        kill_group(proc)
         out.unlink(missing_ok=True)
         raise
-    status = _last_json(stdout)
+    status = last_json(stdout)
     if proc.returncode == 0 and status.get("kind"):
         return QueryOutput(status["kind"], status["media_type"], file=out)
     out.unlink(missing_ok=True)
@@ -84,7 +84,8 @@ def run_isolated(store_path: Path, text: str, spool: Path, limits: QueryLimits, 
     raise StoreError(f"the query process failed: {last}")
 
 
-def _kill(proc: subprocess.Popen) -> None:
+def kill_group(proc: subprocess.Popen) -> None:
+    """Kill a child started with start_new_session=True, with every process it started."""
     try:
         os.killpg(proc.pid, signal.SIGKILL)
     except ProcessLookupError:
@@ -92,7 +93,8 @@ def _kill(proc: subprocess.Popen) -> None:
     proc.wait()
 
 
-def _last_json(stdout: bytes) -> dict:
+def last_json(stdout: bytes) -> dict:
+    """The last line of a child's output that is a JSON object (its status), or {}."""
     for line in reversed(stdout.decode(errors="replace").splitlines()):
         try:
             value = json.loads(line)
@@ -104,7 +106,7 @@ def _last_json(stdout: bytes) -> dict:
 
 
 def _memory_message(limits: QueryLimits) -> str:
-    return (f"the query needed more than {_mib(limits.memory_bytes)} of memory and was stopped "
+    return (f"the query needed more than {mib(limits.memory_bytes)} of memory and was stopped "
             "(its memory limit: LUMA_QUERY_MEMORY)")
 
 
@@ -114,18 +116,20 @@ def answer_too_large(limits: QueryLimits) -> QueryError:
 
 
 def _answer_message(limits: QueryLimits) -> str:
-    return (f"the answer is larger than {_mib(limits.answer_bytes)} and was stopped "
+    return (f"the answer is larger than {mib(limits.answer_bytes)} and was stopped "
             "(LUMA_QUERY_MAX_ANSWER_BYTES); narrow the query or use LIMIT")
 
 
-def _mib(n: int) -> str:
+def mib(n: int) -> str:
+    """`n` bytes in words: 256 MiB, 4 GiB."""
     return f"{n / 2**30:g} GiB" if n >= 2**30 else f"{n / 2**20:g} MiB"
 
 
 # -- the child ---------------------------------------------------------------------------------
 
 
-def _vm_data() -> int:
+def vm_data() -> int:
+    """What this process holds of RLIMIT_DATA now (VmData), in bytes."""
     with open("/proc/self/status") as fh:
         for line in fh:
             if line.startswith("VmData:"):
@@ -149,7 +153,7 @@ def _child(spec: dict) -> dict:
         store = ox.Store.read_only(spec["path"])
     except OSError as exc:
         return {"error": f"cannot open the knowledge base: {exc}", "class": "store"}
-    resource.setrlimit(resource.RLIMIT_DATA, (_vm_data() + spec["memory_bytes"], resource.RLIM_INFINITY))
+    resource.setrlimit(resource.RLIMIT_DATA, (vm_data() + spec["memory_bytes"], resource.RLIM_INFINITY))
     dataset: dict = {"use_default_graph_as_union": spec["union"]}
     if spec["default_graphs"] is not None:
         dataset = {"default_graph": [ox.NamedNode(g) for g in spec["default_graphs"]]}

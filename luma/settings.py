@@ -4,6 +4,7 @@ place (`Settings.from_env`), once per command, and passed explicitly from there 
 Variables: `LUMA_HOME`, `LUMA_DB_URL`, `LUMA_KB_URL` (and `LUMA_KB_QUERY_URL`,
 `LUMA_KB_UPDATE_URL`, `LUMA_KB_STORE_URL` for endpoints with their own paths), `LUMA_WAIT`,
 `LUMA_QUERY_MEMORY`, `LUMA_QUERY_MAX_ANSWER_BYTES`, `LUMA_QUERY_REQUIRE_SANDBOX`,
+`LUMA_RULES_TIMEOUT`, `LUMA_RULES_MEMORY`,
 `LUMA_RUNNER_KEY`, the input-file limits `LUMA_MAX_*_FILE_BYTES` (kb/input_files.py) and, for the
 machine rather than a project, `LUMA_ENGINE_CACHE` (`engine_cache`)."""
 
@@ -24,6 +25,11 @@ DEFAULT_QUERY_MEMORY = 4 * 2**30
 DEFAULT_QUERY_ANSWER_BYTES = 2 * 2**30
 #: Below this a query process cannot even open the store.
 MIN_QUERY_MEMORY = 64 * 2**20
+#: Seconds and memory one `luma rules run` may use on the embedded store (rules/isolated_run.py):
+#: a full run at 100k chains takes minutes and holds a few GiB of derived quads, so the bounds
+#: stop a runaway rule (a cartesian product) without stopping a large honest run.
+DEFAULT_RULES_TIMEOUT = 3600.0
+DEFAULT_RULES_MEMORY = 8 * 2**30
 #: The input-file limits a user may change (kb/input_files.py declares their defaults).
 FILE_LIMIT_VARIABLES = ("LUMA_MAX_RECORD_FILE_BYTES", "LUMA_MAX_PARTNER_FILE_BYTES",
                         "LUMA_MAX_CONFIG_FILE_BYTES", "LUMA_MAX_QUERY_FILE_BYTES")
@@ -51,8 +57,11 @@ class Settings:
     kb_query_url: str | None = None
     kb_update_url: str | None = None
     kb_store_url: str | None = None
-    #: Refuse a user query when the network sandbox cannot be installed (kb/sandbox.py).
+    #: Refuse a user query or rule run when the network sandbox cannot be installed (kb/sandbox.py).
     require_sandbox: bool = False
+    #: What `luma rules run` may use on the embedded store: seconds (0: no limit) and bytes.
+    rules_timeout: float = DEFAULT_RULES_TIMEOUT
+    rules_memory: int = DEFAULT_RULES_MEMORY
     #: Input-file limits set by the user, by variable name (bytes); the rest keep their defaults.
     file_limits: tuple[tuple[str, int], ...] = ()
     #: How `home` was named: "argument" (the caller's, e.g. --home), "LUMA_HOME" or "default".
@@ -96,6 +105,10 @@ class Settings:
             kb_update_url=get("LUMA_KB_UPDATE_URL"),
             kb_store_url=get("LUMA_KB_STORE_URL"),
             require_sandbox=get("LUMA_QUERY_REQUIRE_SANDBOX") == "1",
+            rules_timeout=(parse_seconds(get("LUMA_RULES_TIMEOUT"), "LUMA_RULES_TIMEOUT")
+                           if get("LUMA_RULES_TIMEOUT") else DEFAULT_RULES_TIMEOUT),
+            rules_memory=parse_size(get("LUMA_RULES_MEMORY"), "LUMA_RULES_MEMORY", DEFAULT_RULES_MEMORY,
+                                    MIN_QUERY_MEMORY),
             file_limits=limits,
             home_from=home_from,
         )

@@ -24,6 +24,7 @@ from pathlib import Path
 from luma.kb.vocab import ID, LUMA, PROV
 from luma.rules.analysis import Analysed, analyse_cached, check_rule_cached, dependency_graph, keys_meet, strata
 from luma.rules.loader import Rule, RuleError, load_all, render, resolve_params
+from luma.rules.run_report import RuleRun, RunReport
 from luma.rules.sealing import refuse_unsealed
 from luma.rules.state import DERIVED, RunState, StateStore
 
@@ -31,32 +32,6 @@ MAX_ROUNDS = 50
 #: Up to this many quads are added in one transaction rather than by the bulk loader.
 SMALL_WRITE = 20_000
 _CONSTRUCT = re.compile(r"\bCONSTRUCT\s*\{", re.I)
-
-
-@dataclass
-class RuleRun:
-    rule: str
-    stratum: int
-    facts: int = 0
-    new: int = 0
-    removed: int = 0
-    rounds: int = 0
-    seconds: float = 0.0
-    mode: str = "full"  # "full", "delta" (new record graphs only) or "skip" (nothing it reads changed)
-
-
-@dataclass
-class RunReport:
-    runs: list[RuleRun] = field(default_factory=list)
-    seconds: float = 0.0
-
-    @property
-    def new(self) -> int:
-        return sum(r.new for r in self.runs)
-
-    @property
-    def removed(self) -> int:
-        return sum(r.removed for r in self.runs)
 
 
 def graph_of(rule_id: str) -> str:

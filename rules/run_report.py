@@ -1,0 +1,40 @@
+"""What a rule run did, rule by rule: the engine's answer (rules/engine.py), which a run in a
+child process (rules/isolated_run.py) hands to its parent as JSON. A module of its own so that
+the parent reads it without importing the engine (rdflib's SPARQL algebra, networkx)."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+
+@dataclass
+class RuleRun:
+    rule: str
+    stratum: int
+    facts: int = 0
+    new: int = 0
+    removed: int = 0
+    rounds: int = 0
+    seconds: float = 0.0
+    mode: str = "full"  # "full", "delta" (new record graphs only) or "skip" (nothing it reads changed)
+
+
+@dataclass
+class RunReport:
+    runs: list[RuleRun] = field(default_factory=list)
+    seconds: float = 0.0
+
+    @property
+    def new(self) -> int:
+        return sum(r.new for r in self.runs)
+
+    @property
+    def removed(self) -> int:
+        return sum(r.removed for r in self.runs)
+
+    def to_json(self) -> dict:
+        return {"runs": [asdict(run) for run in self.runs], "seconds": self.seconds}
+
+    @classmethod
+    def from_json(cls, data: dict) -> "RunReport":
+        return cls([RuleRun(**run) for run in data["runs"]], data["seconds"])
