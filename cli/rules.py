@@ -18,9 +18,11 @@ def rules() -> None:
 def _load():
     from luma.rules.analysis import analyse, strata
     from luma.rules.loader import load_all
+    from luma.rules.sealing import refuse_unsealed
     from luma.cli.project import settings as command_settings
 
     analysed = [analyse(r) for r in load_all(command_settings().home / "rules")]
+    refuse_unsealed(analysed)
     return analysed, strata(analysed)
 
 
