@@ -13,12 +13,13 @@ as kb/isolated_query.py is for `luma kb query`. The child
 * is killed with its process group after `timeout` seconds: Oxigraph cannot cancel a query.
 
 A run that does not finish (stopped, out of memory, an error) may have written part of the
-derived graphs. The parent then puts every derived graph and the store's bookkeeping graph back
-as they were, from a RocksDB checkpoint it took just before the run (kb/access.py's read
-snapshot, also what readers read meanwhile); and where the run had begun to write the rules'
-cache, it clears the cache's token in the store, so the next run starts from the store (see
-rules/state.py). The child is started before the parent opens the knowledge base, so that its
-imports (rdflib, networkx: ~0.7 s) overlap the parent's.
+derived graphs. The parent then puts every derived graph and the rules' cache token back as
+they were, from a RocksDB checkpoint it took just before the run (kb/access.py's read snapshot,
+also what readers read meanwhile); where the run had begun to write the rules' cache, it clears
+the token instead, so the next run starts from the store (rules/state.py). A run refused before
+it wrote anything (a rule file, a parameter) needs neither. The child is started before the
+parent opens the knowledge base, so that its imports (rdflib, networkx: ~0.7 s) overlap the
+parent's; it dies with the parent.
 
 An endpoint (LUMA_KB_URL=http…) evaluates rules itself: there the text checks are the guard and
 the HTTP timeout the bound. An in-memory store lives in one process: its rules run in it.
@@ -47,12 +48,15 @@ from luma.kb import access
 from luma.kb.isolated_query import kill_group, last_json, mib, vm_data
 from luma.kb.sandbox import deny_network
 from luma.kb.stores.embedded import EmbeddedStore
+from luma.kb.vocab import ID
 from luma.rules import exploratory as explore
 from luma.rules.loader import BadParam, BelowFloor, RuleError
 from luma.rules.run_report import RunReport
 from luma.rules.state import DERIVED, StateStore
 from luma.settings import Settings
 
+#: The node whose facts (in the default graph) are the rules' cache token (rules/state.py).
+_RULES = ID + "rules"
 #: What the child prints when Rust's allocator gives up (then it aborts).
 _RUST_OOM = "memory allocation of"
 #: Errors the child may report, by class name (anything else arrives as a StoreError).
@@ -167,11 +171,13 @@ def run_rules(kb, limits: RunLimits, overrides: dict[str, str] | None = None, *,
     kb.store = EmbeddedStore(path)
     if "report" in status:
         return RunReport.from_json(status["report"])
+    if status.get("written") is False:  # refused before anything was written (a rule file, a parameter)
+        raise _failure(status, limits, None)
     undone = _put_back(kb.store, home, snapshot, cache, cache_before, exploratory)
     raise _failure(status, limits, undone)
 
 
-def _failure(status: dict, limits: RunLimits, undone: str) -> LumaError:
+def _failure(status: dict, limits: RunLimits, undone: str | None) -> LumaError:
     stopped = status.get("stopped")
     if stopped == "timeout":
         return RuleError(f"the rule run took longer than {limits.timeout:g} s and was stopped (--timeout, "
@@ -182,7 +188,7 @@ def _failure(status: dict, limits: RunLimits, undone: str) -> LumaError:
     err = status["error"]
     cls = _ERRORS.get(err.get("class"), StoreError)
     message = err.get("message", "the rule run failed")
-    if not issubclass(cls, BadParam):  # a usage error changed nothing: nothing to say about it
+    if undone and not issubclass(cls, BadParam):  # a usage error changed nothing: nothing to say about it
         message = f"{message} ({undone})"
     return cls(message, source=err.get("source"), field=err.get("field"))
 
@@ -222,24 +228,26 @@ def _put_back(store: EmbeddedStore, home: Path, snapshot: Path | None, cache: Pa
         StateStore(store, cache).begin()
     if restored:
         return "the derived facts are as they were before the run"
-    return "some derived facts may be missing until the next `luma rules run`, which recomputes them"
+    return "the derived facts may be incomplete until the next `luma rules run`, which recomputes them"
 
 
 def _restore_derived(store: EmbeddedStore, snapshot: Path) -> None:
-    """Every derived graph and the bookkeeping (default) graph as the checkpoint at `snapshot`
-    holds them; nothing else of the store was written by the run."""
+    """Every derived graph and the rules' token as the checkpoint at `snapshot` holds them: all
+    that a rule run writes. The token goes first and comes back last (one transaction), so a
+    restore that is itself cut short leaves no valid cache over half-restored graphs."""
+    store.update(f"DELETE WHERE {{ <{_RULES}> ?p ?o }}")
     rows = store.query("SELECT DISTINCT ?g WHERE { GRAPH ?g { } }", union=False, results="tsv").body
     for line in rows.splitlines()[1:]:
         graph = line.decode().strip()[1:-1]
         if graph.startswith(DERIVED):
             store.update(f"DROP SILENT GRAPH <{graph}>")
-    store.update("DROP SILENT DEFAULT")
     saved = ox.Store.read_only(str(snapshot))
-    quads = (q for q in saved.quads_for_pattern(None, None, None, None)
-             if isinstance(q.graph_name, ox.DefaultGraph) or q.graph_name.value.startswith(DERIVED))
-    data = ox.serialize(quads, format=ox.RdfFormat.N_QUADS) or b""
+    derived = (q for q in saved.quads_for_pattern(None, None, None, None)
+               if not isinstance(q.graph_name, ox.DefaultGraph) and q.graph_name.value.startswith(DERIVED))
+    store.bulk_load_nquads([ox.serialize(derived, format=ox.RdfFormat.N_QUADS) or b""])
+    token = saved.quads_for_pattern(ox.NamedNode(_RULES), None, None, ox.DefaultGraph())
+    store.load_nquads(ox.serialize(token, format=ox.RdfFormat.N_QUADS) or b"")
     del saved
-    store.bulk_load_nquads([data])
 
 
 def _settings_out(settings: Settings) -> dict:
@@ -276,12 +284,20 @@ def _child(spec: dict) -> dict:
     except LumaError as exc:
         return {"error": _error_out(exc)}
     resource.setrlimit(resource.RLIMIT_DATA, (vm_data() + spec["memory_bytes"], resource.RLIM_INFINITY))
+    from luma.rules.engine import Engine  # main() imported it already; the parent never does
+
+    kb, written = _Project(store, settings), False
     try:
-        report = _run_here(_Project(store, settings), spec["overrides"], spec["full"], spec["workers"],
-                           spec["exploratory"])
+        if spec["exploratory"]:
+            written = True  # the copy
+            report = explore.run(kb, spec["overrides"], workers=spec["workers"])
+        else:
+            engine = Engine(kb)  # loads and checks every rule file; nothing is written before this
+            written = True
+            report = engine.run(spec["overrides"], full=spec["full"], workers=spec["workers"])
         store.close()
     except LumaError as exc:
-        return {"error": _error_out(exc)}
+        return {"error": _error_out(exc), "written": written}
     except MemoryError:
         return {"error": {"class": "memory"}}
     except Exception as exc:  # noqa: BLE001 - pyoxigraph's OSError/ValueError/RuntimeError: one line

@@ -9,48 +9,15 @@ The rdflib/Oxigraph escape differential (issue 13) is the first case: it was acc
 from __future__ import annotations
 
 import json
-import socketserver
-import threading
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
 from luma.cli.main import cli
+from tests.listener import listener  # noqa: F401 (a fixture, used by name)
 
 KB = "https://w3id.org/luma/id/"
-
-
-class _Listener(socketserver.ThreadingTCPServer):
-    allow_reuse_address = True
-    daemon_threads = True
-
-    def __init__(self):
-        self.seen: list[bytes] = []
-        super().__init__(("127.0.0.1", 0), _Handler)
-
-
-class _Handler(socketserver.BaseRequestHandler):
-    def handle(self):
-        self.request.settimeout(2)
-        try:
-            data = self.request.recv(65536)
-        except OSError:
-            data = b""
-        self.server.seen.append(data or b"<connection>")
-        body = b'{"head":{"vars":["s"]},"results":{"bindings":[{"s":{"type":"literal","value":"LEAKED"}}]}}'
-        self.request.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/sparql-results+json\r\n"
-                             b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
-
-
-@pytest.fixture(scope="module")
-def listener():
-    server = _Listener()
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield server
-    server.shutdown()
-    server.server_close()
 
 
 def service_attacks(url: str) -> dict[str, str]:
@@ -94,6 +61,10 @@ def service_attacks(url: str) -> dict[str, str]:
         "boolean-adjacent": f"{s}?s ?p true SERVICE <{url}> {{ ?s ?p ?o }} }}",
         "escaped-pname-hash": f"PREFIX ex: <http://example.org/> {s}?s ?p ex:a\\#b . SERVICE <{url}> {{ ?s ?p ?o }} }}",
         "long-s": f"{s}\u017fERVICE <{url}> {{ ?s ?p ?o }} }}",
+        # After a term `<` is less-than to Oxigraph; the scan once read `<'>` as an IRI, then a string.
+        "less-than-quote": f"{s}BIND(1 AS ?c) FILTER(!(?c<'>')) SERVICE <{url}> {{ ?s ?p ?o }} #'\n}}",
+        "less-or-equal-quote": f"{s}BIND(1 AS ?c) FILTER(!(?c<='>')) SERVICE <{url}> {{ ?s ?p ?o }} #'\n}}",
+        "less-than-and-quote": f"{s}BIND(1 AS ?c) FILTER(?c<?c&&'>') SERVICE <{url}> {{ ?s ?p ?o }} #'\n}}",
     }
 
 
