@@ -10,7 +10,8 @@ from pathlib import Path
 
 import click
 
-from luma.cli.output import echo_bytes, format_option, print_rows, print_sparql_table, submitter_option
+from luma.cli.output import (echo_bytes, format_option, print_rows, print_sparql_csv, print_sparql_table,
+                             raw_requested, submitter_option)
 from luma.cli.project import NONE, READ, WRITE, project
 from luma.kb.records.kinds import SCHEMA_KINDS
 from luma.kb.vocab import LOADABLE_CLASSES
@@ -205,7 +206,9 @@ def query(sparql, query_file, query_name, list_names, timeout, memory, scope, ex
     what --scope partner:NAME may see (never another partner's records). FROM / FROM NAMED are
     honoured (within the scope). --limit/--offset return one page of the answer.
 
-    json output is the standard SPARQL 1.1 Query Results JSON format; csv is SPARQL CSV.
+    json output is the W3C SPARQL 1.1 Query Results JSON format; csv is for spreadsheets (the
+    layout of SPARQL CSV, a text cell starting with = + - @ tab or CR escaped with a leading ',
+    numeric literals as they are); csv --raw is the W3C SPARQL 1.1 CSV format, byte for byte.
     Updates, SERVICE, LOAD and \\u escapes are refused. On the embedded store the query runs in a
     child process without network access, stopped at --timeout, --memory or the answer size
     limit ($LUMA_QUERY_MAX_ANSWER_BYTES, default 2GiB). Named queries that read what the rules
@@ -255,7 +258,8 @@ def query(sparql, query_file, query_name, list_names, timeout, memory, scope, ex
     # LUMA's usual prefixes (`luma:` …) are declared in front; the check sees the text that runs.
     checked = check_user_query(sparql, source)
     limits = QueryLimits(timeout, memory_limit, settings.query_answer_bytes, settings.require_sandbox)
-    results = "csv" if fmt == "csv" and checked.kind != "graph" else "json"
+    # csv for people is made from TSV, which keeps each term's datatype (a number is not escaped).
+    results = ("csv" if raw_requested() else "tsv") if fmt == "csv" and checked.kind != "graph" else "json"
     require(settings)
     with (tempfile.TemporaryDirectory(prefix=".luma-query-", dir=settings.home) as spool, open_for_reading() as base,
           _maybe_exploratory(base, exploratory) as view):
@@ -307,8 +311,10 @@ def _print_answer(answer, fmt: str) -> None:
         if not answer.complete:
             answer.json()  # refuse to pass on an answer that broke off
         _stream(answer)
-    else:
+    elif raw_requested():
         _stream(answer)
+    else:
+        print_sparql_csv(answer)
 
 
 def _stream(answer) -> None:

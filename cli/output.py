@@ -1,9 +1,8 @@
-"""Printing results: rich tables for people, standard JSON / CSV for machines."""
+"""Printing results: rich tables for people, standard JSON for machines, CSV for spreadsheets
+(escaped, cli/spreadsheet_csv.py; `--raw` for programs)."""
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 import re
 import sys
@@ -26,11 +25,37 @@ def format_help(choices: Sequence[str]) -> str:
     return ", ".join(x for x in (people, f"{'/'.join(machine)} for machines" if machine else "") if x) + "."
 
 
+#: Where `--raw` is kept for the command being run (click's ctx.meta, shared by its contexts).
+_RAW_KEY = "luma.output.raw"
+RAW_HELP = ("With --format csv: write every cell as it is, for programs. Without it, csv is for people: "
+            "a text cell starting with = + - @ tab or CR gets a leading ' so that a spreadsheet does not run "
+            "it as a formula (numbers stay numbers).")
+
+
 def format_option(default: str = "table", choices: Sequence[str] = FORMATS):
-    return click.option(
+    """`--format`, and `--raw` where csv is offered: one decorator, so every command that writes
+    CSV escapes it the same way and offers the same opt-out."""
+    fmt = click.option(
         "--format", "fmt", type=click.Choice(list(choices)), default=default, show_default=True,
         help=format_help(choices),
     )
+    if "csv" not in choices:
+        return fmt
+    # Not passed to the command function (expose_value=False): print_rows and `kb query` read it
+    # from the context, so the commands' signatures stay as they are.
+    raw = click.option("--raw", is_flag=True, expose_value=False, callback=_remember_raw, help=RAW_HELP)
+    return lambda f: fmt(raw(f))
+
+
+def _remember_raw(ctx: click.Context, param, value: bool) -> bool:
+    ctx.meta[_RAW_KEY] = value
+    return value
+
+
+def raw_requested() -> bool:
+    """Whether the command being run was given `--raw` (False outside a command)."""
+    ctx = click.get_current_context(silent=True)
+    return bool(ctx is not None and ctx.meta.get(_RAW_KEY))
 
 
 def compact(value: str) -> str:
@@ -43,16 +68,16 @@ def compact(value: str) -> str:
     return value
 
 
-def print_rows(rows: list[dict], columns: Sequence[str], fmt: str, title: str | None = None) -> None:
-    """Print plain rows (dicts of scalars) as a table, a JSON array, or CSV."""
+def print_rows(rows: list[dict], columns: Sequence[str], fmt: str, title: str | None = None,
+               raw: bool | None = None) -> None:
+    """Print plain rows (dicts of scalars) as a table, a JSON array, or CSV (formula-leading text
+    escaped unless `raw`; None: as the command line's --raw says; cli/spreadsheet_csv.py)."""
     if fmt == "json":
         click.echo(json.dumps(rows, indent=2, default=str))
     elif fmt == "csv":
-        buf = io.StringIO()
-        writer = csv.DictWriter(buf, fieldnames=list(columns), extrasaction="ignore", lineterminator="\n")
-        writer.writeheader()
-        writer.writerows(rows)
-        click.echo(buf.getvalue(), nl=False)
+        from luma.cli.spreadsheet_csv import rows_csv
+
+        click.echo(rows_csv(rows, columns, raw_requested() if raw is None else raw), nl=False)
     else:
         from rich.console import Console
         from rich.table import Table
@@ -67,7 +92,7 @@ def print_rows(rows: list[dict], columns: Sequence[str], fmt: str, title: str | 
 
 def print_sparql_table(answer: dict, width: int | None = None) -> None:
     """A SPARQL JSON answer as a table for people: human units, short IRIs, fitted to the
-    terminal (cli/sparql_table.py); json and csv output stay canonical."""
+    terminal (cli/sparql_table.py); json (and csv with --raw) stay the W3C results formats."""
     from luma.cli.sparql_table import print_table
 
     print_table(answer, width)
@@ -105,6 +130,20 @@ def _cell(value) -> str:
     if isinstance(value, int):
         return f"{value:,}"
     return str(value)
+
+
+def print_sparql_csv(answer) -> None:
+    """A SELECT/ASK answer spooled as SPARQL TSV, as CSV for people (formula-leading text
+    escaped, numeric literals as they are: cli/spreadsheet_csv.py), streamed."""
+    from luma.cli.spreadsheet_csv import sparql_csv
+
+    last = ""
+    for chunk in sparql_csv(answer):
+        if chunk:
+            click.echo(chunk, nl=False)
+            last = chunk
+    if not last.endswith("\n"):
+        click.echo()  # an ASK answer: every answer ends with a newline, as the raw one does
 
 
 def echo_bytes(data: bytes) -> None:

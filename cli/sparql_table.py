@@ -24,8 +24,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 _XSD = "http://www.w3.org/2001/XMLSchema#"
-_NUMERIC = {_XSD + t for t in ("integer", "decimal", "double", "float", "int", "long", "short", "byte",
-                               "nonNegativeInteger", "positiveInteger", "unsignedInt", "unsignedLong")}
+#: The XSD numeric datatypes: a literal of one is a number (a quantity here, a number in a
+#: spreadsheet: cli/spreadsheet_csv.py).
+NUMERIC_DATATYPES = frozenset(_XSD + t for t in (
+    "integer", "decimal", "double", "float", "int", "long", "short", "byte", "nonNegativeInteger",
+    "positiveInteger", "nonPositiveInteger", "negativeInteger", "unsignedInt", "unsignedLong", "unsignedShort",
+    "unsignedByte"))
 _INTEGER = {_XSD + t for t in ("integer", "int", "long", "short", "byte", "nonNegativeInteger", "positiveInteger",
                                "unsignedInt", "unsignedLong")}
 #: Narrowest a folding text column gets before the answer is shown one block per row.
@@ -68,7 +72,7 @@ def _is_unit(binding: dict | None) -> bool:
 def _number(binding: dict | None) -> float | None:
     if binding is None or binding.get("type") not in ("literal", "typed-literal"):
         return None
-    if binding.get("datatype") not in _NUMERIC:
+    if binding.get("datatype") not in NUMERIC_DATATYPES:
         return None
     try:
         return float(binding["value"])

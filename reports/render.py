@@ -3,9 +3,11 @@ plots and trees), and two Jinja2 templates turn it into `report.md` and one self
 `report.html` (inline CSS, plots as inline `<svg>`: no scripts, fonts or other files).
 
 A report module (boundary, design-in, partner) only builds a `Report`; `write()` renders it.
-`reports/templates/report.{md,html}.j2` lay out any report; `<kind>.{md,html}.j2`, when present,
-extend them (a lead paragraph, a call-out). Output is a pure function of the `Report`: no clock,
-no random ids, so rendering the same KB twice gives the same bytes.
+`reports/templates/report.{md,html}.j2` lay out any report (record text escaped in both: as
+HTML by Jinja2's autoescape, as Markdown by `environment(markdown=True)`);
+`<kind>.{md,html}.j2`, when present, extend them (a lead paragraph, a call-out). Output is a
+pure function of the `Report`: no clock, no random ids, so rendering the same KB twice gives the
+same bytes.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from luma.errors import LumaError
+from luma.reports import md_escape
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 
@@ -103,11 +106,6 @@ _CODE = re.compile(r"`([^`]+)`")
 _BOLD = re.compile(r"\*\*([^*]+)\*\*")
 
 
-def _md_cell(text) -> str:
-    """A Markdown table cell: pipes escaped, one line."""
-    return str(text).replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
-
-
 def _inline(text):
     """HTML of a paragraph: escaped, then the two bits of Markdown reports use (`code`, **bold**)."""
     from markupsafe import Markup, escape
@@ -117,24 +115,46 @@ def _inline(text):
     return Markup(_BOLD.sub(r"<strong>\1</strong>", html))
 
 
-def _md_inline(text) -> str:
-    """Markdown of a paragraph: the text itself (it is written in Markdown's inline syntax)."""
-    return str(text)
+def _md_finalize(value) -> str:
+    """Every `{{ … }}` of a Markdown template: text (reports/md_escape.py) unless a filter already
+    made it Markdown (Markup: `md_inline`, `md_cell`, `md_row`, `md_bracketed`, or an explicit
+    `| safe` on a macro's output). Escaping is the default, so a new template cannot forget it;
+    forgetting `| safe` only escapes twice."""
+    return str(value) if hasattr(value, "__html__") else md_escape.text(value)
 
 
-def environment():
-    """The Jinja2 environment over `reports/templates/`: autoescaping on for HTML templates."""
+def _md_filter(fn):
+    def markdown(value, *args, **kwargs):
+        from markupsafe import Markup
+
+        return Markup(fn(value, *args, **kwargs))
+    return markdown
+
+
+def _md_row(cells, marks: bool = True) -> str:
+    """A Markdown table row: cells with LUMA's `code`/**bold** (as HTML's <td>), or plain text
+    (`marks=False`, as HTML's <th>)."""
+    cell = ((lambda c: md_escape.inline(c, in_table=True)) if marks else
+            (lambda c: md_escape.text(c, at_line_start=False, closed=True)))
+    return "| " + " | ".join(cell(c) for c in cells) + " |"
+
+
+def environment(markdown: bool = False):
+    """The Jinja2 environment over `reports/templates/`: HTML templates autoescaped as HTML; with
+    `markdown`, every value written into a Markdown template escaped as Markdown text."""
     import jinja2
 
-    env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(str(TEMPLATES)),
-        autoescape=lambda name: bool(name) and ".html" in name,
-        undefined=jinja2.StrictUndefined,
-        trim_blocks=True,
-        lstrip_blocks=True,
-        keep_trailing_newline=True,
-    )
-    env.filters.update(md_cell=_md_cell, inline=_inline, md_inline=_md_inline)
+    common = dict(loader=jinja2.FileSystemLoader(str(TEMPLATES)), undefined=jinja2.StrictUndefined,
+                  trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
+    if markdown:
+        env = jinja2.Environment(autoescape=False, finalize=_md_finalize, **common)
+        env.filters.update(md_inline=_md_filter(md_escape.inline),
+                           md_cell=_md_filter(lambda v: md_escape.inline(v, in_table=True)),
+                           md_row=_md_filter(_md_row),
+                           md_bracketed=_md_filter(lambda v: md_escape.text(v, False, in_brackets=True)))
+    else:
+        env = jinja2.Environment(autoescape=lambda name: bool(name) and ".html" in name, **common)
+        env.filters.update(inline=_inline)
     env.tests.update(table=lambda b: isinstance(b, Table), plot=lambda b: isinstance(b, Plot),
                      tree=lambda b: isinstance(b, Tree))
     return env
@@ -146,8 +166,9 @@ def _template(env, kind: str, ext: str):
 
 
 def render_markdown(report: Report, env=None) -> str:
-    """The report as Markdown (plots referenced as `plots/<id>.svg`)."""
-    env = env or environment()
+    """The report as Markdown (plots referenced as `plots/<id>.svg`); every string from the
+    report written as inert text (reports/md_escape.py), as the HTML escapes it."""
+    env = env or environment(markdown=True)
     return _template(env, report.kind, "md").render(report=report)
 
 
@@ -171,10 +192,9 @@ def write(report: Report, out: Path) -> Written:
         (out / "plots").mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise LumaError(f"cannot create the output folder: {exc.strerror}", source=str(out)) from None
-    env = environment()
     md, html = out / "report.md", out / "report.html"
-    md.write_text(render_markdown(report, env), encoding="utf-8")
-    html.write_text(render_html(report, env), encoding="utf-8")
+    md.write_text(render_markdown(report), encoding="utf-8")
+    html.write_text(render_html(report), encoding="utf-8")
     plots = []
     for plot in report.plots():
         path = out / "plots" / f"{plot.id}.svg"
