@@ -207,3 +207,18 @@ def test_rule_limits_come_from_the_settings():
     assert RunLimits.of(s, timeout=5, memory_bytes=2**28) == RunLimits(5, 2**28, False)
     assert RunLimits.of(Settings.from_env(environ={})) == RunLimits(3600.0, 8 * 2**30, False)
     assert RunLimits.of(Settings.from_env(environ={"LUMA_RULES_TIMEOUT": "0"})).timeout is None
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("store_url", ["server"], indirect=True)
+def test_on_an_endpoint_the_checks_are_the_guard(store_url, luma_home, monkeypatch, listener):
+    """An endpoint evaluates the rules itself (no child process, no sandbox of ours): the text
+    checks refuse the rule before a query is sent, in one line."""
+    monkeypatch.setenv("LUMA_KB_URL", store_url)
+    runner = CliRunner()
+    assert runner.invoke(cli, ["kb", "init"]).exit_code == 0
+    for name in ("less-than-quote", "in-subquery", "load"):
+        _place(luma_home, attacks(listener.url())[name])
+        line = _one_line_error(runner.invoke(cli, ["rules", "run"]))
+        assert "90-attack.rq" in line and _refusal(line), (name, line)
+    assert listener.seen == []
