@@ -84,16 +84,21 @@ def run_cmd(params: tuple[str, ...], full: bool, exploratory: bool, workers: int
     goes to a child process without network access, stopped at --timeout or --memory; a stopped
     or failed run leaves the derived facts as they were."""
     from luma.cli.project import require
+    from luma.errors import ConfigError
     from luma.kb.knowledge_base import KnowledgeBase
     from luma.rules import exploratory as explore
     from luma.rules.isolated_run import RuleProcess, RunLimits, run_rules, runs_isolated
-    from luma.rules.loader import BadParam, BelowFloor, load_all, resolve_params
+    from luma.rules.loader import BadParam, BelowFloor, RuleError, load_all, resolve_params
     from luma.cli.project import settings as command_settings
     from luma.settings import MIN_QUERY_MEMORY, parse_size
 
     overrides = _overrides(params)
     settings = command_settings()
-    limits = RunLimits.of(settings, timeout, parse_size(memory, "--memory", settings.rules_memory, MIN_QUERY_MEMORY))
+    try:
+        memory_bytes = parse_size(memory, "--memory", settings.rules_memory, MIN_QUERY_MEMORY)
+    except ConfigError as exc:
+        raise click.BadParameter(exc.message, param_hint="--memory") from None
+    limits = RunLimits.of(settings, timeout, memory_bytes)
     try:  # checked before the KB is opened: a usage error touches nothing (not even the exploratory copy)
         resolve_params(load_all(settings.home / "rules"), overrides, exploratory=exploratory)
     except BadParam as exc:
@@ -110,6 +115,10 @@ def run_cmd(params: tuple[str, ...], full: bool, exploratory: bool, workers: int
         raise click.BadParameter(f"{exc.message} (--exploratory)", param_hint="--param") from None
     except BadParam as exc:  # an unknown name, a value of the wrong type: usage
         raise click.BadParameter(exc.message, param_hint="--param") from None
+    except RuleError as exc:
+        if exc.field not in ("timeout", "memory"):
+            raise
+        raise click.ClickException(f"--{exc.field}: {exc.message}") from None  # the limit, by its flag
     finally:
         if child is not None:
             child.close()

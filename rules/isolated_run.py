@@ -180,11 +180,11 @@ def run_rules(kb, limits: RunLimits, overrides: dict[str, str] | None = None, *,
 def _failure(status: dict, limits: RunLimits, undone: str | None) -> LumaError:
     stopped = status.get("stopped")
     if stopped == "timeout":
-        return RuleError(f"the rule run took longer than {limits.timeout:g} s and was stopped (--timeout, "
+        return RuleError(f"the rule run took longer than {limits.timeout:g} s and was stopped (its time limit: "
                          f"LUMA_RULES_TIMEOUT); {undone}", field="timeout")
     if stopped == "memory" or status["error"].get("class") == "memory":
         return RuleError(f"the rule run needed more than {mib(limits.memory_bytes)} of memory and was stopped "
-                         f"(--memory, LUMA_RULES_MEMORY); {undone}", field="memory")
+                         f"(its memory limit: LUMA_RULES_MEMORY); {undone}", field="memory")
     err = status["error"]
     cls = _ERRORS.get(err.get("class"), StoreError)
     message = err.get("message", "the rule run failed")
