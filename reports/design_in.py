@@ -248,7 +248,7 @@ def build(kb, scope: Scope | None = None, max_rows: int = MAX_ROWS, prices: Pric
     qualified_total = data.qualified_count(r)
     synthetic = data.synthetic_count(r) if qualified_total else 0
     table = prices if prices is not None else load_prices(None, kb.settings)
-    economics, ranked = capabilities.sections(r, reqs, bindings, table)
+    economics, ranked = capabilities.sections(r, reqs, bindings, table, synthetic)
     sections = [*_requirements(reqs, bindings, counters), *economics, _counter(reqs, counters),
                 _remedies(rems, bindings, max_rows * 2),
                 derivations, *_class_sections(r, counts, max_rows, synthetic)]

@@ -99,25 +99,32 @@ def rank(reqs: list[dict], cands: list[dict], estimates: dict[str, economics.Est
     return sorted(out.values(), key=lambda x: (x.score is None, -(x.score or 0), x.label))
 
 
-def _evidence(q: dict, est: economics.Estimate | None) -> str:
-    parts = [f"{q.get('chains', '?')} measured qualified chains ({q.get('workloads', '?')} workloads, "
+def _evidence(q: dict, est: economics.Estimate | None, synthetic: int = 0) -> str:
+    # Synthetic chains qualify only in a throwaway benchmark project (kb/synthetic.py); where some
+    # did, the support is not called measured (issue 28).
+    what = ("qualified chains, synthetic ones among them (a benchmark project's, not measurements)"
+            if synthetic else "measured qualified chains")
+    parts = [f"{q.get('chains', '?')} {what} ({q.get('workloads', '?')} workloads, "
              f"{q.get('architectures', '?')} architectures)"]
     if est is not None and est.prices:
         classes = sorted({p.evidence_class for p in est.prices.values()})
         parts.append(f"prices: {', '.join(sorted(est.prices))} ({', '.join(classes)})")
     if est is not None and est.throughput_from:
-        parts.append("throughput: " + ", ".join(sorted(est.throughput_from)))
+        sources = sorted(est.throughput_from)  # "measured": observed in the chains' PASS trials
+        parts.append("throughput: " + ", ".join(f"{x} or synthetic" if synthetic and x == "measured" else x
+                                                for x in sources))
     return "; ".join(parts)
 
 
-def ranking_section(ranked: list[Ranked]) -> Section:
+def ranking_section(ranked: list[Ranked], synthetic: int = 0) -> Section:
+    """The capability classes ranked; `synthetic`: how many qualified boundaries are synthetic."""
     rows = []
     for n, item in enumerate(ranked, 1):
         for q, bases, remedies, est in item.rows:
             basis = ", ".join(sorted(bases)) + (f" ({', '.join(sorted(remedies))})" if remedies else "")
             rows.append([str(n), f"**{item.label}**", dim_key(q["resource"]), basis, str(q.get("chains", "—")),
                          gain_of(est, bases)[1], num(item.score) if item.score is not None else "—",
-                         item.realised or "—", _evidence(q, est)])
+                         item.realised or "—", _evidence(q, est, synthetic)])
     return Section("capabilities", "Capability classes", [
         "The capability classes each hardware requirement could be met with (rule `capability-candidate`, mapping "
         "in `ontology/capabilities.ttl`): from the requirement's resource and from the recurring remedies of it "
@@ -234,10 +241,12 @@ def nothing_section(r, bindings: list[dict]) -> Section:
                    if rows else [])
 
 
-def sections(r, reqs: list[dict], bindings: list[dict], table: PriceTable) -> tuple[list[Section], list[Ranked]]:
-    """The capability, economics and price sections (or the one saying why nothing qualifies)."""
+def sections(r, reqs: list[dict], bindings: list[dict], table: PriceTable,
+             synthetic: int = 0) -> tuple[list[Section], list[Ranked]]:
+    """The capability, economics and price sections (or the one saying why nothing qualifies);
+    `synthetic`: the qualified boundaries that are synthetic (a benchmark project's)."""
     if not reqs:
         return [nothing_section(r, bindings)], []
     estimates = {q["resource"]: economics.requirement_estimate(r, q["resource"], table) for q in reqs}
     ranked = rank(reqs, candidates(r), estimates)
-    return [ranking_section(ranked), economics_section(reqs, estimates, table), prices_section(table, estimates)], ranked
+    return [ranking_section(ranked, synthetic), economics_section(reqs, estimates, table), prices_section(table, estimates)], ranked

@@ -195,6 +195,10 @@ def test_synthetic_chains_are_never_taken_for_measurements(full_home):
         assert synthetic.callout.startswith("**Synthetic chain: generated for benchmarks") and "Deploy" in synthetic.callout
         di = design_in.build(kb)
     assert re.search(r"\d+ of the \d+ qualified boundaries behind them are synthetic", di.callout)
+    # ... and the capability rows do not call that support measured
+    cells = [row[-1] for t in di.tables() if t.id == "table-capabilities" for row in t.rows]
+    assert cells and all("synthetic ones among them" in c and "measured qualified" not in c
+                         and not c.endswith("throughput: measured") for c in cells), cells[:2]
 
 
 @pytest.fixture(scope="module")
