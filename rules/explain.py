@@ -34,7 +34,9 @@ _DERIVED_FROM = f"<{PROV}wasDerivedFrom>"
 _RECORD_KIND = f"<{LUMA}recordKind>"
 _IS_RECORD = f"GRAPH ?s {{ ?s {_RECORD_KIND} ?rk }}"
 #: Graphs that hold a node's label besides its own (sealed) graphs.
-_LABEL_GRAPHS = f"<{ENTITY_GRAPH}> <{ONTOLOGY_GRAPH}>"
+_LABEL_GRAPHS = (ENTITY_GRAPH, ONTOLOGY_GRAPH)
+#: What a rule run states (rules/engine.py writes it into the rule's derived graph).
+_RUN_FACTS = ("rule", "version", "param", "exploratory")
 _BAD_IRI = re.compile(r'[\s<>"{}|^`\\]')
 _PREFIXED = re.compile(r"^([A-Za-z][\w-]*):(.*)$")
 _CLASS_NAMES = {iri: name for name, iri in EVIDENCE_CLASSES.items()}
@@ -73,27 +75,37 @@ def _class_name(iri: str) -> str:
     return _CLASS_NAMES.get(iri, iri)
 
 
-def derived_graphs(store) -> list[str]:
-    """The rules' derived graphs the store holds (one per rule that has run)."""
-    rows = store.select(f'SELECT DISTINCT ?g WHERE {{ GRAPH ?g {{ }} FILTER(STRSTARTS(STR(?g), "{DERIVED}")) }}',
-                        union=False)
-    return sorted(r["g"] for r in rows)
-
-
-class _Sealed:
-    """Graph patterns that match only where a fact may be stated: a rule's derived graph, or a
-    record's own graph (one that names its kind inside itself; a loaded document is no record of
-    a derivation)."""
+class _Graphs:
+    """Which graphs may state a node's facts, judged from the graph each fact was read in: a
+    rule's derived graph (a derived node's types, rule run and supports), or a record's own graph
+    (one that names its kind inside itself; a loaded document's is none) for a record node's.
+    Each query reads `GRAPH ?g { ... }` and this keeps the rows of admitted graphs: the same
+    index lookups as before, where a graph condition inside the query made Oxigraph scan every
+    graph (0.1 s -> 17 s for a recurring binding at 1k chains)."""
 
     def __init__(self, store):
-        self.derived = _values("dg", derived_graphs(store))
+        self.store = store
+        self._record: dict[str, bool] = {}
 
-    def derived_only(self, pattern: str) -> str:
-        return f"{{ {self.derived} GRAPH ?dg {{ {pattern} }} }}"
+    @staticmethod
+    def derived(graph: str) -> bool:
+        return graph.startswith(DERIVED)
 
-    def __call__(self, pattern: str) -> str:
-        return (f"{{ {self.derived_only(pattern)} UNION {{ GRAPH ?rg {{ {pattern} ?rg {_RECORD_KIND} ?rgk }} "
-                f'FILTER(?rgk != "rdf-document") }} }}')
+    def sealed(self, graphs: Iterable[str]) -> set[str]:
+        """Those of `graphs` that are derived graphs or records' own graphs."""
+        graphs = set(graphs)
+        unknown = sorted(g for g in graphs if not self.derived(g) and g not in self._record)
+        for chunk in _chunks(unknown):
+            rows = self.store.select(f"SELECT ?g WHERE {{ {_values('g', chunk)} GRAPH ?g {{ ?g {_RECORD_KIND} ?k }} "
+                                     f'FILTER(?k != "rdf-document") }}')
+            found = {r["g"] for r in rows}
+            self._record.update((g, g in found) for g in chunk)
+        return {g for g in graphs if self.derived(g) or self._record.get(g)}
+
+    def links(self, rows: list[dict]) -> list[dict]:
+        """The rows (with ?g) whose link is stated in an admitted graph."""
+        ok = self.sealed(r["g"] for r in rows)
+        return [r for r in rows if r["g"] in ok]
 
 
 class _Fetcher:
@@ -101,7 +113,7 @@ class _Fetcher:
 
     def __init__(self, kb, max_supports: int):
         self.store = kb.store
-        self.sealed = _Sealed(kb.store)
+        self.graphs = _Graphs(kb.store)
         self.max_supports = max_supports
         self.nodes: dict[str, dict] = {}       # iri -> description (without supports)
         self.supports: dict[str, list[str]] = {}  # iri -> listed supports (non-record), sorted
@@ -112,24 +124,28 @@ class _Fetcher:
             self.nodes[iri] = {"iri": iri, "types": [], "derived_by": None, "record": None, "supports_total": 0}
         acts: dict[str, dict[str, dict]] = {}
         records: dict[str, list[str]] = {}
-        sealed, run = self.sealed, self.sealed.derived_only  # a rule run is stated in the rule's graph alone
         for chunk in _chunks(iris):
             rows = self.store.select(
-                f"SELECT ?n ?k ?v ?x WHERE {{ {_values('n', chunk)}\n"
-                f"  {{ {sealed(f'?n <{RDF}type> ?v .')} BIND(\"type\" AS ?k) }}\n"
-                f"  UNION {{ {{ {sealed(f'?n <{RDFS}label> ?v .')} UNION {{ VALUES ?lg {{ {_LABEL_GRAPHS} }} "
-                f"GRAPH ?lg {{ ?n <{RDFS}label> ?v }} }} }} BIND(\"label\" AS ?k) }}\n"
-                f"  UNION {{ {sealed(f'?n <{LUMA}evidenceClass> ?v .')} BIND(\"evidence\" AS ?k) }}\n"
-                f"  UNION {{ {run(f'?n <{PROV}wasGeneratedBy> ?v . ?v <{LUMA}rule> ?x')} BIND(\"rule\" AS ?k) }}\n"
-                f"  UNION {{ {run(f'?n <{PROV}wasGeneratedBy> ?v . ?v <{LUMA}ruleVersion> ?x')} "
+                f"SELECT DISTINCT ?n ?k ?v ?x ?g WHERE {{ {_values('n', chunk)}\n"
+                f"  {{ GRAPH ?g {{ ?n <{RDF}type> ?v }} BIND(\"type\" AS ?k) }}\n"
+                f"  UNION {{ GRAPH ?g {{ ?n <{RDFS}label> ?v }} BIND(\"label\" AS ?k) }}\n"
+                f"  UNION {{ GRAPH ?g {{ ?n <{LUMA}evidenceClass> ?v }} BIND(\"evidence\" AS ?k) }}\n"
+                f"  UNION {{ GRAPH ?g {{ ?n <{PROV}wasGeneratedBy> ?v . ?v <{LUMA}rule> ?x }} BIND(\"rule\" AS ?k) }}\n"
+                f"  UNION {{ GRAPH ?g {{ ?n <{PROV}wasGeneratedBy> ?v . ?v <{LUMA}ruleVersion> ?x }} "
                 f"BIND(\"version\" AS ?k) }}\n"
-                f"  UNION {{ {run(f'?n <{PROV}wasGeneratedBy> ?v . ?v <{LUMA}rule> ?r ; <{LUMA}parameter> ?x')} "
+                f"  UNION {{ GRAPH ?g {{ ?n <{PROV}wasGeneratedBy> ?v . ?v <{LUMA}rule> ?r ; <{LUMA}parameter> ?x }} "
                 f"BIND(\"param\" AS ?k) }}\n"
-                f"  UNION {{ {run(f'?n <{PROV}wasGeneratedBy> ?v . ?v <{LUMA}exploratory> ?x')} "
+                f"  UNION {{ GRAPH ?g {{ ?n <{PROV}wasGeneratedBy> ?v . ?v <{LUMA}exploratory> ?x }} "
                 f"BIND(\"exploratory\" AS ?k) }}\n"
-                f"  UNION {{ {sealed(f'?n {_DERIVED_FROM} ?v .')} GRAPH ?v {{ ?v {_RECORD_KIND} ?rk }} "
+                f"  UNION {{ GRAPH ?g {{ ?n {_DERIVED_FROM} ?v }} GRAPH ?v {{ ?v {_RECORD_KIND} ?rk }} "
                 f"BIND(\"record\" AS ?k) }}\n"
                 f"}}")
+            sealed = self.graphs.sealed(r["g"] for r in rows)
+            # A rule run is stated in the rule's graph alone; a label also where entities are described.
+            rows = [r for r in rows if (self.graphs.derived(r["g"]) if r["k"] in _RUN_FACTS else
+                                        r["g"] in sealed or (r["k"] == "label" and r["g"] in _LABEL_GRAPHS))]
+            # One row per fact, wherever else it is stated too.
+            rows = list({(r["n"], r["k"], r["v"], r.get("x")): r for r in rows}.values())
             for row in rows:
                 node, kind, value = self.nodes[row["n"]], row["k"], row["v"]
                 if kind == "type":
@@ -184,30 +200,30 @@ class _Fetcher:
 
     def _count(self, iris: list[str]) -> None:
         for chunk in _chunks(iris):
-            rows = self.store.select(
-                f"SELECT ?n (COUNT(DISTINCT ?s) AS ?c) WHERE {{ {_values('n', chunk)} "
-                f"{self.sealed(f'?n {_DERIVED_FROM} ?s .')} FILTER NOT EXISTS {{ {_IS_RECORD} }} }} GROUP BY ?n")
-            for row in rows:
-                self.nodes[row["n"]]["supports_total"] = int(row["c"])
+            rows = self.graphs.links(self.store.select(
+                f"SELECT DISTINCT ?n ?s ?g WHERE {{ {_values('n', chunk)} GRAPH ?g {{ ?n {_DERIVED_FROM} ?s }} "
+                f"FILTER NOT EXISTS {{ {_IS_RECORD} }} }}"))
+            for n in chunk:
+                self.nodes[n]["supports_total"] = len({r["s"] for r in rows if r["n"] == n})
 
     def list_supports(self, iris: list[str]) -> None:
         """The supports of each node that are not records: all of them up to `max_supports`,
         else the first `max_supports` in IRI order."""
         small = [i for i in iris if 0 < self.nodes[i]["supports_total"] <= self.max_supports]
         for chunk in _chunks(small):
-            rows = self.store.select(
-                f"SELECT DISTINCT ?n ?s WHERE {{ {_values('n', chunk)} {self.sealed(f'?n {_DERIVED_FROM} ?s .')} "
-                f"FILTER NOT EXISTS {{ {_IS_RECORD} }} FILTER(isIRI(?s)) }}")
-            for row in rows:
-                self.supports.setdefault(row["n"], []).append(row["s"])
+            rows = self.graphs.links(self.store.select(
+                f"SELECT DISTINCT ?n ?s ?g WHERE {{ {_values('n', chunk)} GRAPH ?g {{ ?n {_DERIVED_FROM} ?s }} "
+                f"FILTER NOT EXISTS {{ {_IS_RECORD} }} FILTER(isIRI(?s)) }}"))
+            for n, s in sorted({(row["n"], row["s"]) for row in rows}):
+                self.supports.setdefault(n, []).append(s)
         for iri in iris:
             if self.nodes[iri]["supports_total"] > self.max_supports:
                 # Sorted here, not by ORDER BY ... LIMIT: Oxigraph sorts 20k IRIs ~5x slower than
                 # it streams them (measured: 1.4 s vs 0.25 s).
-                rows = self.store.select(
-                    f"SELECT DISTINCT ?s WHERE {{ {self.sealed(f'<{iri}> {_DERIVED_FROM} ?s .')} "
-                    f"FILTER NOT EXISTS {{ {_IS_RECORD} }} FILTER(isIRI(?s)) }}")
-                self.supports[iri] = sorted(r["s"] for r in rows)[:self.max_supports]
+                rows = self.graphs.links(self.store.select(
+                    f"SELECT DISTINCT ?s ?g WHERE {{ GRAPH ?g {{ <{iri}> {_DERIVED_FROM} ?s }} "
+                    f"FILTER NOT EXISTS {{ {_IS_RECORD} }} FILTER(isIRI(?s)) }}"))
+                self.supports[iri] = sorted({r["s"] for r in rows})[:self.max_supports]
         for iri in iris:
             self.supports[iri] = sorted(self.supports.get(iri, []))
 
@@ -227,7 +243,6 @@ def supporting_records(kb, iri: str) -> list[str]:
     """Content hashes of every record the node derives from, at any depth (uncapped). Walked a
     level at a time over the sealed links (a property path would cross every graph), a few
     VALUES batches per level whatever its width."""
-    sealed = _Sealed(kb.store)
     record = f"OPTIONAL {{ GRAPH ?s {{ ?s {_RECORD_KIND} ?k ; <{LUMA}contentHash> ?h }} }}"
     rows = kb.store.select(f"SELECT ?s ?h WHERE {{ BIND(<{iri}> AS ?s) {record} }}")
     hashes = {r["h"] for r in rows if "h" in r}
@@ -235,10 +250,14 @@ def supporting_records(kb, iri: str) -> list[str]:
     while level:
         found: set[str] = set()
         for i in range(0, len(level), _WALK_CHUNK):
+            # The link's graph judged in the same query (as _Graphs does): one lookup per link.
             rows = kb.store.select(
-                f"SELECT DISTINCT ?s ?h WHERE {{ {_values('n', level[i:i + _WALK_CHUNK])} "
-                f"{sealed(f'?n {_DERIVED_FROM} ?s .')} FILTER(isIRI(?s)) {record} }}")
+                f"SELECT DISTINCT ?s ?h ?g ?gk WHERE {{ {_values('n', level[i:i + _WALK_CHUNK])} "
+                f"GRAPH ?g {{ ?n {_DERIVED_FROM} ?s }} FILTER(isIRI(?s)) {record} "
+                f"OPTIONAL {{ GRAPH ?g {{ ?g {_RECORD_KIND} ?gk }} }} }}")
             for r in rows:
+                if not (_Graphs.derived(r["g"]) or r.get("gk", "rdf-document") != "rdf-document"):
+                    continue
                 if "h" in r:
                     hashes.add(r["h"])  # a record graph: nothing derives further
                     seen.add(r["s"])
