@@ -102,7 +102,15 @@ class Engine:
         state = StateStore(self.kb.store, self.cache, tuple(p for a in self.analysed for p in a.rule.context))
         prev = RunState() if full else state.load()
         graphs = state.asserted_graphs()
-        ctx = _Context(values, prev, sorted(graphs - prev.graphs), prev.graphs - graphs, state, state.context_graphs())
+        # The text each rule runs, parameter values in place, checked as a user's query is: all of
+        # them here, before anything is written, and on this thread (rdflib's parser is not
+        # thread-safe: two strata parsing at once broke each other's parse).
+        queries = {}
+        for r in rules:
+            queries[r.id] = _with_provenance(r, render(r, values[r.id]), activity_of(r, values[r.id]))
+            check_rule_cached(r, queries[r.id], self.cache / "checked")
+        ctx = _Context(values, prev, sorted(graphs - prev.graphs), prev.graphs - graphs, state, state.context_graphs(),
+                       queries)
         deps = dependency_graph(self.analysed)
         index = {a.rule.id: i for i, stratum in enumerate(self.strata) for a in stratum}
         needs = {i: {index[p] for a in stratum for p in deps.predecessors(a.rule.id)} - {i}
@@ -159,9 +167,7 @@ class Engine:
             for r in members:
                 runs[r.id].facts = ctx.prev.rules[r.id]["facts"]
             return [(runs[r.id], None, acts[r.id], None) for r in members]
-        queries = {r.id: _with_provenance(r, render(r, ctx.values[r.id]), acts[r.id]) for r in members}
-        for r in members:  # the text that runs, parameter values in place, checked as a user's query is
-            check_rule_cached(r, queries[r.id], self.cache / "checked")
+        queries = {r.id: ctx.queries[r.id] for r in members}  # checked by `run`
         own = {r.id: _activity_quads(r, acts[r.id], ctx.values[r.id]) for r in members}
         if _recursive(stratum):
             before = {r.id: self._before(ctx.state, r.id, ctx.prev) for r in members}
@@ -291,6 +297,7 @@ class _Context:
     gone: set  # asserted graphs gone since the last run
     state: StateStore
     context: list = field(default_factory=list)  # the graphs that state the rules' `# context:` facts
+    queries: dict = field(default_factory=dict)  # rule id -> the checked text it runs
 
     @property
     def delta_graphs(self) -> list:

@@ -222,3 +222,62 @@ def test_on_an_endpoint_the_checks_are_the_guard(store_url, luma_home, monkeypat
         line = _one_line_error(runner.invoke(cli, ["rules", "run"]))
         assert "90-attack.rq" in line and _refusal(line), (name, line)
     assert listener.seen == []
+
+
+def _children_of(pid: int) -> list[int]:
+    """Rule-run child processes (rules/isolated_run.py) started by `pid`."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if b"luma.rules.isolated_run" in argv and str(pid).encode() in argv:
+            found.append(int(entry.name))
+    return found
+
+
+@pytest.mark.slow
+def test_a_killed_run_takes_its_child_along_and_the_next_run_recomputes(luma_home, runner_key, tmp_path):
+    """`kill -9` of `luma rules run` while a runaway rule holds the store: the child goes too (it
+    must not write on without the parent's lock), and the next run finds no valid cache token,
+    recomputes every rule from the store and ends where a fresh full run ends."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    if not Path("/proc/self/cmdline").exists():
+        pytest.skip("needs /proc")
+    mark_bench_project(luma_home)
+    with KnowledgeBase.open(Settings.from_env(home=luma_home)) as kb:
+        kb.ingest([write_jsonl(tmp_path / "a.jsonl", 40, signer=runner_key)], submitter="t")
+    _place(luma_home, "CONSTRUCT { ?a luma:pairedWith ?g } WHERE { ?a ?b ?c . ?d ?e ?f . ?g ?h ?i }")
+    env = {**os.environ, "LUMA_HOME": str(luma_home)}
+    proc = subprocess.Popen([sys.executable, "-m", "luma.cli.main", "rules", "run", "--memory", "1GiB"], env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 60
+    while not _children_of(proc.pid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    children = _children_of(proc.pid)
+    assert children, "the run never started its child"
+    time.sleep(8)  # the shipped rules write, the runaway rule holds the store
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    deadline = time.monotonic() + 10
+    while any(Path(f"/proc/{c}").exists() for c in children) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    alive = [c for c in children if Path(f"/proc/{c}").exists()
+             and Path(f"/proc/{c}/stat").read_text().split()[2] != "Z"]
+    assert alive == [], "the rule run's child outlived its parent"
+    (luma_home / "rules" / "90-attack.rq").unlink()
+    runner = CliRunner()
+    result = runner.invoke(cli, ["rules", "run", "--format", "json"])
+    assert result.exit_code == 0, result.output
+    assert {r["how"] for r in json.loads(result.output)["rules"]} == {"full"}  # no cache vouched for
+    after = _derived(luma_home)
+    again = runner.invoke(cli, ["rules", "run", "--full", "--format", "json"])
+    assert again.exit_code == 0 and (json.loads(again.output)["new"], json.loads(again.output)["removed"]) == (0, 0)
+    assert [q for q in _derived(luma_home) if "runToken" not in str(q) and "runThrough" not in str(q)] == \
+        [q for q in after if "runToken" not in str(q) and "runThrough" not in str(q)]
