@@ -24,6 +24,10 @@ QB, UNQUALIFIED = f"<{DERIVED}qualified-boundary>", f"<{DERIVED}unqualified-evid
 ONTOLOGY = f"<{ONTOLOGY_GRAPH}>"
 #: A runner key's name, from the trust record that projects it (kb/projection.py); the caller closes the brace.
 RUNNER_NAME = 'GRAPH ?tg { ?tg luma:recordKind "runner-trust" . ?key luma:runnerName ?name'
+#: Binds ?g to the record graph of each ?chain first, so that its facts are then looked up in that
+#: graph (GRAPH ?g { ... }): with the kind checked inside the same block as the facts, Oxigraph
+#: scanned every graph (57 s instead of 0.1 s for 200 chains' trials at 1k chains).
+CHAIN_GRAPH = 'GRAPH ?g { ?chain a luma:BoundaryQualification . ?g luma:recordKind "pex-chain" }'
 
 
 class Reader:
@@ -129,8 +133,8 @@ def _chain_rows(r: Reader, chains: list[str]) -> list[dict]:
     for i in range(0, len(chains), _CHUNK):
         values = " ".join(f"<{c}>" for c in chains[i:i + _CHUNK])
         # A chain's facts from its own record graph only.
-        for x in r.select(f"SELECT ?chain ?p ?o WHERE {{ VALUES ?chain {{ {values} }} GRAPH ?g {{ ?chain ?p ?o "
-                          f'FILTER(?p IN ({wanted})) ?g luma:recordKind "pex-chain" }} }}'):
+        for x in r.select(f"SELECT ?chain ?p ?o WHERE {{ VALUES ?chain {{ {values} }} {CHAIN_GRAPH} "
+                          f"GRAPH ?g {{ ?chain ?p ?o FILTER(?p IN ({wanted})) }} }}"):
             rows[x["chain"]].setdefault(props[x["p"]], x["o"])
     entities = sorted({row[k] for row in rows.values() for k in ("w", "a", "i") if k in row})
     labels = {}
@@ -169,8 +173,8 @@ def qualified(r: Reader, limit: int) -> tuple[list[dict], int]:
             f"SELECT ?chain ?name WHERE {{ VALUES ?chain {{ {values} }} GRAPH {QB} {{ ?q luma:qualifies ?chain ; "
             f"luma:attestedBy ?key }} {RUNNER_NAME} }} }}")}
         synthetic = {x["chain"] for x in r.select(
-            f"SELECT ?chain WHERE {{ VALUES ?chain {{ {values} }} GRAPH ?g {{ ?chain prov:wasGeneratedBy ?act . "
-            f'?act luma:tool ?tool FILTER(STRSTARTS(?tool, "luma synthetic")) ?g luma:recordKind "pex-chain" }} }}')}
+            f"SELECT ?chain WHERE {{ VALUES ?chain {{ {values} }} {CHAIN_GRAPH} GRAPH ?g {{ "
+            f'?chain prov:wasGeneratedBy ?act . ?act luma:tool ?tool FILTER(STRSTARTS(?tool, "luma synthetic")) }} }}')}
         feet = pass_footprints(r, [row["chain"] for row in rows])
         for row in rows:
             row["runner"] = who.get(row["chain"])
@@ -186,16 +190,15 @@ def pass_footprints(r: Reader, chains: list[str]) -> dict[str, float]:
         return {}
     values = " ".join(f"<{c}>" for c in chains)
     return {x["chain"]: float(x["foot"]) for x in r.select(
-        f"""SELECT ?chain (MAX(?v) AS ?foot) WHERE {{ VALUES ?chain {{ {values} }} GRAPH ?g {{ ?chain luma:trial ?t .
-        ?t luma:trialState "pass" ; luma:observation ?o . ?o luma:metric "runtime_footprint" ;
-        qudt:numericValue ?v . ?g luma:recordKind "pex-chain" }} }} GROUP BY ?chain""") if x.get("foot")}
+        f"""SELECT ?chain (MAX(?v) AS ?foot) WHERE {{ VALUES ?chain {{ {values} }} {CHAIN_GRAPH}
+        GRAPH ?g {{ ?chain luma:trial ?t . ?t luma:trialState "pass" ; luma:observation ?o .
+        ?o luma:metric "runtime_footprint" ; qudt:numericValue ?v }} }} GROUP BY ?chain""") if x.get("foot")}
 
 
 def synthetic_count(r: Reader) -> int:
     """Qualified boundaries whose chain says it was generated (kb/synthetic.py), not measured."""
-    return r.count(f"""GRAPH {QB} {{ ?q a luma:QualifiedBoundary ; luma:qualifies ?c }}
-      GRAPH ?g {{ ?c prov:wasGeneratedBy ?act . ?act luma:tool ?tool FILTER(STRSTARTS(?tool, "luma synthetic"))
-        ?g luma:recordKind "pex-chain" }}""")
+    return r.count(f"""GRAPH {QB} {{ ?q a luma:QualifiedBoundary ; luma:qualifies ?chain }} {CHAIN_GRAPH}
+      GRAPH ?g {{ ?chain prov:wasGeneratedBy ?act . ?act luma:tool ?tool FILTER(STRSTARTS(?tool, "luma synthetic")) }}""")
 
 
 def runners(r: Reader) -> list[dict]:

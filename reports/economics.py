@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 
 from luma.kb.prices import HOURS_PER_YEAR, NotPriced, Price, PriceTable, state_cost
 from luma.kb.vocab import LUMA, LUNIT, ONTOLOGY_GRAPH
+from luma.reports.design_in_data import CHAIN_GRAPH
 from luma.rules.state import DERIVED
 
 #: Chains read per requirement (the first in the store's order beyond that; the report says so).
@@ -30,7 +31,6 @@ RATES = {LUNIT + "RequestPerSecond": "request", LUNIT + "TokenPerSecond": "token
 #: Sealed reads (DESIGN §8): boundaries and remedies from their rules' graphs, the hierarchy and
 #: record keys from the ontology graph, a chain's facts from its own record graph.
 _QB, _RR, _ONTOLOGY = f"<{DERIVED}qualified-boundary>", f"<{DERIVED}recurring-remedy>", f"<{ONTOLOGY_GRAPH}>"
-_IN_CHAIN_RECORD = '?g luma:recordKind "pex-chain"'
 
 
 @dataclass
@@ -171,16 +171,16 @@ def chain_figures(r, chains: list[tuple[str, str]]) -> list[ChainFigures]:
     for n in range(0, len(chains), _CHUNK):
         values = " ".join(f"<{c}>" for c, _ in chains[n:n + _CHUNK])
         for x in r.select(f"""SELECT ?chain ?state ?unit (AVG(?v) AS ?mean) WHERE {{ VALUES ?chain {{ {values} }}
-            GRAPH ?g {{ ?chain luma:trial ?t .
+            {CHAIN_GRAPH} GRAPH ?g {{ ?chain luma:trial ?t .
               ?t luma:trialState ?state ; luma:verdict luma:Pass ; luma:observation ?o .
-            ?o qudt:unit ?unit ; qudt:numericValue ?v FILTER(?unit IN ({rates})) {_IN_CHAIN_RECORD} }} }}
+            ?o qudt:unit ?unit ; qudt:numericValue ?v FILTER(?unit IN ({rates})) }} }}
             GROUP BY ?chain ?state ?unit"""):
             # requests before tokens when a chain observed both (a request is the accepted output)
             have = out[x["chain"]].throughput.get(x["state"])
             if have is None or RATES[x["unit"]] == "request":
                 out[x["chain"]].throughput[x["state"]] = (float(x["mean"]), RATES[x["unit"]])
         for x in r.select(f"""SELECT ?chain ?unit (MAX(?v) AS ?floor) WHERE {{ VALUES ?chain {{ {values} }}
-            GRAPH ?g {{ ?chain luma:contract ?c . {_IN_CHAIN_RECORD} }}
+            {CHAIN_GRAPH} GRAPH ?g {{ ?chain luma:contract ?c }}
             ?c luma:clause ?cl . ?cl luma:operator ">=" ; qudt:unit ?unit ;
             qudt:numericValue ?v FILTER(?unit IN ({rates})) }} GROUP BY ?chain ?unit"""):
             have = out[x["chain"]].floor
@@ -190,13 +190,13 @@ def chain_figures(r, chains: list[tuple[str, str]]) -> list[ChainFigures]:
     for n in range(0, len(rated), _CHUNK):
         values = " ".join(f"<{c}>" for c in rated[n:n + _CHUNK])
         for x in r.select(f"""SELECT ?chain ?p ?key ?v ?cat WHERE {{ VALUES ?chain {{ {values} }}
-            GRAPH ?g {{ ?chain ?p ?s FILTER(?p IN (luma:passState, luma:failState)) {_IN_CHAIN_RECORD} }}
+            {CHAIN_GRAPH} GRAPH ?g {{ ?chain ?p ?s FILTER(?p IN (luma:passState, luma:failState)) }}
             ?s luma:level ?l . ?l luma:dimension ?d . GRAPH {_ONTOLOGY} {{ ?d luma:recordKey ?key }}
             OPTIONAL {{ ?l qudt:numericValue ?v }} OPTIONAL {{ ?l luma:category ?cat }} }}"""):
             which = "pass" if x["p"] == LUMA + "passState" else "fail"
             out[x["chain"]].levels.setdefault(which, {})[x["key"]] = float(x["v"]) if x.get("v") else x.get("cat")
         for x in r.select(f"""SELECT ?chain ?label WHERE {{ VALUES ?chain {{ {values} }}
-            GRAPH ?g {{ ?chain luma:architecture ?a . {_IN_CHAIN_RECORD} }} ?a rdfs:label ?label }}"""):
+            {CHAIN_GRAPH} GRAPH ?g {{ ?chain luma:architecture ?a }} ?a rdfs:label ?label }}"""):
             out[x["chain"]].architecture = x["label"]
     return [out[c] for c, _ in chains]
 
