@@ -127,6 +127,12 @@ def check_query(sparql: str, source: str = "query", *, offset: int = 0, first_li
                          source=source) from None
     except RecursionError:
         raise QueryError("the query is nested too deeply", source=source) from None
+    except (TypeError, ValueError) as exc:
+        # rdflib's parse actions evaluate some terms as they parse (`VALUES ?x { -3.5 }` negates a
+        # decimal and fails with TypeError): the check refuses what it cannot read, never guesses.
+        raise QueryError(f"the query checker (rdflib's SPARQL parser) cannot read it: {str(exc).splitlines()[0][:200]} "
+                         "(write a negative number as a typed literal, e.g. \"-3.5\"^^xsd:decimal)",
+                         source=source) from None
     _check_prefixes(sparql, tree, source, offset, first_line)
     names = set(_node_names(tree))
     if "ServiceGraphPattern" in names:

@@ -60,6 +60,16 @@ def test_query_ask_and_construct(in_query_home):
     assert len(triples) == QUERY_CHAINS and all(t.predicate.value == LUMA + "recovered" for t in triples)
 
 
+def test_a_query_the_checker_cannot_read_is_one_line(in_query_home):
+    """rdflib's parser (the check every query passes) fails on a negative decimal in VALUES with a
+    TypeError: that is one line, not a traceback, and the typed literal it suggests works."""
+    result = luma("kb", "query", "SELECT ?x WHERE { VALUES (?x) { (-3.5) } }")
+    assert_one_line_error(result, "cannot read it", "typed literal")
+    ok = luma("kb", "query", 'SELECT ?x WHERE { VALUES ?x { "-3.5"^^<http://www.w3.org/2001/XMLSchema#decimal> } }',
+              "--format", "json")
+    assert ok.exit_code == 0 and json.loads(ok.stdout)["results"]["bindings"][0]["x"]["value"] == "-3.5"
+
+
 def test_unknown_named_query_lists_the_names(in_query_home):
     result = luma("kb", "query", "--name", "no-such-query")
     assert_one_line_error(result, "no-such-query")
