@@ -53,14 +53,15 @@ def _key(s, p, o):
     return ANY
 
 
-def _path_iris(p) -> list:
+def path_iris(p) -> list:
+    """The IRIs a property path (or a plain predicate) names."""
     if isinstance(p, URIRef):
         return [p]
     out = []
     for attr in ("args", "arg", "path"):
         sub = getattr(p, attr, None)
         for x in sub if isinstance(sub, (list, tuple)) else ([sub] if sub is not None else []):
-            out += _path_iris(x)
+            out += path_iris(x)
     return out
 
 
@@ -81,7 +82,7 @@ def _triples_keys(triples) -> list:
             classes.setdefault(s, set()).add(str(o))
     for s, p, o in flat:
         if isinstance(p, RdfPath):
-            keys += [("pred", str(i)) for i in _path_iris(p)] or [ANY]
+            keys += [("pred", str(i)) for i in path_iris(p)] or [ANY]
             continue
         key = _key(s, p, o)
         if key[0] == "pred" and s in classes:

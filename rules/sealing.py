@@ -21,7 +21,7 @@ from rdflib.plugins.sparql.parserutils import CompValue
 
 from luma.kb.sealed import sealed
 from luma.kb.vocab import LUMA, ONTOLOGY_GRAPH, PROV, RECORD_GRAPH
-from luma.rules.analysis import analyse
+from luma.rules.analysis import analyse, path_iris
 from luma.rules.loader import Rule, RuleError, load_all, packaged_files, render
 from luma.rules.state import DERIVED
 
@@ -102,22 +102,11 @@ def _terms(triples) -> list[str]:
         t = list(t)
         for s, p, o in zip(t[0::3], t[1::3], t[2::3]):
             if isinstance(p, RdfPath):
-                out += [str(i) for i in _path_iris(p)]
+                out += [str(i) for i in path_iris(p)]
             elif isinstance(p, URIRef):
                 out.append(str(p))
                 if p == RDF.type and isinstance(o, URIRef):
                     out.append(str(o))
-    return out
-
-
-def _path_iris(p) -> list:
-    if isinstance(p, URIRef):
-        return [p]
-    out = []
-    for attr in ("args", "arg", "path"):
-        sub = getattr(p, attr, None)
-        for x in sub if isinstance(sub, (list, tuple)) else ([sub] if sub is not None else []):
-            out += _path_iris(x)
     return out
 
 
