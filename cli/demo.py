@@ -85,13 +85,16 @@ def _measured_before(s) -> str | None:
     from luma.kb.vocab import LUMA
 
     with KnowledgeBase.open(s, read_only=True) as kb:
+        # Trials and chains inside their own record graphs (facts read where they are stated).
         rows = kb.store.select(f"""SELECT ?s WHERE {{
-          ?t a <{LUMA}SprintTrial> ; <{LUMA}sprint> ?s ; <{LUMA}contract> ?k ; <{LUMA}workload> ?w ;
-             <{LUMA}architecture> ?a ; <http://www.w3.org/ns/prov#wasGeneratedBy> ?ta .
-          ?ta <http://www.w3.org/ns/prov#startedAtTime> ?start .
+          GRAPH ?tg {{ ?tg <{LUMA}recordKind> "pex-trial" .
+            ?t a <{LUMA}SprintTrial> ; <{LUMA}sprint> ?s ; <{LUMA}contract> ?k ; <{LUMA}workload> ?w ;
+               <{LUMA}architecture> ?a ; <http://www.w3.org/ns/prov#wasGeneratedBy> ?ta .
+            ?ta <http://www.w3.org/ns/prov#startedAtTime> ?start }}
           ?k <http://www.w3.org/2000/01/rdf-schema#label> "matvec-memory" .
-          ?c a <{LUMA}BoundaryQualification> ; <{LUMA}contract> ?k ; <{LUMA}workload> ?w ; <{LUMA}architecture> ?a ;
-             <http://www.w3.org/ns/prov#wasGeneratedBy> ?ca . ?ca <http://www.w3.org/ns/prov#startedAtTime> ?start .
+          GRAPH ?cg {{ ?cg <{LUMA}recordKind> "pex-chain" .
+            ?c a <{LUMA}BoundaryQualification> ; <{LUMA}contract> ?k ; <{LUMA}workload> ?w ; <{LUMA}architecture> ?a ;
+               <http://www.w3.org/ns/prov#wasGeneratedBy> ?ca . ?ca <http://www.w3.org/ns/prov#startedAtTime> ?start }}
         }} ORDER BY ?s LIMIT 1""")
     return rows[0]["s"] if rows else None
 
