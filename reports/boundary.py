@@ -18,6 +18,7 @@ from luma.reports.boundary_data import ChainFacts, Level, TrialFact
 from luma.kb.synthetic import generated
 from luma.kb.vocab import LUMA
 from luma.reports.fmt import local, quantity, verdicts_text
+from luma.reports.md_escape import fmt, join, own, record
 from luma.reports.plots import Point, require, trial_plot
 from luma.reports.render import Plot, Report, Section, Table
 
@@ -69,17 +70,22 @@ def analyse(f: ChainFacts) -> Analysis:
     return a
 
 
+def _lit(value, none: str = "-") -> str:
+    """Record text as a cell (shown literally: reports/md_escape.py), or `none`."""
+    return record(value) if value else none
+
+
 def _restoration_row(r, f: ChainFacts, pass_verdicts: str,
                      crossed_from: str = "the minimum PASS state's trials") -> list[str]:
     """A diagnosis table row from a restoration fact."""
     to = r.level.text() if r.level is not None else "—"
     if r.verdict == "not-tested":
-        return [r.dimension, to, "not tested", r.reason or "-", "—", f.evidence]
+        return [r.dimension, to, "not tested", _lit(r.reason), "—", f.evidence]
     if not r.trials:  # the crossed dimension: the minimum PASS state itself
         return [r.dimension, to, pass_verdicts or r.verdict, "-", crossed_from, f.evidence]
     causes = sorted({c for _, c in r.trials if c})
     n = len(r.trials)
-    return [r.dimension, to, r.verdict, ", ".join(causes) or "-",
+    return [r.dimension, to, r.verdict, _lit(", ".join(causes)),
             f"{n} trial{'s' if n != 1 else ''} in the chain record", f.evidence]
 
 
@@ -136,7 +142,7 @@ def _from_trials(f: ChainFacts) -> Analysis:
     fails = [t for t in at_ctx if t.phase == "boundary" and t.levels.get(x) == af]
     pass_verdicts = [t.verdict for t in at_ctx if t.phase == "boundary" and t.levels.get(x) == mp]
     diag = [[x, mp.text(), verdicts_text(pass_verdicts), "-", "the minimum PASS state's trials", f.evidence]]
-    diag += [[_restored(t, f.fail_levels), "", t.verdict, t.cause or "-", f"trial {t.sequence}", t.evidence]
+    diag += [[_restored(t, f.fail_levels), "", t.verdict, _lit(t.cause), f"trial {t.sequence}", t.evidence]
              for t in trials if t.phase == "diagnosis"]
     a = Analysis(mp, af, ctx, baseline, treated, shown, fails, diag, recovery, reasons=reasons,
                  footprints=_footprints(at_ctx))
@@ -150,7 +156,7 @@ def _from_trials(f: ChainFacts) -> Analysis:
     if a.requal_fail is not None:
         ref = {**ctx, x: a.requal_fail}
         a.next_rows = [[x, a.requal_pass.text(), "PASS", "-", "the re-qualified minimum PASS", f.evidence]]
-        a.next_rows += [[_restored(t, ref), "", t.verdict, t.cause or "-", f"trial {t.sequence}", t.evidence]
+        a.next_rows += [[_restored(t, ref), "", t.verdict, _lit(t.cause), f"trial {t.sequence}", t.evidence]
                         for t in trials if t.phase == "next-binding"]
         a.next_binding = x
     return a
@@ -220,7 +226,7 @@ def not_qualified_because(f: ChainFacts) -> list[str]:
     if f.evidence == "measured" and not f.record.get("runner"):
         reasons.append("not signed by a runner key")
     elif f.record.get("revoked"):
-        reasons.append(f"its runner key was revoked ({f.record['revoked']})")
+        reasons.append(fmt("its runner key was revoked ({})", f.record['revoked']))
     return reasons or [f"not derived by {f.run.text()}" + (f" ({f.run.stale_note()})" if f.run.stale_note() else "")]
 
 
@@ -231,7 +237,7 @@ def _clause_text(c: data.Clause) -> str:
 def _obs_cell(t: TrialFact, metric: str) -> str:
     v = t.obs.get(metric)
     if v is None:
-        return f"— ({t.cause})" if t.cause else "—"
+        return fmt("— ({})", t.cause) if t.cause else "—"
     lo, hi = t.obs.get(metric + ".ci_low"), t.obs.get(metric + ".ci_high")
     text = quantity(v[0], v[1])
     return f"{text} [{quantity(lo[0], lo[1])} – {quantity(hi[0], hi[1])}]" if lo and hi else text
@@ -245,19 +251,19 @@ def _fails(a: Analysis) -> str:
     if not a.fail_trials:
         return "as the chain record states; its trials there are not in this KB"
     causes = sorted({t.cause for t in a.fail_trials if t.cause})
-    return verdicts_text([t.verdict for t in a.fail_trials]) + (f"; cause {', '.join(causes)}" if causes else "")
+    return verdicts_text([t.verdict for t in a.fail_trials]) + (fmt("; cause {}", ', '.join(causes)) if causes else "")
 
 
 def _binding_text(f: ChainFacts, a: Analysis) -> str:
     if f.binding != f.crossed:  # a record may name another resource than the one it crossed
-        return (f"Binding resource: **{f.binding}**, as the chain record states (the crossed dimension is "
-                f"{f.crossed}); its diagnosis trials are not in this KB.")
+        return fmt("Binding resource: **{}**, as the chain record states (the crossed dimension is "
+                   "{}); its diagnosis trials are not in this KB.", f.binding, f.crossed)
     others = a.co_binding or [r[0] for r in a.diagnosis[1:] if r[2] == "PASS"]
-    text = (f"Binding resource: **{f.binding}** — restoring it alone at the FAIL state recovers PASS"
-            + (f"; restoring {', '.join(others)} alone also did: a **co-binding** boundary, bound by "
-               f"{' and '.join([f.binding, *others])}." if others else "; no other restoration did."))
+    text = (fmt("Binding resource: **{}** — restoring it alone at the FAIL state recovers PASS", f.binding)
+            + (fmt("; restoring {} alone also did: a **co-binding** boundary, bound by {}.",
+                   ', '.join(others), ' and '.join([f.binding, *others])) if others else "; no other restoration did."))
     if a.not_tested:
-        text += " Not tested on the runner's host: " + "; ".join(f"{d} ({why})" for d, why in a.not_tested) + "."
+        text += fmt(" Not tested on the runner's host: {}.", "; ".join(f"{d} ({why})" for d, why in a.not_tested))
     return text
 
 
@@ -286,7 +292,7 @@ def runner_text(record: dict, evidence: str) -> str:
     """Who measured a record: its runner key's name and fingerprint (issue 14), or why none."""
     if record.get("runner"):
         revoked = f" — REVOKED {record['revoked']}: no longer qualifies" if record.get("revoked") else ""
-        return f"{record['runner']} (key `{record['fingerprint']}`){revoked}"
+        return fmt("{} (key `{}`)", record['runner'], record['fingerprint']) + revoked
     if evidence == "measured":
         return "no attestation (ingested before runner keys): never qualifies"
     return f"— ({evidence} evidence: not signed by a runner)"
@@ -305,8 +311,8 @@ def decision(f: ChainFacts, a: Analysis) -> str:
 def _decision(f: ChainFacts, a: Analysis) -> str:
     x, e = f.crossed, f.entity
     if a.reasons:
-        return (f"No deployment decision: this chain is not a qualified boundary ({'; '.join(a.reasons)}). "
-                f"Treat its levels as a starting point for a measured sprint.")
+        return (fmt("No deployment decision: this chain is not a qualified boundary ({}). ", join('; ', a.reasons))
+                + "Treat its levels as a starting point for a measured sprint.")
     cat = a.min_pass.category is not None
 
     def at(lv: Level, variant: str) -> str:
@@ -316,21 +322,23 @@ def _decision(f: ChainFacts, a: Analysis) -> str:
     ctx = ", ".join(f"{d} = {lv.text()}" if not budget.is_budget(d) else
                     _over(d, lv, max(feet) if feet else None).replace(" ≥ ", " = ", 1)
                     for d, lv in sorted(a.context.items()))
-    where = f"`{e.get('workload', '?')}` under contract `{e.get('contract', '?')}` on {e.get('architecture', '?')}"
-    plain = "without the intervention" if a.baseline == "baseline" else a.baseline
-    text = f"Deploy {where} at {at(a.min_pass, a.baseline)} ({plain})"
+    where = fmt("`{}` under contract `{}` on {}", e.get('workload', '?'), e.get('contract', '?'),
+                e.get('architecture', '?'))
+    plain = "without the intervention" if a.baseline == "baseline" else record(a.baseline)
+    text = fmt("Deploy {} at {} ({})", where, at(a.min_pass, a.baseline), own(plain))
     if a.requal_pass is not None:
-        text += f", or at {at(a.requal_pass, a.treated)} with {a.treated} — a frontier shift of {_shift(a)}"
+        text += fmt(", or at {} with {} — a frontier shift of {}", at(a.requal_pass, a.treated), a.treated, _shift(a))
     elif f.recovered:
-        text += (f", or at {at(a.adj_fail, a.treated)} with {a.treated} (recovered there "
-                 f"×{len(a.recovery) or f.repetitions}; the boundary with it in place was not re-qualified)")
-    text += f"; the other dimensions as tested ({ctx})." if ctx else "."
+        text += fmt(", or at {} with {} (recovered there ×{}; the boundary with it in place was not re-qualified)",
+                    at(a.adj_fail, a.treated), a.treated, len(a.recovery) or f.repetitions)
+    text += fmt("; the other dimensions as tested ({}).", ctx) if ctx else "."
     if a.next_binding:
-        below = f" ({a.requal_fail.text()} fails with {a.treated})" if a.requal_fail is not None else ""
-        co = f", with {', '.join(a.next_co_binding)} co-binding" if a.next_co_binding else ""
-        text += f" Below that, {a.next_binding} binds again{below}{co}."
-    who = f" by runner {f.record['runner']} (key `{f.record['fingerprint']}`)" if f.record.get("runner") else ""
-    return text + budget_sentence(f, a) + f" Evidence: {f.evidence}{who}, {_reps(f.repetitions)}."
+        below = fmt(" ({} fails with {})", a.requal_fail.text(), a.treated) if a.requal_fail is not None else ""
+        co = fmt(", with {} co-binding", ', '.join(a.next_co_binding)) if a.next_co_binding else ""
+        text += fmt(" Below that, {} binds again", a.next_binding) + below + co + "."
+    who = (fmt(" by runner {} (key `{}`)", f.record['runner'], f.record['fingerprint'])
+           if f.record.get("runner") else "")
+    return text + budget_sentence(f, a) + fmt(" Evidence: {}", f.evidence) + who + f", {_reps(f.repetitions)}."
 
 
 def is_synthetic(f: ChainFacts) -> bool:
@@ -392,14 +400,15 @@ def _report(f: ChainFacts, a: Analysis) -> Report:
     metrics = [c.metric for c in f.clauses]
     qualification = "qualified" if not a.reasons else "not qualified: " + "; ".join(a.reasons)
     facts = [
-        ("Workload", f"{e.get('workload', '?')} (model {e.get('model', '?')}, task {e.get('task', '?')})"),
-        ("Architecture", f"{e.get('architecture', '?')} ({local(e.get('archKind', '?'))}, {e.get('vendor', '?')})"),
-        ("Contract", f"{e.get('contract', '?')}: " + "; ".join(_clause_text(c) for c in f.clauses)),
+        ("Workload", fmt("{} (model {}, task {})", e.get('workload', '?'), e.get('model', '?'), e.get('task', '?'))),
+        ("Architecture", fmt("{} ({}, {})", e.get('architecture', '?'), local(e.get('archKind', '?')),
+                             e.get('vendor', '?'))),
+        ("Contract", fmt("{}: {}", e.get('contract', '?'), "; ".join(_clause_text(c) for c in f.clauses))),
         ("Crossed dimension", x),
         ("Minimum PASS", f"{x} = {a.min_pass.text()}" + _in_all(f, a, a.min_pass, a.baseline)),
         ("Adjacent FAIL", f"{x} = {a.adj_fail.text()}"),
         ("Binding resource", f.binding + (f" (co-binding: {', '.join(a.co_binding)})" if a.co_binding else "")),
-        ("Intervention", f"{e.get('intervention', '?')} ({local(e.get('ivKind', '?')).lower()})"),
+        ("Intervention", fmt("{} ({})", e.get('intervention', '?'), local(e.get('ivKind', '?')).lower())),
         ("Recovered", f"{'yes' if f.recovered else 'no'} ({_reps(f.repetitions)})"),
         ("Frontier shift", _shift(a)), ("Evidence class", f.evidence),
         ("Qualification", f"{qualification} ({f.rule_status})"),
@@ -410,18 +419,19 @@ def _report(f: ChainFacts, a: Analysis) -> Report:
                     for d in sorted(set(f.pass_levels) | set(f.fail_levels))], "The two states, level by level")
     tele = Table("table-fail-telemetry", ["trial", "phase", "state", "verdict", "cause"] + [n for _, n in _TELEMETRY]
                  + ["evidence"], [[str(t.sequence), t.phase, f"{x} = {t.levels[x].text()}" if x in t.levels else "-",
-                                   t.verdict, t.cause or "-", *_telemetry(t), t.evidence] for t in a.fail_trials],
+                                   t.verdict, _lit(t.cause), *_telemetry(t), t.evidence] for t in a.fail_trials],
                  f"Telemetry of the FAIL trials at {x} = {a.adj_fail.text()}")
     diag = Table("table-diagnosis", ["restored", "to", "verdict", "cause", "from", "evidence"], a.diagnosis,
                  "Diagnosis: each candidate dimension restored alone at the FAIL state")
     recov = Table("table-recovery", ["trial", "variant", "state", "verdict"] + metrics + [n for _, n in _TELEMETRY]
-                  + ["evidence"], [[str(t.sequence), t.variant, _restored(t, {}) if t.levels else "-", t.verdict,
+                  + ["evidence"], [[str(t.sequence), record(t.variant), _restored(t, {}) if t.levels else "-",
+                                    t.verdict,
                                     *(_obs_cell(t, m) for m in metrics), *_telemetry(t), t.evidence]
                                    for t in a.recovery], f"{a.treated} at the FAIL state")
     budgeted = budget.is_budget(x)
     frontier_rows = [] if a.requal_pass is None else [
-        [a.baseline, a.min_pass.text(), a.adj_fail.text(), f.evidence],
-        [a.treated, a.requal_pass.text(), a.requal_fail.text() if a.requal_fail else
+        [record(a.baseline), a.min_pass.text(), a.adj_fail.text(), f.evidence],
+        [record(a.treated), a.requal_pass.text(), a.requal_fail.text() if a.requal_fail else
          "below the levels tried" if a.shift is None or a.shift.below_range else
          "measured below it (the chain record's trials)", f.evidence]]
     if budgeted and frontier_rows:  # the total a deployment of each variant needs
@@ -433,16 +443,17 @@ def _report(f: ChainFacts, a: Analysis) -> Report:
                      + (["deployment needs (level + runtime footprint)"] if budgeted else []) + ["evidence"],
                      frontier_rows, f"The boundary of {x} before and after the intervention")
     trials = Table("table-trials", ["trial", "phase", x, "variant", "verdict", "cause"] + metrics + ["evidence"],
-                   [[str(t.sequence), t.phase, t.levels[x].text() if x in t.levels else "-", t.variant, t.verdict,
-                     t.cause or "-", *(_obs_cell(t, m) for m in metrics), t.evidence]
+                   [[str(t.sequence), t.phase, t.levels[x].text() if x in t.levels else "-", record(t.variant),
+                     t.verdict,
+                     _lit(t.cause), *(_obs_cell(t, m) for m in metrics), t.evidence]
                     for t in sorted(a.shown, key=lambda t: (t.levels.get(x, Level()).order(), t.variant, t.sequence))],
                    f"Trials per level (percentiles with their {CONFIDENCE:.0%} bootstrap interval)")
-    source = (f"sprint `{f.sprint}` ({len(f.sprint_trials)} pex-trial records)" if f.sprint
+    source = (fmt("sprint `{}` ({} pex-trial records)", f.sprint, len(f.sprint_trials)) if f.sprint
               else "the trials inside the chain record (no sprint trials in this KB)")
     sections = [
-        Section("contract", "Contract", [f"The accepted service `{e.get('contract', '?')}`: every clause must hold "
-                                         f"in a trial for a PASS. Workload `{e.get('workload', '?')}` on "
-                                         f"{e.get('architecture', '?')}."],
+        Section("contract", "Contract", [fmt("The accepted service `{}`: every clause must hold in a trial for a PASS. "
+                                             "Workload `{}` on {}.", e.get('contract', '?'), e.get('workload', '?'),
+                                             e.get('architecture', '?'))],
                 [Table("table-clauses", ["metric", "op", "threshold"],
                        [[c.metric, c.op, quantity(c.value, c.unit)] for c in f.clauses], "Contract clauses")]),
         Section("boundary", "Minimum PASS and adjacent FAIL",
@@ -454,14 +465,14 @@ def _report(f: ChainFacts, a: Analysis) -> Report:
                 [_binding_text(f, a)],
                 [diag] + ([tele] if a.fail_trials else [])),
         Section("intervention", "Intervention and recovery",
-                [f"`{e.get('intervention', '?')}` ({local(e.get('ivKind', '?')).lower()}) applied at "
-                 f"{x} = {a.adj_fail.text()}: recovered = {'yes' if f.recovered else 'no'}, "
-                 f"{_reps(f.repetitions)} under the same contract."],
+                [fmt("`{}` ({}) applied at {} = {}: recovered = {}, {} under the same contract.",
+                     e.get('intervention', '?'), local(e.get('ivKind', '?')).lower(), x, a.adj_fail.text(),
+                     'yes' if f.recovered else 'no', _reps(f.repetitions))],
                 [recov] if a.recovery else [],
                 empty="The chain record lists no recovery trials; it states the recovery and its repetitions only."),
         Section("frontier", "Frontier shift and next binding",
-                [f"With {a.treated} in place the minimum PASS moves {_shift(a)}."
-                 + (f" Next binding resource: **{a.next_binding}**." if a.next_binding else
+                [fmt("With {} in place the minimum PASS moves {}.", a.treated, _shift(a))
+                 + (fmt(" Next binding resource: **{}**.", a.next_binding) if a.next_binding else
                     " Nothing failed below it among the levels tried: the next boundary lies below them.")]
                 if a.requal_pass is not None else [],
                 [frontier] + ([Table("table-next-binding", ["restored", "to", "verdict", "cause", "from", "evidence"],
@@ -475,15 +486,17 @@ def _report(f: ChainFacts, a: Analysis) -> Report:
                 [trials, *_plots(f, a)] if a.shown else [], empty="The chain record lists no trials."),
         Section("decision", "Deployment decision", [decision(f, a)]),
         Section("provenance", "Record and provenance", [], [Table("table-provenance", ["what", "value"], [
-            ["chain", f"`{f.iri}`"], ["record (sha256)", f"`{f.record.get('hash', '?')}`"],
+            ["chain", fmt("`{}`", f.iri)], ["record (sha256)", fmt("`{}`", f.record.get('hash', '?'))],
             ["measured by (runner key)", runner_text(f.record, f.evidence)],
-            ["ingested", f.record.get("at", "?")], ["submitter", f.record.get("who", "?")],
-            *([k, f.provenance[k]] for k in ("tool", "host", "startedAtTime", "gitRevision") if k in f.provenance),
-            *([k, ", ".join(v)] for k, v in sorted(f.environment.items())),
-            ["sprint", f.sprint or "—"]])]),
+            ["ingested", record(f.record.get("at", "?"))], ["submitter", record(f.record.get("who", "?"))],
+            *([k, record(f.provenance[k])] for k in ("tool", "host", "startedAtTime", "gitRevision")
+              if k in f.provenance),
+            *([record(k), record(", ".join(v))] for k, v in sorted(f.environment.items())),
+            ["sprint", record(f.sprint) if f.sprint else "—"]])]),
     ]
     return Report("boundary", f"Resource Boundary Report: {e.get('workload', '?')}, {x}",
-                  f"Contract `{e.get('contract', '?')}` on {e.get('architecture', '?')} — {f.evidence} evidence",
+                  fmt("Contract `{}` on {} — {} evidence", e.get('contract', '?'), e.get('architecture', '?'),
+                      f.evidence),
                   facts, sections, callout=decision(f, a),
-                  footer=f"Made by `luma report boundary` from chain `{f.iri}` and {source}. "
-                         "Every table and plot names the evidence class of its figures.")
+                  footer=fmt("Made by `luma report boundary` from chain `{}` and {}. "
+                             "Every table and plot names the evidence class of its figures.", f.iri, own(source)))

@@ -8,6 +8,7 @@ import re
 
 from luma.kb.vocab import LUMA
 from luma.reports.fmt import local
+from luma.reports.md_escape import fmt, own
 from luma.rules.explain import explain, records
 
 #: Supports followed per node (the rest are counted), and record hashes named at the root.
@@ -32,8 +33,9 @@ def _short(iri: str) -> str:
 
 
 def _record_text(rec: dict) -> str:
-    return (f"record `{(rec.get('content_hash') or '?')[:16]}…` ({rec.get('record_kind', '?')}, "
-            f"{rec.get('evidence_class', '?')}, ingested {rec.get('ingested_at', '?')} by {rec.get('submitter', '?')})")
+    return fmt("record `{}…` ({}, {}, ingested {} by {})", (rec.get('content_hash') or '?')[:16],
+               rec.get('record_kind', '?'), rec.get('evidence_class', '?'), rec.get('ingested_at', '?'),
+               rec.get('submitter', '?'))
 
 
 def _node(n: dict, depth: int = 0) -> dict:
@@ -54,7 +56,8 @@ def _node(n: dict, depth: int = 0) -> dict:
     chain = supports[0] if len(supports) == 1 else None
     if kind in ("QualifiedBoundary", "UnqualifiedChain") and chain and chain.get("record"):
         # Boundary, chain and record are one step of evidence: one line.
-        return {"text": f"{text} ← chain ({chain.get('evidence_class', '?')}) ← {_record_text(chain['record'])}",
+        return {"text": fmt("{} ← chain ({}) ← {}", own(text), chain.get('evidence_class', '?'),
+                            _record_text(chain['record'])),
                 "children": []}
     total = n.get("supports_total", 0)
     if total:

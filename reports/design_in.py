@@ -18,6 +18,7 @@ from luma.reports import design_in_capabilities as capabilities
 from luma.reports import design_in_data as data
 from luma.reports.derivation import compact
 from luma.reports.fmt import CLASS_ORDER, class_name, dim_key, local, num, quantity
+from luma.reports.md_escape import fmt, record
 from luma.reports.plots import Span, bar_plot, range_plot, require
 from luma.reports.render import Plot, Report, Section, Table, Tree
 from luma.rules.derivations import derivation
@@ -49,9 +50,9 @@ def _chain_table(tid: str, rows: list[dict], total: int, caption: str, what: str
     # A measured row names the runner key that measured it (issue 14); other classes have none.
     return Table(tid, ["workload", "architecture", "crossed", "binding", "intervention", "PASS level",
                        "FAIL level", "evidence"],
-                 [[r["workload"], r["architecture"], dim_key(r["crossed"]), dim_key(r["binding"]), r["intervention"],
-                   level(r, "pass"), level(r, "fail"),
-                   class_name(r["ec"]) + (f", by {r['runner']}" if r.get("runner") else "")
+                 [[record(r["workload"]), record(r["architecture"]), dim_key(r["crossed"]), dim_key(r["binding"]),
+                   record(r["intervention"]), level(r, "pass"), level(r, "fail"),
+                   class_name(r["ec"]) + (fmt(", by {}", r['runner']) if r.get("runner") else "")
                    + (" (synthetic)" if r.get("synthetic") else "")] for r in rows],
                  caption, _shown(rows, total, what))
 
@@ -117,7 +118,7 @@ def _remedies(rems, bindings, limit: int) -> Section:
     # rows of the resources under it.
     recurring = {b["resource"] for b in bindings}
     shown = [r for r in rems if r.get("key") or r["resource"] in recurring]
-    rows = [[dim_key(r["resource"]) + ("" if r.get("key") else " (parent)"), r["intervention"],
+    rows = [[dim_key(r["resource"]) + ("" if r.get("key") else " (parent)"), record(r["intervention"]),
              local(r.get("kind", "?")).lower(), _n(r, "chains"), _n(r, "workloads"), _n(r, "architectures")]
             for r in shown]
     rows.sort(key=lambda x: (x[0], -float(x[3].replace(",", "")), x[1]))
@@ -185,7 +186,8 @@ def _class_sections(r, counts: dict[str, dict[str, int]], limit: int, synthetic:
             keys = data.runners(r)
             if keys:
                 sec.blocks.append(Table("table-measured-runners", ["runner", "key fingerprint", "qualified boundaries"],
-                                        [[k["name"], f"`{k['fingerprint']}`", k["boundaries"]] for k in keys],
+                                        [[record(k["name"]), fmt("`{}`", k['fingerprint']), k["boundaries"]]
+                                         for k in keys],
                                         "Who measured them: the runner keys that signed the qualified boundaries"))
             if rows:
                 if any(budget.is_budget(dim_key(x["crossed"])) for x in rows):
@@ -208,7 +210,7 @@ def _class_sections(r, counts: dict[str, dict[str, int]], limit: int, synthetic:
         if mine:
             sec.blocks.append(Table(f"table-{cls}-model-error", ["contract", "metric", "trials", "median error",
                                                                  "max error", "held-out median", "held-out max"],
-                                    [[e["contract"], e["metric"], _n(e, "trials"),
+                                    [[record(e["contract"]), record(e["metric"]), _n(e, "trials"),
                                       *(f"{float(e[k]):.1%}" if e.get(k) else "—"
                                         for k in ("median", "max", "hmedian", "hmax"))] for e in mine],
                                     "The analytical model's relative error against measured trials "
@@ -219,11 +221,12 @@ def _class_sections(r, counts: dict[str, dict[str, int]], limit: int, synthetic:
         if mine:
             sec.blocks.append(Table(f"table-{cls}-machines", ["machine", "architecture", "devices",
                                                               "largest memory", "fastest memory", "power", "source"],
-                                    [[m["name"], m["architecture"], m["devices"],
+                                    [[record(m["name"]), record(m["architecture"]), m["devices"],
                                       quantity(float(m["capacity"]), "byte") if m.get("capacity") else "—",
                                       quantity(float(m["bandwidth"]), "byte / second") if m.get("bandwidth") else "—",
                                       quantity(float(m["power"]), "watt") if m.get("power") else "—",
-                                      m.get("source", "—")] for m in mine], f"Machine parameter records ({cls})"))
+                                      record(m["source"]) if m.get("source") else "—"] for m in mine],
+                                    f"Machine parameter records ({cls})"))
         elif cls == "vendor-claim":
             sec.paragraphs.append("Machine spec-sheet records: none in this KB (`luma kb ingest "
                                   "experiments/machines/*.json` adds the shipped catalog).")
@@ -253,7 +256,7 @@ def build(kb, scope: Scope | None = None, max_rows: int = MAX_ROWS, prices: Pric
                 _remedies(rems, bindings, max_rows * 2),
                 derivations, *_class_sections(r, counts, max_rows, synthetic)]
     chains = {c: n.get("pex-chain", 0) for c, n in counts.items()}
-    facts = [("Scope", r.label),
+    facts = [("Scope", record(r.label)),
              ("PEX chains", ", ".join(f"{chains.get(c, 0)} {c}" for c in CLASS_ORDER)),
              ("Qualified boundaries", str(qualified_total)),
              ("Recurring bindings", str(len(bindings))), ("Hardware requirements", str(len(reqs))),
@@ -278,8 +281,8 @@ def build(kb, scope: Scope | None = None, max_rows: int = MAX_ROWS, prices: Pric
                "No hardware requirement, so no capability qualifies: no resource binds recurrently enough in "
                "qualified chains without a remedy (the section \"Capability classes and economics\" says which "
                f"threshold is not met and what would be needed).{warning}")
-    return Report("design-in", "Design-In Report", f"Hardware requirements from the knowledge base (scope "
-                  f"`{r.label}`)", facts, sections, callout=callout,
+    return Report("design-in", "Design-In Report", fmt("Hardware requirements from the knowledge base (scope "
+                  "`{}`)", r.label), facts, sections, callout=callout,
                   footer="Made by `luma report design-in` from the facts the rules derived at their last run "
                          "(`luma rules run`) and the records behind them. Requirements and ranges rest on "
                          "measured, qualified boundaries only.")

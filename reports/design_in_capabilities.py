@@ -14,6 +14,7 @@ from luma.kb.prices import PriceTable
 from luma.reports import economics
 from luma.reports.design_in_data import HR, ONTOLOGY, QB, RR, UNQUALIFIED
 from luma.reports.fmt import dim_key, num
+from luma.reports.md_escape import fmt, record
 from luma.reports.render import Section, Table
 from luma.rules.derivations import derivation
 from luma.rules.state import DERIVED
@@ -121,10 +122,10 @@ def ranking_section(ranked: list[Ranked], synthetic: int = 0) -> Section:
     rows = []
     for n, item in enumerate(ranked, 1):
         for q, bases, remedies, est in item.rows:
-            basis = ", ".join(sorted(bases)) + (f" ({', '.join(sorted(remedies))})" if remedies else "")
+            basis = ", ".join(sorted(bases)) + (fmt(" ({})", ', '.join(sorted(remedies))) if remedies else "")
             rows.append([str(n), f"**{item.label}**", dim_key(q["resource"]), basis, str(q.get("chains", "—")),
                          gain_of(est, bases)[1], num(item.score) if item.score is not None else "—",
-                         item.realised or "—", _evidence(q, est, synthetic)])
+                         record(item.realised) if item.realised else "—", _evidence(q, est, synthetic)])
     return Section("capabilities", "Capability classes", [
         "The capability classes each hardware requirement could be met with (rule `capability-candidate`, mapping "
         "in `ontology/capabilities.ttl`): from the requirement's resource and from the recurring remedies of it "
@@ -146,7 +147,7 @@ def economics_section(reqs: list[dict], estimates: dict[str, economics.Estimate]
     for q in reqs:
         est = estimates[q["resource"]]
         used = f"{est.chains} of {est.total}" if est.total > est.chains else str(est.chains)
-        remedy = (f"{est.remedy_name} ({est.remedy_chains} paired chains)" if est.remedy_name else
+        remedy = (fmt("{} ({} paired chains)", est.remedy_name, est.remedy_chains) if est.remedy_name else
                   "none recurs")
         saving = (f"{est.lifetime_saving:,.0f} {est.currency}" if est.lifetime_saving is not None else "—")
         rows.append([dim_key(q["resource"]), used, _money(est.added, est), remedy, _money(est.remedy, est),
@@ -174,7 +175,7 @@ def prices_section(table: PriceTable, estimates: dict[str, economics.Estimate]) 
     used = {k for e in estimates.values() for k in e.prices}
     rows = [[p.key, p.cite(), "yes" if p.key in used else "no"] for p in sorted(table.prices.values(),
                                                                                   key=lambda p: p.key)]
-    paras = [f"Price table: {table_label(table)}" + (f" ({table.title})" if table.title else "") + "."]
+    paras = [fmt("Price table: {}", table_label(table)) + (fmt(" ({})", table.title) if table.title else "") + "."]
     if table.example:
         paras.append("**These are EXAMPLE prices**, shipped to show the method (`evidence class user-supplied`, "
                      "\"not a quote\"): pass your own with `luma report design-in --prices FILE` (format: "

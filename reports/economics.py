@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from luma.kb.prices import HOURS_PER_YEAR, NotPriced, Price, PriceTable, state_cost
 from luma.kb.vocab import LUMA, LUNIT, ONTOLOGY_GRAPH
 from luma.reports.design_in_data import CHAIN_GRAPH
+from luma.reports.md_escape import fmt, record
 from luma.rules.state import DERIVED
 
 #: Chains read per requirement (the first in the store's order beyond that; the report says so).
@@ -87,7 +88,7 @@ def per_output(c: ChainFigures, which: str, trial_state: str, table: PriceTable,
     try:
         cost, used = state_cost(c.levels.get(which, {}), table, c.architecture)
     except NotPriced as exc:
-        est.reason = est.reason or str(exc)
+        est.reason = est.reason or record(str(exc))
         return None
     if est.currency not in (None, used[0].currency):
         est.reason = est.reason or f"the prices mix currencies ({est.currency}, {used[0].currency})"
@@ -125,11 +126,11 @@ def estimate(chains: list[ChainFigures], total: int, remedy: tuple[str, str] | N
             ideal = [i for _, _, i in pairs if i is not None]
             est.ideal = statistics.median(ideal) if ideal else None
         else:  # the remedy's chains could not be priced: the resource's figure alone, no gain
-            why = est.reason or f"none of the chains {remedy[1]} recovered could be priced"
+            why = est.reason or fmt("none of the chains {} recovered could be priced", remedy[1])
             added = [x for c in chains if (x := per_output(c, "pass", "pass", table, est)) is not None]
             if added:
                 est.added = statistics.median(added)
-                est.reason = f"no comparison with {remedy[1]}: {why}"
+                est.reason = fmt("no comparison with {}: ", remedy[1]) + why
                 return est
     if not added:
         est.reason = est.reason or "no supporting chain could be priced"

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from luma.reports import partner_figures as figures
 from luma.reports.fmt import num
+from luma.reports.md_escape import fmt, record as literal
 from luma.reports.plots import change_plot, require
 from luma.reports.render import Plot, Report, Section, Table
 
@@ -38,23 +39,27 @@ def _quantity(q) -> str:
 
 
 def _record_sections(record) -> list[Section]:
-    facts = [["partner", record.partner], ["intervention", f"{record.name} {record.version} ({record.kind})"],
-             ["evidence class", record.evidence_class], ["integration point", record.integration_point],
-             ["data classes", ", ".join(record.data_classes)], ["formats", ", ".join(record.formats) or "—"],
-             ["access patterns", ", ".join(record.access_patterns) or "—"]]
+    facts = [["partner", literal(record.partner)],
+             ["intervention", fmt("{} {} ({})", record.name, record.version, record.kind)],
+             ["evidence class", record.evidence_class], ["integration point", literal(record.integration_point)],
+             ["data classes", literal(", ".join(record.data_classes))],
+             ["formats", literal(", ".join(record.formats)) if record.formats else "—"],
+             ["access patterns", literal(", ".join(record.access_patterns)) if record.access_patterns else "—"]]
     for field in ("encode_throughput", "decode_throughput", "added_latency", "power", "silicon_area", "buffering",
                   "metadata_overhead", "memory_management_overhead"):
         facts.append([field.replace("_", " "), _quantity(getattr(record, field, None))])
-    effects = [[e.data_class, _quantity(e.compression_ratio), _quantity(e.capacity_effect),
-                _quantity(e.bandwidth_effect), e.conditions or "—"] for e in record.effects]
+    effects = [[literal(e.data_class), _quantity(e.compression_ratio), _quantity(e.capacity_effect),
+                _quantity(e.bandwidth_effect), literal(e.conditions) if e.conditions else "—"]
+               for e in record.effects]
     blocks = [Table("table-record", ["figure", "stated"], facts, "What the partner states (vendor claim)")]
     if effects:
         blocks.append(Table("table-record-effects", ["data class", "compression", "capacity effect",
                                                      "bandwidth effect", "conditions"], effects,
                             "Effects per data class, as stated"))
-    limits = [f"Limitation: {x}" for x in record.limitations]
-    paragraphs = limits + [f"Licensing: {record.licensing}" if record.licensing else "",
-                           f"Evaluation boundary: {record.evaluation_boundary}" if record.evaluation_boundary else ""]
+    limits = [fmt("Limitation: {}", x) for x in record.limitations]
+    paragraphs = limits + [fmt("Licensing: {}", record.licensing) if record.licensing else "",
+                           fmt("Evaluation boundary: {}", record.evaluation_boundary)
+                           if record.evaluation_boundary else ""]
     return [Section("record", "The partner's record", [p for p in paragraphs if p], blocks)]
 
 
@@ -92,8 +97,8 @@ def _matrix_section(ev: dict) -> Section:
               _cell(side["concurrency"]["pass"]), _cell(side["concurrency"]["fail"])] for name, side in b.items()]
     return Section("matrix", "Qualification plan: the frozen experiment matrix",
                    [f"A PEX sprint runs these states, {m['repetitions']} repetitions each, under contract "
-                    f"`{m['contract']['name']}`; matrix `{m['sha256'][:16]}` (sha256 of its JSON, written "
-                    "beside this report as `matrix.json`). Only its measured verdicts can qualify the gain."],
+                    + fmt("`{}`", m['contract']['name']) + f"; matrix `{m['sha256'][:16]}` (sha256 of its JSON, "
+                    "written beside this report as `matrix.json`). Only its measured verdicts can qualify the gain."],
                    [Table("table-matrix", ["configuration", "role", "state", "predicted", "binding"], rows,
                           "Baseline vs intervention configurations"),
                     Table("table-accepted-service", ["metric", "op", "value", "unit"], clauses,
@@ -123,9 +128,9 @@ def build(ev: dict, record) -> Report:
                "predicts more)")] if error_rows else [])
     return Report(
         "partner", f"Partner Evaluation Report — {rec['partner']}/{rec['name']} {rec['version']}",
-        f"contract {ev['contract']} · {ev['model']} · {_state(ev['state'])}",
-        [("partner", rec["partner"]), ("intervention", f"{rec['name']} {rec['version']}"),
-         ("contract", ev["contract"]), ("model", ev["model"]), ("verdict", ev["verdict"]),
+        fmt("contract {} · {} · {}", ev['contract'], ev['model'], _state(ev['state'])),
+        [("partner", literal(rec["partner"])), ("intervention", fmt("{} {}", rec['name'], rec['version'])),
+         ("contract", literal(ev["contract"])), ("model", literal(ev["model"])), ("verdict", ev["verdict"]),
          ("evidence", "projected")],
         [*_record_sections(record), _frontier_section(ev), _matrix_section(ev), evidence],
         callout=f"Verdict: {ev['verdict']} — {ev['reasons'][0]}" if ev["reasons"] else f"Verdict: {ev['verdict']}",

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from luma.reports.fmt import num, seconds_text
+from luma.reports.md_escape import fmt, record
 from luma.reports.pilot_data import HINDSIGHT, PILOT, STATIC, Estimate, Evidence, Pilot, Segment, StateLabels, finite
 from luma.reports.plots import require, timeline_plot
 from luma.reports.render import Plot, Report, Section, Table, Written, write as render_write
@@ -39,6 +40,12 @@ class PilotReport(Report):
 
 
 # -- numbers as people read them ----------------------------------------------------------------
+
+
+def _lit(value) -> str:
+    """A value the run recorded, shown literally (reports/md_escape.py), or "—"."""
+    return record(value) if value else "—"
+
 
 def _sci(x: float) -> str:
     """Plain in the ordinary range, else scientific with a short exponent (2.4e-6): costs per
@@ -152,11 +159,11 @@ def _setup(p: Pilot, ev: Evidence) -> Section:
     rows: list[list[str]] = []
     m, t, g, e, pt = p.machine, p.trace, p.guardrails, p.energy, p.price_table
     if m is not None:
-        rows += [["machine: CPU", m.cpu or "—"], ["machine: ISA", m.isa or "—"], ["machine: cores", _count(m.cores)],
-                 ["machine: host", m.host or "—"]]
+        rows += [["machine: CPU", _lit(m.cpu)], ["machine: ISA", _lit(m.isa)], ["machine: cores", _count(m.cores)],
+                 ["machine: host", _lit(m.host)]]
     if t is not None:
         rates = [pt_[1] for pt_ in t.points]
-        rows += [["trace", t.name or "—"], ["trace: source", f"`{t.source}`" if t.source else "—"],
+        rows += [["trace", _lit(t.name)], ["trace: source", fmt("`{}`", t.source) if t.source else "—"],
                  ["trace: duration", seconds_text(t.duration_s) if finite(t.duration_s) is not None else "—"],
                  ["trace: scale", f"{num(t.scale)}×" if finite(t.scale) is not None else "—"],
                  ["trace: points as replayed", f"{len(rates)}, offered {num(min(rates))}–{num(max(rates))} requests/s"
@@ -168,21 +175,24 @@ def _setup(p: Pilot, ev: Evidence) -> Section:
         rows += [[f"guardrail: {k.replace('_', ' ')}", v] for k, v in known.items()]
         rows += [[f"guardrail: {k.replace('_', ' ')}", str(v)] for k, v in sorted((g.model_extra or {}).items())]
     if e is not None:
-        rows += [["energy: evidence class", e.evidence_class or ev.cls("energy")], ["energy: how", e.how or "—"],
-                 ["energy: counters", e.counters or "—"]]
+        rows += [["energy: evidence class", e.evidence_class or ev.cls("energy")], ["energy: how", _lit(e.how)],
+                 ["energy: counters", _lit(e.counters)]]
     if pt is not None:
-        rows += [["price table", pt.title or "—"], ["price table: source", f"`{pt.source}`" if pt.source else "—"],
+        rows += [["price table", _lit(pt.title)],
+                 ["price table: source", fmt("`{}`", pt.source) if pt.source else "—"],
                  ["price table: currency", pt.currency or "—"],
                  ["price table: example prices", "**yes: illustrative, not quotes**" if pt.example else "no"]]
     paras = []
     if p.energy_simulated():
-        paras.append(f"**Energy is simulated, not measured:** {(e.how if e else None) or ev.evidence.get('energy', '')}. "
-                     f"Counters: {(e.counters if e else None) or 'not stated'}.")
+        paras.append(fmt("**Energy is simulated, not measured:** {}. Counters: {}.",
+                         (e.how if e else None) or ev.evidence.get('energy', ''),
+                         (e.counters if e else None) or 'not stated'))
     elif e is not None:
-        paras.append(f"Energy is {e.evidence_class or ev.cls('energy')}: {e.how or '—'}. Counters: {e.counters or '—'}.")
+        paras.append(fmt("Energy is {}: {}. Counters: {}.", e.evidence_class or ev.cls('energy'), e.how or '—',
+                         e.counters or '—'))
     if pt is not None and pt.example:
-        paras.append(f"**Example prices:** every cost figure uses the example table “{pt.title or pt.source}”, "
-                     "illustrative figures, not quotes; price the run with your own table before deciding on it.")
+        paras.append(fmt("**Example prices:** every cost figure uses the example table “{}”, illustrative figures, "
+                         "not quotes; price the run with your own table before deciding on it.", pt.title or pt.source))
     blocks: list = [Table("table-setup", ["item", "value"], rows, "The run's machine, trace, window, guardrails, "
                           "energy source and price table, as the run recorded them")]
     clauses = [[c.metric, c.op, _sci(c.value), c.unit or "—"] for c in p.contract.clauses]
@@ -249,7 +259,7 @@ def _decisions(p: Pilot, ev: Evidence, st: StateLabels) -> Section:
         when = " ".join(x for x in (str(d.window) if d.window is not None else "",
                                     f"({num(d.start_s)} s)" if finite(d.start_s) is not None else "") if x)
         rows.append([
-            str(d.sequence), when or "—", d.action, f"{st.of(d.from_)} → {st.of(d.to)}", d.reason or "—",
+            str(d.sequence), when or "—", d.action, fmt("{} → {}", st.of(d.from_), st.of(d.to)), _lit(d.reason),
             " · ".join(x for x in (pr.verdict, _money(pr.cost_per_accepted, cur) if pr.cost_per_accepted is not None
                                    else None, f"p95 {seconds_text(pr.p95_latency)}" if finite(pr.p95_latency)
                                    is not None else None) if x) if pr else "—",
@@ -372,12 +382,12 @@ def build(p: Pilot, source: str = "pilot.json") -> PilotReport:
     ev, st = Evidence(p.evidence), StateLabels(p)
     c = p.contract
     clauses = "; ".join(f"{x.metric} {x.op} {_sci(x.value)} {x.unit}".strip() for x in c.clauses) or "no clauses stated"
-    facts = [("Run", f"`{p.run}`"), ("Contract", f"`{c.name}`" + (f" ({c.service})" if c.service else "")
-                                                  + f": {clauses}"),
+    facts = [("Run", fmt("`{}`", p.run)), ("Contract", fmt("`{}`", c.name) + (fmt(" ({})", c.service) if c.service
+                                                                             else "") + fmt(": {}", clauses)),
              ("Started", p.started), ("Finished", p.finished or "**not finished** (killed, or still running)"),
              *_acceptance(p, ev), ("Decisions", _decision_counts(p)),
              ("Energy", ("**simulated**" if p.energy_simulated() else ev.cls("energy"))
-              + (f" — counters: {p.energy.counters}" if p.energy and p.energy.counters else ""))]
+              + (fmt(" — counters: {}", p.energy.counters) if p.energy and p.energy.counters else ""))]
     warnings = []
     if p.finished is None:
         warnings.append("**The run did not finish**: this report shows what it wrote (see Notes).")
@@ -389,7 +399,8 @@ def build(p: Pilot, source: str = "pilot.json") -> PilotReport:
     sections = [_setup(p, ev), _timeline(p, ev, st), _decisions(p, ev, st), _value_section(p, ev, st),
                 _library(p, ev, st), _evidence(p, ev), Section("notes", "Notes", _notes(p, ev, st))]
     return PilotReport("pilot", f"Economic Control Report: {p.run}",
-                       f"Contract `{c.name}` · {p.started} → {p.finished or '**not finished**'}", facts, sections,
+                       fmt("Contract `{}` · {} → ", c.name, p.started) + (fmt("{}", p.finished) if p.finished
+                                                                           else "**not finished**"), facts, sections,
                        footer=f"Made by `luma report pilot` from `{source}` alone (pilot summary format 1). Every table "
                               "and plot names the evidence class of its figures.", warnings=warnings)
 

@@ -107,12 +107,23 @@ _BOLD = re.compile(r"\*\*([^*]+)\*\*")
 
 
 def _inline(text):
-    """HTML of a paragraph: escaped, then the two bits of Markdown reports use (`code`, **bold**)."""
+    """HTML of a paragraph: escaped, then the two bits of Markdown reports use (`code`, **bold**);
+    the record spans of a `Marked` text (reports/md_escape.py) only escaped, never marks."""
     from markupsafe import Markup, escape
 
-    html = str(escape(str(text)))
+    plain, records = md_escape.stand_ins(text)
+    html = str(escape(plain))
     html = _CODE.sub(r"<code>\1</code>", html)
-    return Markup(_BOLD.sub(r"<strong>\1</strong>", html))
+    html = _BOLD.sub(r"<strong>\1</strong>", html)
+    return Markup(md_escape.restore(html, records, lambda t: str(escape(t))))
+
+
+def _html_finalize(value):
+    """Every `{{ … }}` of an HTML template: a private-use character a record smuggled in (the
+    Markdown side's stand-ins) removed, as in Markdown."""
+    if isinstance(value, str) and ("\ue000" in value or "\ue001" in value):
+        return value.replace("\ue000", "").replace("\ue001", "")
+    return value
 
 
 def _md_finalize(value) -> str:
@@ -153,7 +164,8 @@ def environment(markdown: bool = False):
                            md_row=_md_filter(_md_row),
                            md_bracketed=_md_filter(lambda v: md_escape.text(v, False, in_brackets=True)))
     else:
-        env = jinja2.Environment(autoescape=lambda name: bool(name) and ".html" in name, **common)
+        env = jinja2.Environment(autoescape=lambda name: bool(name) and ".html" in name,
+                                 finalize=_html_finalize, **common)
         env.filters.update(inline=_inline)
     env.tests.update(table=lambda b: isinstance(b, Table), plot=lambda b: isinstance(b, Plot),
                      tree=lambda b: isinstance(b, Tree))

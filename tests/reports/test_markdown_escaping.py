@@ -164,3 +164,103 @@ def test_a_report_over_hostile_record_names_is_inert(hostile_home, tmp_path, kin
         counts = {len(re.findall(r"<t[hd][ >]", row)) for row in re.findall(r"<tr>.*?</tr>", table, re.S)}
         assert len(counts) == 1, table
     assert "<script>alert" not in (out / "report.html").read_text()
+
+
+# -- record text inside LUMA's own marks (md_escape.Marked: fmt / record) ------------------------
+
+from luma.reports.md_escape import Marked, fmt, own, record  # noqa: E402
+from luma.reports.render import _inline  # noqa: E402
+
+#: What a record's name may hold that LUMA's own two marks (and Markdown) would act on.
+MARKY = ["`tick`", "_u_", "a ``` b", "`", "x*y", "*", "**", "a\\", "` x `"]
+PRIVATE = re.compile("[\ue000\ue001]")
+
+
+def _texts(html: str) -> str:
+    """The text of rendered HTML, tags dropped and entities read."""
+    import html as html_lib
+
+    return html_lib.unescape(re.sub(r"<[^>]+>", "", html))
+
+
+@pytest.mark.parametrize("name", MARKY + HOSTILE)
+def test_record_text_inside_the_reports_marks_is_literal_in_both_outputs(name):
+    para = fmt("Deploy **{}** at `{}` and {} (**{}**)", name, name, name, own("`own code`"))
+    want = _one_line(f"Deploy {name} at {name} and {name} (own code)")
+    cell = MD.render("| h |\n| --- |\n| " + inline(para, in_table=True) + " |\n")
+    assert cell.count("<td") == 1
+    for md in (MD.render(inline(para)), re.search(r"<td>(.*)</td>", cell, re.S).group(1)):
+        assert re.sub(r"\s+", " ", _texts(md)).strip() == re.sub(r"\s+", " ", want).strip(), md
+        assert md.count("<strong>") == 2 and md.count("<code>") == 2, md  # LUMA's own marks, no more
+        assert "<script" not in md and "<a " not in md and "<em>" not in md
+    html = str(_inline(para))
+    assert html.count("<strong>") == 2 and html.count("<code>") == 2 and "<script" not in html
+    assert _texts(html) == f"Deploy {name} at {name} and {name} (own code)"
+    assert not PRIVATE.search(inline(para) + html)
+
+
+def test_marked_text_is_its_words_and_ordinary_names_render_as_before():
+    s = fmt("Deploy `{}` on {}", "embed-minilm", "cpu-1") + " and **more**"
+    assert isinstance(s, Marked) and s == "Deploy `embed-minilm` on cpu-1 and **more**"
+    assert inline(s) == inline(str(s)) and str(_inline(s)) == str(_inline(str(s)))
+    assert record("a\ue000b\ue001") == "ab"  # the stand-ins' characters cannot come from a record
+    assert inline("x \ue0000\ue001 y") == "x 0 y" and not PRIVATE.search(str(_inline("\ue0000\ue001")))
+
+
+def test_a_whole_cell_from_a_record_is_literal():
+    rep = Report("boundary", "t", "s", [("Workload", record("**bold** `tick`"))],
+                 [Section("s", "S", [record("_u_ **b**")], [Table("t", ["a"], [[record("`tick` | a | b |")]])])])
+    md, html = render_markdown(rep), render_html(rep)
+    rendered = MD.render(md)
+    assert "<strong>b" not in rendered and "<code>tick" not in rendered and "<em>" not in rendered
+    assert "<strong>b" not in html and "<code>tick" not in html
+    assert "**bold** `tick`" in _texts(rendered) and "`tick` | a | b |" in _texts(rendered)
+    assert not PRIVATE.search(md + html)
+
+
+MARKED_NAME = "**bold** `tick` _u_ [x](javascript:alert(1)) <script>alert(1)</script> | a | b |"
+
+
+def _marked_chain(n: int, evidence) -> dict:
+    chain = _chain(n, evidence)
+    chain["workload"]["name"] = f"wl {MARKED_NAME} {n}"
+    chain["intervention"]["name"] = f"iv {MARKED_NAME}"
+    chain["contract"] = dict(CONTRACT, name=f"c {MARKED_NAME}")
+    chain["architecture"]["name"] = f"arch {MARKED_NAME} {n}"
+    return chain
+
+
+@pytest.fixture
+def marked_home(luma_home, signed, evidence):
+    from luma.kb.knowledge_base import KnowledgeBase
+    from luma.rules.engine import Engine
+    from luma.settings import Settings
+
+    files = [signed(json.loads(json.dumps(_marked_chain(n, evidence))), f"chain-{n}.json") for n in range(2)]
+    with KnowledgeBase.open(Settings.from_env(home=luma_home)) as kb:
+        kb.ingest(files, submitter="test")
+        Engine(kb).run()
+    return luma_home
+
+
+@pytest.mark.parametrize("kind", ["boundary", "design-in"])
+def test_record_names_with_marks_render_literally_in_markdown_and_html(marked_home, tmp_path, kind):
+    """Workload, intervention, contract and architecture names holding `**bold**`, `` `tick` ``,
+    `_u_`, a link, a script and a table row: shown as those characters in report.md (as
+    markdown-it renders it) and in report.html, while LUMA's own bold and code still render."""
+    pytest.importorskip("matplotlib")
+    out = tmp_path / kind
+    result = CliRunner().invoke(cli, ["--home", str(marked_home), "report", kind, "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    md, page = (out / "report.md").read_text(), (out / "report.html").read_text()
+    assert not PRIVATE.search(md + page)
+    for html in (MD.render(md), page):
+        assert "<strong>bold</strong>" not in html and "<code>tick</code>" not in html and "<em>u</em>" not in html
+        assert "<script>alert" not in html and 'href="javascript' not in html
+        assert "<strong>" in html and "<code>" in html  # LUMA's own marks
+        assert MARKED_NAME in re.sub(r"\s+", " ", _texts(html))
+    if kind == "boundary":  # each of the four names, with the marks the builder puts around some of them
+        for html in (MD.render(md), page):
+            text = _texts(html)
+            for what in ("wl", "iv", "c", "arch"):
+                assert f"{what} {MARKED_NAME}" in text, what
