@@ -253,15 +253,45 @@ def check_rule_cached(rule: Rule, text: str, cache: Path | None) -> None:
         pass
 
 
+LUMA_RECORD_KIND = "https://w3id.org/luma/ns#recordKind"
+
+
+def _reads_only(node, keys: set) -> bool:
+    """Whether every pattern under `node` reads one of `keys`."""
+    found: list = []
+
+    def collect(n) -> None:
+        if isinstance(n, CompValue):
+            if n.name in ("BGP", "TriplesBlock") and n.get("triples"):
+                found.extend(_triples_keys(n["triples"]))
+            for v in n.values():
+                collect(v)
+        elif isinstance(n, (list, tuple)):
+            for x in n:
+                collect(x)
+        elif isinstance(n, dict):
+            for x in n.values():
+                collect(x)
+
+    collect(node)
+    return bool(found) and all(k[:2] in keys for k in found)
+
+
 def _check_per_graph(rule: Rule, alg) -> None:
     """A `reads: records` rule must derive from each record graph alone (so the engine may run it
     over new records only): one graph variable, carried out of every subquery and grouping that
     reads a graph, so that nothing joins or aggregates across two records."""
     terms: set = set()
+    # A graph read for the rule's declared context (the revocation records' graphs: `# context:`
+    # predicates and the record kind that names them) is read whole, once, and subtracted: it is
+    # not a record the rule derives from.
+    context = {("pred", p) for p in rule.context} | {("pred", LUMA_RECORD_KIND)}
 
     def visit(node) -> bool:  # True when the subtree reads a graph
         found = False
         if isinstance(node, CompValue):
+            if node.name == "Graph" and rule.context and _reads_only(node, context):
+                return False
             if node.name == "Graph":
                 terms.add(node["term"])
                 found = True
