@@ -34,6 +34,8 @@ class Sealed:
     and the rules both state has both)."""
 
     by_term: dict[str, frozenset[str]]
+    #: The classes marked `luma:derivedOnly true`.
+    derived_only: frozenset[str] = frozenset()
 
     def who(self, term: str) -> frozenset[str]:
         return self.by_term.get(term, frozenset())
@@ -48,20 +50,20 @@ def sealed() -> Sealed:
     vocabulary, never unseal it, so they are not read here)."""
     states, derived_only = ox.NamedNode(LUMA + "states"), ox.NamedNode(LUMA + "derivedOnly")
     out: dict[str, set[str]] = {}
+    derived: set[str] = set()
     for _, data in ontology_files():
         for t in ox.parse(data, ox.RdfFormat.TURTLE):
             if t.predicate == states and t.subject.value in WHO and isinstance(t.object, ox.NamedNode):
                 out.setdefault(t.object.value, set()).add(WHO[t.subject.value])
             elif t.predicate == derived_only and isinstance(t.object, ox.Literal) and t.object.value == "true":
                 out.setdefault(t.subject.value, set()).add("rules")
-    return Sealed({term: frozenset(who) for term, who in out.items()})
+                derived.add(t.subject.value)
+    return Sealed({term: frozenset(who) for term, who in out.items()}, frozenset(derived))
 
 
 def derived_only_classes() -> frozenset[str]:
     """The classes only rules derive (`luma:derivedOnly true` in the packaged ontology)."""
-    flag = ox.NamedNode(LUMA + "derivedOnly")
-    return frozenset(t.subject.value for _, data in ontology_files() for t in ox.parse(data, ox.RdfFormat.TURTLE)
-                     if t.predicate == flag and isinstance(t.object, ox.Literal) and t.object.value == "true")
+    return sealed().derived_only
 
 
 def plain_rdf_problem(q, own: str) -> str | None:
