@@ -299,7 +299,7 @@ def characterize(quick: bool = False, cores: list[int] | None = None, name: str 
             notes += [f"{precision} on {_cores(k)}, slower path: {t['method']}: {t['flops'] / 1e9:.2f} GFLOP/s"
                       for t in others]
     from luma.experiments.records import architecture
-    from luma.kernels.environment import git_revision
+    from luma.experiments.host import git_revision
 
     arch = architecture()
     notes.append(f"Measured in {'quick' if quick else 'full'} mode on CPUs {cpus}; figures are per core count "

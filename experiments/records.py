@@ -24,14 +24,14 @@ TOOL = "luma sprint"
 def environment() -> dict:
     """CPU model and ISA, library versions (the benchmark standard's environment block). Threads
     are left out: they belong to each trial's telemetry, not to the host."""
-    from luma.kernels.environment import describe
+    from luma.experiments.host import describe
     from luma.kernels.evidence import environment_block
 
     return environment_block(describe(), exclude=("torch_threads",))
 
 
 def architecture() -> dict:
-    from luma.kernels.environment import cpu
+    from luma.experiments.host import cpu
 
     model = cpu()["cpu_model"] or "unknown CPU"
     vendor = next((v for v in ("AMD", "Intel", "Arm", "Ampere", "AWS", "Apple") if v.lower() in model.lower()),
@@ -40,7 +40,7 @@ def architecture() -> dict:
 
 
 def provenance(started: datetime) -> dict:
-    from luma.kernels.environment import git_revision
+    from luma.experiments.host import git_revision
 
     out = {"tool": TOOL, "host": socket.gethostname() or "unknown", "environment": environment(),
            "started": started.replace(microsecond=0).isoformat()}

@@ -22,7 +22,7 @@ import torch
 from torch import nn
 
 from luma.kernels import gemm_backend, torch_ops
-from luma.kernels.environment import describe
+from luma.experiments.host import describe
 from luma.kernels.linear import Int8Linear
 
 

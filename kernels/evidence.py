@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from datetime import datetime, timezone
 
-from luma.kernels.environment import describe
+from luma.experiments.host import describe
 
 _ENV_KEYS = ("cpu_model", "isa", "logical_cpus", "usable_cpus", "machine", "python", "numpy", "torch",
              "torch_cpu_capability", "torch_threads")

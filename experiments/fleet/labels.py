@@ -43,7 +43,7 @@ def accelerator() -> str:
 def detect() -> dict[str, str]:
     """This machine's labels (everything but the runner key)."""
     from luma.experiments.states import total_memory
-    from luma.kernels.environment import cpu
+    from luma.experiments.host import cpu
 
     info = cpu()
     out = {"luma-isa": isa(info["isa"], info["machine"]), "luma-arch": info["machine"] or "unknown",

@@ -178,7 +178,7 @@ def matrix_record(matrix: dict, command: str) -> dict:
 
 
 def provenance(tool: str) -> dict:
-    from luma.kernels.environment import git_revision
+    from luma.experiments.host import git_revision
 
     out = {"tool": tool, "host": socket.gethostname() or "unknown",
            "started": datetime.now(timezone.utc).replace(microsecond=0).isoformat()}

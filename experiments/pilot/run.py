@@ -264,7 +264,7 @@ def summarize(ctx, segments: list[dict], finished: bool) -> dict:
     a resumed run's earlier ones included."""
     from luma.experiments.records import architecture
     from luma.kb.records.loader import validate_document
-    from luma.kernels.environment import cpu
+    from luma.experiments.host import cpu
 
     decisions = []
     for p in sorted(ctx.folder.glob("decision-*.json")):

@@ -1,5 +1,8 @@
-"""The environment block of every kernel result (the benchmark standard: hardware, software,
-revision), read from this machine at run time. Unknown values stay None, never guessed."""
+"""The host this code runs on: CPU model and ISA, library versions, git revision, read from this
+machine at run time (the environment block of every kernel result and sprint record, and the
+fleet's node labels). Unknown values stay None, never guessed.
+
+Kernels, sprints and the fleet share it, so it imports nothing of LUMA's above the core."""
 
 from __future__ import annotations
 
