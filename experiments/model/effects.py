@@ -25,6 +25,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 
 from luma.errors import ConfigError
+from luma.kb import units
 
 #: Data classes the LLM model represents (the others an intervention may name are not modelled).
 MODELLED = ("kv-cache", "weights")
@@ -33,8 +34,6 @@ MODELLED = ("kv-cache", "weights")
 def _si(q) -> float | None:
     if q is None:
         return None
-    from luma.kb import units
-
     return float(units.normalise(q.value, q.unit)[0])
 
 

@@ -20,7 +20,12 @@ from pathlib import Path
 
 import numpy as np
 
+from luma.experiments import contract as contract_mod
 from luma.experiments.model import space as space_mod
+from luma.experiments.model.evaluate import Evaluator
+from luma.experiments.model.services import get
+from luma.kb.knowledge_base import KnowledgeBase
+from luma.kb.ledger import payloads_of_kind
 
 _PREFIXES = """@prefix luma: <https://w3id.org/luma/ns#> .
 @prefix prov: <http://www.w3.org/ns/prov#> .
@@ -53,8 +58,6 @@ def turtle(cal: dict) -> str:
 
 def record(project, cal: dict) -> Path:
     """Write the error facts beside the calibration and load them into the project's KB."""
-    from luma.kb.knowledge_base import KnowledgeBase
-
     out = project.home / "model" / "calibration-errors.ttl"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(turtle(cal))
@@ -64,18 +67,12 @@ def record(project, cal: dict) -> Path:
 
 
 def _trials(project) -> list[dict]:
-    from luma.kb.ledger import payloads_of_kind
-
     return [json.loads(payload) for _, payload in payloads_of_kind(project, "pex-trial")]
 
 
 def _levels(project, service: str, calibration: dict):
     """(record, predicted memory need at the least that runs, host_memory level in bytes) of each
     sprint trial of `service` in the ledger that ran at a host_memory level."""
-    from luma.experiments import contract as contract_mod
-    from luma.experiments.model.evaluate import Evaluator
-    from luma.experiments.model.services import get
-
     shipped = {c.name: c for c in (contract_mod.load(p) for p in contract_mod.shipped().values())}
     variants = get(service).variants
     for rec in _trials(project):
@@ -119,10 +116,6 @@ def limit_margin(project, service: str, calibration: dict) -> dict | None:
 def ledger_check(project, calibration: dict | None) -> list[dict]:
     """Per contract: how many measured sprint verdicts (pex-trial records, not INCONCLUSIVE) the
     model predicts, and which it gets wrong."""
-    from luma.experiments import contract as contract_mod
-    from luma.experiments.model.evaluate import Evaluator
-    from luma.experiments.model.services import get
-
     shipped = {}
     for path in contract_mod.shipped().values():
         c = contract_mod.load(path)

@@ -11,6 +11,7 @@ import numpy as np
 
 from luma.experiments.model import space as space_mod
 from luma.experiments.model.evaluate import Evaluator
+from luma.experiments.model.services import get
 
 #: Dimensions the model predicts (runtime ISA levels it does not).
 MODELLED = ("host_memory", "kv_cache", "compute")
@@ -26,8 +27,6 @@ def predicted_levels(plan, calibration: dict | None, variant: str = "fp32") -> l
     None when the swept dimension is not one the model predicts."""
     if plan.dimension not in MODELLED:
         return None
-    from luma.experiments.model.services import get
-
     variants = get(plan.contract.service).variants
     axes = {}
     for dim, level in plan.base.levels:

@@ -19,6 +19,7 @@ from typing import Protocol, runtime_checkable
 
 from luma.errors import ConfigError, LumaError, UnknownName
 from luma.kb import units
+from luma.kb.records.machine import load_machine
 
 #: Bytes per element of each precision the model knows.
 PRECISION_BYTES = {"fp32": 4.0, "tf32": 4.0, "fp16": 2.0, "bf16": 2.0, "fp8": 1.0, "int8": 1.0, "int4": 0.5}
@@ -224,11 +225,6 @@ def load(name: str, declared: dict[str, Machine] | None = None, project=None) ->
     vendor-claim catalog)."""
     if declared and name in declared:
         return declared[name]
-    try:
-        from luma.kb.records.machine import load_machine
-    except ImportError:
-        raise UnknownName(f"unknown accelerator {name!r}: no machine catalog is installed; declare it under "
-                          f"[machines.{name}] in the space file", field="accelerator_type") from None
     try:
         return load_machine(name, project)
     except UnknownName as exc:

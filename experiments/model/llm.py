@@ -42,6 +42,8 @@ import numpy as np
 
 from luma.errors import ConfigError, UnknownName
 from luma.experiments.model.hardware import PRECISION_BYTES
+from luma.kb.input_files import CONFIG_FILE, read_text
+from luma.kb.records.documents import parse_json
 
 
 @dataclass(frozen=True)
@@ -159,9 +161,6 @@ def config(ref: str | dict, project=None) -> ModelConfig:
         return PRESETS[ref.lower()]
     path = Path(ref)
     if path.exists():
-        from luma.kb.input_files import CONFIG_FILE, read_text
-        from luma.kb.records.documents import parse_json
-
         # Untrusted like any file a user names: regular, at most 1 MiB, no duplicate keys, not deep.
         doc = parse_json(read_text(path, CONFIG_FILE.of(project)), str(path))
         if not isinstance(doc, dict):

@@ -27,6 +27,8 @@ import numpy as np
 
 from luma.errors import ConfigError, LumaError
 from luma.experiments.model import hardware, llm
+from luma.kb.knowledge_base import KnowledgeBase
+from luma.kb.records.machine import load_machine
 
 FILE = "model/llm-calibration.json"
 #: metric -> (the model's metric kind it checks, units a record may give it in)
@@ -144,8 +146,6 @@ def _vendor(name: str) -> str:
 
 @lru_cache(maxsize=32)
 def _machine(name: str):
-    from luma.kb.records.machine import load_machine
-
     return load_machine(name)
 
 
@@ -461,8 +461,6 @@ def turtle(doc: dict, cal: dict) -> tuple[str, str]:
 
 def record(project, cal: dict) -> list[Path]:
     """Load the published figures (vendor-claim) and the error facts (projected) into the KB."""
-    from luma.kb.knowledge_base import KnowledgeBase
-
     measurements, errors = turtle(cal["_doc"], cal)
     out = [project.home / "model" / "published-llm.ttl", project.home / "model" / "llm-calibration-errors.ttl"]
     out[0].write_text(measurements)

@@ -17,6 +17,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from luma.experiments import worker
+
 
 def _status() -> dict[str, int]:
     out = {}
@@ -29,8 +31,6 @@ def _status() -> dict[str, int]:
 
 
 def main(argv: list[str]) -> int:
-    from luma.experiments import worker
-
     spec_path, out_path = argv
     spec = json.loads(Path(spec_path).read_text())
     tel = worker.run(spec)

@@ -21,6 +21,12 @@ import socket
 from datetime import datetime, timezone
 from pathlib import Path
 
+from luma.experiments.host import git_revision
+from luma.experiments.model import llm_calibrate
+from luma.kb.dimensions import record_dimensions
+from luma.kb.knowledge_base import KnowledgeBase
+from luma.kb.records.loader import validate_document
+from luma.kb.records.pex_chain import Level, _check_level
 from luma.kb.vocab import canonical_json
 
 MODEL_NAME = "luma analytical model"
@@ -55,8 +61,6 @@ def model_version(calibration: dict | None, llm: bool, home: Path | None, space:
     for an LLM the fitted engine figures), and whether it was calibrated."""
     used = calibration
     if llm:
-        from luma.experiments.model import llm_calibrate
-
         used = llm_calibrate.current(home)
     out = {"name": MODEL_NAME, "code": model_code(), "calibrated": bool(used)}
     if used:
@@ -82,9 +86,6 @@ def _number_level(axis: str, label: str) -> dict | None:
 def split_state(labels: dict[str, str], home: Path | None = None) -> tuple[dict, dict[str, str]]:
     """({"dimensions": {dimension: level}}, {setting: label}) of a state in the model's labels:
     machine levels as a record carries them, everything else as the configuration."""
-    from luma.kb.dimensions import record_dimensions
-    from luma.kb.records.pex_chain import Level, _check_level
-
     dims = record_dimensions(home)
     levels, config = {}, {}
     for axis, label in labels.items():
@@ -178,8 +179,6 @@ def matrix_record(matrix: dict, command: str) -> dict:
 
 
 def provenance(tool: str) -> dict:
-    from luma.experiments.host import git_revision
-
     out = {"tool": tool, "host": socket.gethostname() or "unknown",
            "started": datetime.now(timezone.utc).replace(microsecond=0).isoformat()}
     rev = git_revision()
@@ -192,9 +191,6 @@ def save_and_ingest(project, records: list[dict], stem: str, submitter: str):
     """Validate every record first (a bad one writes nothing, so KB and ledger stay as they
     were), then write them as JSON Lines under $LUMA_HOME/model/records/ and ingest them all or
     nothing. Returns (path, IngestReport)."""
-    from luma.kb.knowledge_base import KnowledgeBase
-    from luma.kb.records.loader import validate_document
-
     for i, rec in enumerate(records, 1):
         validate_document(rec, f"{stem}: record {i}", project.home)
     folder = project.home / "model" / "records"

@@ -157,14 +157,6 @@ SERVICES = {
 }
 
 
-def predict(contract, state, calibration: dict | None = None):
-    """The model's verdict for one state (a `space.from_state` space) of a contract: see
-    `luma.experiments.model.predict.predict`."""
-    from luma.experiments.model.predict import predict as _predict
-
-    return _predict(contract, state, calibration)
-
-
 def get(name: str) -> BatchService:
     if name not in SERVICES:
         raise ConfigError(f"the model has no service {name!r} (it has: {', '.join(SERVICES)})", field="service")

@@ -19,7 +19,7 @@ import time
 
 import numpy as np
 
-from luma.experiments.model import judge as judge_mod
+from luma.experiments.model import judge as judge_mod, llm_calibrate
 from luma.experiments.model.evaluate import Evaluator, figures_row
 from luma.experiments.model.space import DEMAND, ORDERED, Space
 
@@ -90,8 +90,6 @@ def explore(contract, space: Space, calibration: dict | None = None, *, chunk: i
 
 def _llm_error(ev: Evaluator) -> dict:
     """An LLM space's projection error on held-out published measurements, and its basis."""
-    from luma.experiments.model import llm_calibrate
-
     out = {"error_detail": ev.llm_cal.get("errors", {}).get("held-out", {}),
            "error_summary": llm_calibrate.summary_line(ev.llm_cal), "error_basis": llm_calibrate.basis(ev.llm_cal)}
     if ev.overridden:

@@ -35,6 +35,7 @@ import numpy as np
 
 from luma.errors import ConfigError
 from luma.experiments.model import hardware, llm
+from luma.experiments.model.services import get as get_service
 from luma.kb.input_files import CONFIG_FILE, read_text
 from luma.kb.records.documents import parse_toml
 
@@ -151,8 +152,6 @@ def check_scope(space: Space, contract, field_prefix: str) -> None:
 def load(path: str | Path, contract, *, project=None) -> Space:
     """A SPACE.toml, checked against the contract it will be explored for. `project` (the
     command's Settings): its file limits, and its machine records that may name accelerators."""
-    from luma.experiments.model.services import get as get_service
-
     p = Path(path)
     if not p.is_file():
         named = shipped().get(str(path))
@@ -222,8 +221,6 @@ def from_state(state: Mapping[str, object] | None, contract, model: str | None =
     over the contract's own `[state]` (services) — a space of one point. `base` (a space file)
     supplies machines, prices and quality; `project` (else base's) the project's machine records.
     Errors name the field `state.DIMENSION`."""
-    from luma.experiments.model.services import get as get_service
-
     if isinstance(state, str):
         raise TypeError("from_state takes {dimension: level}; parse a DIM=LEVEL,... text first")
     project = project if project is not None else getattr(base, "project", None)

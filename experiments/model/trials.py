@@ -18,7 +18,9 @@ from pathlib import Path
 
 import numpy as np
 
+from luma.experiments import states
 from luma.experiments.model import probe
+from luma.experiments.services import get
 
 
 def measure_host() -> dict:
@@ -62,9 +64,6 @@ def _llc_bytes() -> int:
 
 def design(contract) -> list[dict]:
     """The calibration trials of a contract: {variant, compute, concurrency, max_batch}."""
-    from luma.experiments import states
-    from luma.experiments.services import get
-
     svc = get(contract.service)
     variants = ["fp32"]
     if contract.sprint and contract.sprint.intervention:
@@ -107,8 +106,6 @@ def _median_row(rows: list[dict]) -> dict:
 
 
 def _round(contract, cache: Path, progress, round_no: int) -> list[dict]:
-    from luma.experiments.services import get
-
     svc, out = get(contract.service), []
     tokens = padded_tokens(contract)
     for i, d in enumerate(design(contract)):
@@ -116,7 +113,6 @@ def _round(contract, cache: Path, progress, round_no: int) -> list[dict]:
         load = {**contract.load.model_dump(), "concurrency": d["concurrency"], "max_batch": d["max_batch"]}
         state = {"compute": d["compute"]}
         if contract.state.get("runtime"):
-            from luma.experiments import states
             state["runtime"] = states.base_value("runtime", states.parse_level("runtime", contract.state["runtime"]))
         spec = {"service": contract.service, "artifact": str(artifact), "variant": d["variant"], "state": state,
                 "load": load, "requests": max(contract.requests_needed() if d["concurrency"] > 1 else 60, 60),
@@ -139,8 +135,8 @@ def padded_tokens(contract, sizes=(1, 2, 4, 8, 16, 32)) -> dict | None:
         return None
     import random
 
-    from luma.experiments.services import minilm_encoder as me
-    from luma.experiments.services.embedding import EmbeddingService
+    from luma.experiments.services import minilm_encoder as me  # imports torch
+    from luma.experiments.services.embedding import EmbeddingService  # imports torch
 
     reqs = EmbeddingService().requests(512, 0, contract.load.model_dump())
     tok = me.Tokenizer(me.read_config()["max_seq_length"])
