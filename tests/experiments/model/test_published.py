@@ -22,7 +22,7 @@ from luma.experiments.model import llm_calibrate, predict, simulate, space
 from luma.experiments.model.evaluate import Evaluator
 
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 @pytest.fixture(scope="module")

@@ -44,7 +44,7 @@ def fixture_space(tmp_path):
 
 @pytest.fixture
 def chat():
-    return contract.load(contract.Path(__file__).parents[2] / "experiments" / "model" / "contracts" / "llm-chat.toml")
+    return contract.load(contract.Path(__file__).parents[3] / "experiments" / "model" / "contracts" / "llm-chat.toml")
 
 
 def _predict(c, state, **kw):

@@ -19,7 +19,7 @@ from luma.experiments.model import effects, partner, predict, space
 from luma.experiments.model.evaluate import Evaluator
 from luma.kb.partners import read_partner_files
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 RECORD = ROOT / "kb" / "examples" / "partner-kv-compression.toml"
 SPACE = """
 name = "fixture-kv"

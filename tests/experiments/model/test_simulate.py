@@ -16,7 +16,7 @@ from luma.experiments import contract
 from luma.experiments.model import simulate, space
 from luma.experiments.model.evaluate import Evaluator
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 SPACE = """
 name = "fixture-sweep"
 model = "llama-2-13b"
