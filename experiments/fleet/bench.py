@@ -16,6 +16,9 @@ import statistics
 import time
 from pathlib import Path
 
+from luma.experiments.fleet import head, labels
+from luma.experiments.fleet.head import saved_states
+
 
 def _median_ms(fn, n: int) -> float:
     times = []
@@ -33,8 +36,6 @@ def _noop() -> int:
 def run(settings, address: str, n: int = 30, burst: int = 200) -> list[dict]:
     """The bench's rows: measure, value, unit, ratio to the baseline where one applies."""
     import ray
-
-    from luma.experiments.fleet import head, labels
 
     head.connect(address)
     trusted = sorted(head.trusted_fingerprints(settings))
@@ -72,8 +73,6 @@ def run(settings, address: str, n: int = 30, burst: int = 200) -> list[dict]:
 
 def ingest_rows(home: Path) -> list[dict]:
     """The head's per-sprint ingest, from this project's campaign states."""
-    from luma.experiments.fleet.head import saved_states
-
     seconds, records = [], []
     for state in saved_states(home):
         for u in state.get("units", []):

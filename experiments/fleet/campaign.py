@@ -31,6 +31,11 @@ from pydantic import Field, StrictInt, ValidationError, field_validator
 
 from luma import names
 from luma.errors import ConfigError
+from luma.experiments import contract as contracts, states
+from luma.experiments.sprint import max_trials
+from luma.kb.input_files import CONFIG_FILE, read_text
+from luma.kb.records.documents import parse_toml
+from luma.kb.records.loader import first_error
 from luma.kb.records.pex_chain import StrictModel
 
 #: Ray's label syntax (Kubernetes'): keys and values of at most 63 characters, alphanumerics
@@ -138,9 +143,6 @@ class Unit:
     def max_trials(self) -> int:
         """At most how many trials its sprint runs (`sprint.max_trials`, from the contract alone:
         the head need not be able to run the service itself)."""
-        from luma.experiments import states
-        from luma.experiments.sprint import max_trials
-
         others = len(set(states.resolve(self.contract.state, skip=self.dimension)) - {self.dimension})
         return max_trials(len(self.levels), self.repetitions, others, self.intervention is not None)
 
@@ -175,10 +177,6 @@ class Campaign:
 def load(path: str | Path, project=None) -> Campaign:
     """Read and check a campaign file (every contract loaded, every level parsed); a ConfigError
     naming the file and field otherwise."""
-    from luma.kb.input_files import CONFIG_FILE, read_text
-    from luma.kb.records.documents import parse_toml
-    from luma.kb.records.loader import first_error
-
     path = Path(path)
     if not path.is_file():
         raise ConfigError("no such campaign file" if not path.exists() else "not a regular file", source=str(path))
@@ -209,8 +207,6 @@ def load(path: str | Path, project=None) -> Campaign:
 
 
 def _units(entry: ContractEntry, spec: CampaignSpec, path: Path, project, where: str) -> list[Unit]:
-    from luma.experiments import contract as contracts, states
-
     ref = entry.contract
     local = path.parent / ref
     try:

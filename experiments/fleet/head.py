@@ -29,6 +29,10 @@ from luma import names
 from luma.errors import ConfigError, LumaError
 from luma.experiments.fleet import labels as node_labels
 from luma.experiments.fleet.campaign import Campaign, Unit
+from luma.experiments.fleet.node import run_unit
+from luma.kb.knowledge_base import KnowledgeBase
+from luma.kb.ledger import Ledger
+from luma.kb.runners import trusted_keys
 
 #: Re-runs of a unit whose node died (Ray's system-failure retries).
 MAX_RETRIES = 3
@@ -120,9 +124,6 @@ def eligible(required: dict[str, str], fleet: list[Node]) -> list[Node]:
 
 
 def trusted_fingerprints(settings) -> set[str]:
-    from luma.kb.ledger import Ledger
-    from luma.kb.runners import trusted_keys
-
     ledger = Ledger(settings.db_url)
     try:
         return {fp for fp, k in trusted_keys(ledger).items() if not k.revoked}
@@ -132,8 +133,6 @@ def trusted_fingerprints(settings) -> set[str]:
 
 def done_units(settings, campaign: Campaign) -> set[str]:
     """The units whose records the ledger already holds (ingested by this campaign's head)."""
-    from luma.kb.ledger import Ledger
-
     ledger = Ledger(settings.db_url)
     try:
         rows = ledger.rows_of_kinds(["pex-trial"], "source", submitter=submitter(campaign.id))
@@ -194,8 +193,6 @@ class Head:
 
     def _run(self, poll_s: float) -> dict:
         import ray
-
-        from luma.experiments.fleet.node import run_unit
 
         (self.dir / "cancel").unlink(missing_ok=True)  # running the file again is a decision to go on
         trusted = trusted_fingerprints(self.settings)
@@ -308,8 +305,6 @@ class Head:
     def _take_in(self, unit: Unit, out: dict) -> int:
         """Write the unit's record files under sprints/SPRINT_ID/ and ingest them in one batch;
         how many records."""
-        from luma.kb.knowledge_base import KnowledgeBase
-
         files = out.get("files") or {}
         bad = [n for n in files if not _FILE.match(n)]
         if bad or not files:

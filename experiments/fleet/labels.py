@@ -15,7 +15,10 @@ from __future__ import annotations
 import re
 
 from luma.errors import ConfigError
+from luma.experiments.endpoint import gpu
 from luma.experiments.fleet.campaign import RESERVED, label_problem
+from luma.experiments.host import cpu
+from luma.experiments.states import total_memory
 
 KEY_LABEL = RESERVED[0]
 #: The custom Ray resource every runner offers exactly one of: a sprint takes it whole, so a
@@ -34,17 +37,12 @@ def isa(flags: list[str], machine: str) -> str:
 
 
 def accelerator() -> str:
-    from luma.experiments.endpoint import gpu
-
     n = gpu.count()  # 0 without NVML, a driver or a GPU
     return f"nvidia-{n}" if n else "none"
 
 
 def detect() -> dict[str, str]:
     """This machine's labels (everything but the runner key)."""
-    from luma.experiments.states import total_memory
-    from luma.experiments.host import cpu
-
     info = cpu()
     out = {"luma-isa": isa(info["isa"], info["machine"]), "luma-arch": info["machine"] or "unknown",
            "luma-cpus": str(info["usable_cpus"] or info["logical_cpus"] or 0), "luma-accelerator": accelerator()}

@@ -10,18 +10,17 @@ import shutil
 import socket
 import time
 
+from luma.experiments import contract as contracts, sprint, summary
+from luma.experiments.records import Recorder
+from luma.kb.runners import project_signer
 from luma.privacy import private_umask
+from luma.settings import Settings
 
 
 def run_unit(spec: dict) -> dict:
     """Run the unit `spec` (`campaign.Unit.spec`); its record files (name -> JSON text), the
     sprint's summary, and who ran it. Raises what the sprint raises (the head reports it)."""
     import ray
-
-    from luma.experiments import contract as contracts, sprint, summary
-    from luma.experiments.records import Recorder
-    from luma.kb.runners import project_signer
-    from luma.settings import Settings
 
     settings = Settings.from_env()
     private_umask()  # the sprint's folder and records on this node are private (luma/privacy.py)

@@ -9,6 +9,7 @@ campaign's wall time is the longest class's.
 
 from __future__ import annotations
 
+from luma.experiments.fleet import head
 from luma.experiments.fleet.campaign import Campaign, lpt_makespan
 
 
@@ -38,8 +39,6 @@ def plan(campaign: Campaign, machines: dict[str, int] | None = None) -> dict:
 
 def cluster_machines(campaign: Campaign, settings, address: str) -> dict[str, int]:
     """Live trusted runners per class on the cluster at `address`."""
-    from luma.experiments.fleet import head
-
     head.connect(address)
     fleet = head.nodes(head.trusted_fingerprints(settings))
     return {cls: len(head.eligible(arch.labels, fleet)) for cls, arch in campaign.classes().items()}

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from luma.errors import UnknownName
+from luma.errors import ConfigError, UnknownName
 
 #: service name -> "module:Class", imported only when asked for (each pulls in torch).
 SERVICES = {
@@ -19,8 +19,6 @@ def get(name: str):
     import importlib
 
     if name == "openai-endpoint":
-        from luma.errors import ConfigError
-
         raise ConfigError("an openai-endpoint service is described by its contract's [service] table; "
                           "this command serves the in-process services only", field="service")
     if name not in SERVICES:
@@ -33,6 +31,7 @@ def for_contract(contract):
     """The service of `contract`: the named in-process one, or the endpoint its [service] table
     describes."""
     if contract.endpoint is not None:
+        # the endpoint side pulls pint and pyoxigraph: kept out of the trial worker's measured footprint
         from luma.experiments.endpoint.service import EndpointService
 
         return EndpointService(contract.endpoint)

@@ -14,6 +14,8 @@ from pathlib import Path
 import torch
 
 from luma.experiments.services.base import BatchEngine, Loaded
+from luma.kernels import digits
+from luma.kernels.linear import QuantConfig, model_weight_bytes, quantize_model
 
 _VARIANTS = {"fp32": None, "int8-weights": "weight-only", "int8-dynamic": "dynamic"}
 
@@ -32,8 +34,6 @@ class ClassifierService:
     def prepare(self, variant: str, cache: Path) -> Path:
         if variant not in _VARIANTS:
             raise ValueError(f"unknown variant {variant!r}")
-        from luma.kernels import digits
-
         src = hashlib.sha256(Path(digits.__file__).read_bytes()).hexdigest()[:12]
         path = Path(cache) / f"classifier-{src}.pt"
         if not path.exists():
@@ -46,9 +46,6 @@ class ClassifierService:
         return path
 
     def load(self, artifact, state: dict) -> Loaded:
-        from luma.kernels import digits
-        from luma.kernels.linear import QuantConfig, model_weight_bytes, quantize_model
-
         blob = torch.load(artifact, weights_only=True, mmap=False)
         model = digits.build()
         model.load_state_dict(blob["state"])
