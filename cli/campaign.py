@@ -209,9 +209,9 @@ def bench_cmd(cluster: str, repeat: int, fmt: str) -> None:
     """What a campaign costs the fleet engine and the head, on a live cluster: a unit-shaped Ray
     task (class labels, trusted-key selector, runner slot) against an empty task with Ray's
     defaults measured in the same run, `ray.nodes()`, and the head's ingest per sprint."""
-    from luma.experiments.fleet import bench
+    from luma.experiments.fleet import overhead
 
     s = require()
     with ray_output_to_stderr():
-        rows = bench.run(s, cluster, repeat)
+        rows = overhead.run(s, cluster, repeat)
     print_rows(rows, ["measure", "value", "unit", "vs_baseline", "note"], fmt, title=f"campaign bench on {cluster}")
