@@ -21,7 +21,7 @@ from luma.errors import ConfigError
 from luma.experiments.services import minilm_encoder as me
 from luma.experiments.services.base import BatchEngine, Loaded
 from luma.kernels import torch_ops
-from luma.kernels.minilm import CALIBRATION, SENTENCES
+from luma.kernels.sentences import CALIBRATION, SENTENCES
 
 #: variant -> the layer families stored int8 (per-channel weights; see minilm_encoder.FAMILIES).
 FAMILY_VARIANTS = {"int8-weights": ("attention", "ffn", "embeddings"), "int8-linear": ("attention", "ffn"),

