@@ -1,5 +1,5 @@
 """`luma endpoint bench`: LUMA's endpoint load generator against NVIDIA AIPerf on the same
-llama.cpp servers (experiments/endpoint/bench.py), figures and ratios from the same run."""
+llama.cpp servers (experiments/endpoint/aiperf_comparison.py), figures and ratios from the same run."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from luma.cli.project import WRITE, project
 
 
 def _cases(ctx, param, value: str) -> list[str]:
-    from luma.experiments.endpoint.bench import CASES
+    from luma.experiments.endpoint.aiperf_comparison import CASES
 
     names = [v.strip() for v in value.split(",") if v.strip()]
     unknown = [n for n in names if n not in CASES]
@@ -52,7 +52,7 @@ def bench_cmd(aiperf_path, cases, passes, requests, rate, arrivals, keep, fmt) -
 
     from luma.cli.progress import Tracker
     from luma.cli.project import settings
-    from luma.experiments.endpoint import agreement, aiperf, bench
+    from luma.experiments.endpoint import agreement, aiperf, aiperf_comparison as bench
 
     binary = aiperf.find(aiperf_path)  # before anything slow: a missing tool is one line
     cache = settings().home / "artifacts"

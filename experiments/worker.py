@@ -98,7 +98,7 @@ def prepare_runtime(spec: dict):
 def run(spec: dict) -> dict:
     if spec["service"] == "openai-endpoint":
         # A served engine: the limits go on the server process, not on this load generator.
-        from luma.experiments.endpoint.runner import run as run_endpoint
+        from luma.experiments.endpoint.trial import run as run_endpoint
 
         return run_endpoint(spec)
     t_start = time.perf_counter()

@@ -1,7 +1,7 @@
 """The parent side of an endpoint service: what a sprint asks of any service (`prepare`,
 `interventions`, `workload`, the baseline variant) for a server described by a contract's
 `[service]` table. The trial itself (launch, load, quality) runs in the trial worker
-(`luma.experiments.endpoint.runner`).
+(`luma.experiments.endpoint.trial`).
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ import pytest
 from click.testing import CliRunner
 
 from luma.errors import ConfigError
-from luma.experiments.endpoint import agreement, aiperf, bench
+from luma.experiments.endpoint import agreement, aiperf, aiperf_comparison as comparison
 
 DATA = Path(__file__).parent / "data"
 
@@ -42,14 +42,14 @@ def test_the_summary_and_records_of_a_closed_loop_export_are_read():
 
 def test_think_time_of_the_closed_export_is_milliseconds_per_cycle():
     out = aiperf.parse(DATA / "aiperf-closed")
-    figures = bench.timing(bench.CASES["completions"], out["starts"], out["ends"], out["credits"])
+    figures = comparison.timing(comparison.CASES["completions"], out["starts"], out["ends"], out["credits"])
     assert 0.5 < figures["think_p50"] < 50  # AIPerf's own records: several ms between a response and the next
     assert "offered_rps" not in figures
 
 
 def test_the_open_export_gives_the_rate_sent_and_no_think_time():
     out = aiperf.parse(DATA / "aiperf-open")
-    figures = bench.timing(bench.CASES["completions-open"], out["starts"], out["ends"], out["credits"])
+    figures = comparison.timing(comparison.CASES["completions-open"], out["starts"], out["ends"], out["credits"])
     assert "think_p50" not in figures
     span = max(out["credits"]) - min(out["credits"])
     assert figures["offered_rps"] == pytest.approx(11 / span)
@@ -69,8 +69,8 @@ def test_a_missing_export_is_one_error(tmp_path):
 def test_think_times_pair_each_end_with_the_start_it_freed():
     starts = [0.0, 0.0, 1.0, 1.5, 2.2]
     ends = [0.9, 1.2, 2.0, 2.4, 3.0]
-    assert bench.think_times(starts, ends, 2) == pytest.approx([0.1, 0.3, 0.2])
-    assert bench.think_times(starts, ends, 0) == []
+    assert comparison.think_times(starts, ends, 2) == pytest.approx([0.1, 0.3, 0.2])
+    assert comparison.think_times(starts, ends, 0) == []
 
 
 # -- the agreement table -----------------------------------------------------------------------
@@ -87,7 +87,7 @@ def test_the_ratio_is_of_the_means_and_the_band_is_ten_percent():
 
 
 def _result(case: str, **figures) -> dict:
-    c = bench.CASES[case]
+    c = comparison.CASES[case]
     runs = [{"tool": tool, "pass": p, **{k: v[i] for k, v in figures.items()}}
             for i, (p, tool) in enumerate([(1, "aiperf"), (1, "luma"), (2, "aiperf"), (2, "luma")])]
     return {"case": case, "mode": c.mode, "stream": c.stream, "runs": runs}
@@ -128,8 +128,8 @@ def test_the_replayed_schedule_is_the_one_lumas_client_sends():
     ep = client.Endpoint(f"http://127.0.0.1:{launch.free_port()}", "completions", timeout_s=2.0)  # nothing listens
     samples, t0, _ = asyncio.run(client._drive(ep, ["x"] * 20, "poisson", 0, 2000.0, 0, None))
     sent = sorted(s.arrival - t0 for s in samples)
-    assert sent == pytest.approx(bench.schedule(2000.0, 20), abs=1e-9)
-    assert bench.schedule(2000.0, 20)[0] == 0.0
+    assert sent == pytest.approx(comparison.schedule(2000.0, 20), abs=1e-9)
+    assert comparison.schedule(2000.0, 20)[0] == 0.0
 
 
 def _load(**kw) -> aiperf.Load:
@@ -187,7 +187,7 @@ def fake_aiperf(tmp_path) -> str:
 def test_a_run_writes_the_schedule_and_reads_back_the_figures(fake_aiperf, tmp_path):
     assert aiperf.version(fake_aiperf) == "0.13.0"
     load = _load(rate=5.0, schedule=[0.0, 0.25])
-    out = bench.aiperf_run(bench.CASES["completions-open"], fake_aiperf, load, "http://h:1", tmp_path / "run")
+    out = comparison.aiperf_run(comparison.CASES["completions-open"], fake_aiperf, load, "http://h:1", tmp_path / "run")
     lines = [json.loads(x) for x in (tmp_path / "run" / "inputs.jsonl").read_text().splitlines()]
     assert lines == [{"text": "a", "timestamp": 0.0}, {"text": "b", "timestamp": 250.0}]
     assert out["completed"] == 12 and out["send_lag_p50"] > 0 and out["offered_rps"] > 0
