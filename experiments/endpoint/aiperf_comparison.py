@@ -34,8 +34,10 @@ from pathlib import Path
 import numpy as np
 
 from luma.errors import ConfigError, LumaError
-from luma.experiments.endpoint import aiperf
+from luma.experiments import contract, services
+from luma.experiments.endpoint import aiperf, client, engines, launch
 from luma.experiments.endpoint.client import schedule  # the arrivals both tools send
+from luma.kernels.sentences import CALIBRATION, SENTENCES
 
 #: The targets a case runs against: a shipped contract and the variant it serves.
 TARGETS = {"embeddings": ("llamacpp-minilm-memory", "q8_0"), "completions": ("llamacpp-tinyllama-kv", "f16")}
@@ -92,9 +94,6 @@ class Target:
 def contract_target(name: str, variant: str, cache: Path, note: Callable[[str], None] = lambda m: None) -> Target:
     """The target of shipped contract `name` serving `variant`, its artifact prepared under
     `cache` (llama.cpp's converter makes it the first time; `note` hears of it)."""
-    from luma.experiments import contract, services
-    from luma.experiments.endpoint import engines
-
     c = contract.load(name)
     if c.endpoint is None:
         raise ConfigError(f"contract {name!r} does not describe an openai-endpoint service", field="service")
@@ -125,7 +124,7 @@ def tokenizer_dir(prepare: list[str], artifact: Path) -> Path:
     tool = "luma.experiments.endpoint.gguf"
     model = prepare[prepare.index(tool) + 1] if tool in prepare[:-1] else None
     if model == "minilm":
-        from luma.experiments.services.minilm_encoder import model_dir
+        from luma.experiments.services.minilm_encoder import model_dir  # imports torch
 
         return model_dir()
     if model == "tinyllama":
@@ -137,8 +136,6 @@ def tokenizer_dir(prepare: list[str], artifact: Path) -> Path:
 def texts(case: Case, n: int) -> list[str]:
     """The request texts in order: the shipped sentences; for embeddings eight in a row per input
     (~110 tokens, ~50 ms of one core), so the server's work dominates each client's overhead."""
-    from luma.kernels.minilm import CALIBRATION, SENTENCES
-
     pool = [*SENTENCES, *CALIBRATION]
     if case.target == "embeddings":
         pool = [" ".join(pool[(i + j) % len(pool)] for j in range(8)) for i in range(len(pool))]
@@ -171,8 +168,6 @@ def timing(case: Case, starts: list[float], ends: list[float], scheduled: list[f
 
 def luma_run(case: Case, ep, payloads: list[str], rate: float | None, seed: int = 0) -> dict:
     """Run the case with LUMA's client; its figures in the bench's names and units."""
-    from luma.experiments.endpoint import client
-
     c0, w0 = time.process_time(), time.perf_counter()
     # _drive, not run: the bench needs the per-request samples for the think time.
     samples, t0, timed_out = asyncio.run(client._drive(ep, payloads, case.mode, case.concurrency, rate, seed, None))
@@ -218,8 +213,6 @@ def aiperf_run(case: Case, binary: str, load: aiperf.Load, base_url: str, outdir
 # --------------------------------------------------------------------------- the run
 
 def _endpoint(case: Case, target: Target, base_url: str, model: str):
-    from luma.experiments.endpoint import client
-
     extra = dict(target.spec.request)
     if case.stream:
         # AIPerf's streamed body carries stream_options.include_usage: the same fields in LUMA's.
@@ -238,8 +231,6 @@ def run(cases: list[str], binary: str, targets: dict[str, Target], passes: int =
     `progress` hears of each run as it starts."""
     if arrivals not in ARRIVALS:
         raise ConfigError(f"unknown arrivals {arrivals!r} (known: {', '.join(ARRIVALS)})", field="arrivals")
-    from luma.experiments.endpoint import launch
-
     unknown = [c for c in cases if c not in CASES]
     if unknown:
         raise ConfigError(f"unknown case {unknown[0]!r} (known: {', '.join(CASES)})", field="cases")
@@ -331,8 +322,6 @@ def state(target: Target) -> dict:
 def launch_server(target: Target, log: Path):
     """Start the target's server at its `state` (LumaError with the log's tail when it does not
     come up)."""
-    from luma.experiments.endpoint import launch
-
     try:
         return launch.start(target.spec, state(target), str(target.artifact), target.variant, log)
     except launch.LaunchError as exc:
@@ -342,8 +331,6 @@ def launch_server(target: Target, log: Path):
 
 
 def _warm_up(ep, payloads: list[str], server) -> None:
-    from luma.experiments.endpoint import client
-
     r = client.run(ep, payloads, "closed", 1)
     if r.completed != len(payloads):
         raise LumaError(f"warm-up failed: {'; '.join(r.error_details[:2])}; server log: {server.log_tail()[-300:]}")

@@ -15,6 +15,7 @@ import tarfile
 from pathlib import Path
 
 from luma.errors import ConfigError, LumaError
+from luma.settings import engine_cache
 
 LLAMA_CPP_PYTHON = "0.3.36"
 #: The `engines` extra (pyproject.toml says the same; a test keeps them equal): llama-cpp-python's
@@ -27,8 +28,6 @@ CONVERTER_PARTS = ("convert_hf_to_gguf.py", "conversion/", "gguf-py/", "LICENSE"
 
 def cache_dir() -> Path:
     """Where engine sources and the converter are kept (LUMA_ENGINE_CACHE, else ~/.cache/luma/engines)."""
-    from luma.settings import engine_cache
-
     return engine_cache()
 
 

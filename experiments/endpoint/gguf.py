@@ -15,6 +15,8 @@ import sys
 from pathlib import Path
 
 from luma.errors import ConfigError, LumaError
+from luma.experiments.endpoint import tinyllama
+from luma.experiments.endpoint.engines import converter
 
 OUTTYPES = ("f32", "f16", "bf16", "q8_0")
 
@@ -25,12 +27,10 @@ MODELS = ("minilm", "tinyllama")
 def model_dir(name: str, beside: Path) -> Path:
     """The Hugging Face folder of a shipped model (`tinyllama`: trained into `beside` once)."""
     if name == "minilm":
-        from luma.experiments.services.minilm_encoder import model_dir as minilm
+        from luma.experiments.services.minilm_encoder import model_dir as minilm  # imports torch
 
         return minilm()
     if name == "tinyllama":
-        from luma.experiments.endpoint import tinyllama
-
         folder = Path(beside) / "tinyllama-hf"
         return folder if (folder / "model.safetensors").is_file() else tinyllama.build(folder)
     raise ConfigError(f"unknown shipped model {name!r} (known: {', '.join(MODELS)})", field="model")
@@ -38,8 +38,6 @@ def model_dir(name: str, beside: Path) -> Path:
 
 def convert(name: str, outtype: str, out: Path) -> Path:
     """Run llama.cpp's converter on the shipped model `name`, writing `out`."""
-    from luma.experiments.endpoint.engines import converter
-
     if outtype not in OUTTYPES:
         raise ConfigError(f"unknown GGUF type {outtype!r} (known: {', '.join(OUTTYPES)})", field="outtype")
     script = converter()

@@ -4,11 +4,10 @@ accelerator-count and HBM-capacity levels of endpoint states."""
 from __future__ import annotations
 
 from luma.errors import ConfigError
+from luma.experiments.energy import _nvml_handles
 
 
 def _handles() -> list:
-    from luma.experiments.energy import _nvml_handles
-
     return _nvml_handles()
 
 

@@ -23,6 +23,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from luma.experiments.endpoint.gpu import memory_per_gpu
 from luma.experiments.endpoint.spec import EndpointSpec
 
 #: Bytes of the server log kept in a failure's telemetry.
@@ -83,8 +84,6 @@ def values(spec: EndpointSpec, state: dict, model: str, variant: str, port: int,
                 raise KVBudgetError(f"a KV cache of {state['kv_cache']} bytes holds no whole block of {block} tokens "
                                     f"at {per:g} bytes per token ({variant})")
     if "hbm_capacity" in state:
-        from luma.experiments.endpoint.gpu import memory_per_gpu
-
         out["hbm_fraction"] = f"{min(1.0, state['hbm_capacity'] / memory_per_gpu()):.4f}"
     return out
 

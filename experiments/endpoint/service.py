@@ -14,6 +14,7 @@ from pathlib import Path
 
 from luma.errors import ConfigError
 from luma.experiments.endpoint.spec import EndpointSpec
+from luma.kernels.sentences import CALIBRATION, SENTENCES
 
 #: Seconds a variant's `prepare` command may take (a model conversion).
 PREPARE_TIMEOUT_S = 1800
@@ -21,8 +22,6 @@ PREPARE_TIMEOUT_S = 1800
 
 def texts(n: int, seed: int) -> list[str]:
     """n request texts drawn (seeded) from the shipped sentence and calibration sets."""
-    from luma.kernels.minilm import CALIBRATION, SENTENCES
-
     rng = random.Random(seed)
     pool = [*SENTENCES, *CALIBRATION]
     return [rng.choice(pool) for _ in range(n)]
@@ -105,7 +104,7 @@ def reference_file(cache: Path) -> Path:
     `minilm-cosine` quality reference), made once from the in-process embedding service's."""
     import numpy as np
 
-    from luma.experiments.services.embedding import EmbeddingService, source_hash
+    from luma.experiments.services.embedding import EmbeddingService, source_hash  # imports torch
 
     out = Path(cache) / "endpoint" / f"minilm-reference-{source_hash()}.npz"
     if out.exists():

@@ -16,6 +16,8 @@ import os
 import shutil
 from pathlib import Path
 
+from luma.kernels.sentences import CALIBRATION, SENTENCES
+
 #: Changing any of these changes the model (and its artifact hash).
 CONFIG = {"vocab_size": 512, "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2,
           "num_attention_heads": 2, "num_key_value_heads": 2, "max_position_embeddings": 2048,
@@ -25,8 +27,6 @@ STEPS, BATCH, WINDOW, LR, SEED = 400, 16, 64, 3e-3, 0
 
 def corpus() -> list[str]:
     """The training text: the shipped sentences, rule files and ontology, line by line."""
-    from luma.kernels.minilm import CALIBRATION, SENTENCES
-
     lines = [*SENTENCES, *CALIBRATION]
     for package, suffix in (("luma.rules", ".rq"), ("luma.ontology", ".ttl")):
         for p in sorted(importlib.resources.files(package).iterdir(), key=lambda p: p.name):

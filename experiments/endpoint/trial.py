@@ -19,6 +19,8 @@ from pathlib import Path
 from luma.experiments.endpoint import client, launch
 from luma.experiments.endpoint.service import texts
 from luma.experiments.endpoint.spec import EndpointSpec
+from luma.experiments.energy import Meter
+from luma.experiments.worker import proc_status
 
 #: What an engine says when the data-segment limit refuses it memory (a thread's stack included:
 #: Python's "can't start new thread" under RLIMIT_DATA is a refused stack mapping).
@@ -28,8 +30,6 @@ _OOM_TEXT = ("failed to allocate", "cannot allocate memory", "out of memory", "b
 
 def _proc_status(pid: int) -> dict[str, int]:
     """The server's memory figures ({} once it is gone)."""
-    from luma.experiments.worker import proc_status
-
     try:
         return proc_status(pid)
     except OSError:
@@ -87,8 +87,6 @@ def _classify(tel: dict, res: client.EndpointResult, server, state: dict, phase:
 
 def run(spec: dict) -> dict:
     """Telemetry of one endpoint trial (`spec`: the worker's trial spec plus `endpoint`)."""
-    from luma.experiments.energy import Meter
-
     t_start = time.perf_counter()
     state, load = spec["state"], spec["load"]
     ep_spec = EndpointSpec.model_validate(spec["endpoint"])
