@@ -23,7 +23,14 @@ from dataclasses import dataclass, field
 
 from luma.errors import ConfigError
 from luma.experiments import stats
+from luma.experiments.records import architecture, environment
+from luma.experiments.states import State, describe, resolve
 from luma.kb import units
+from luma.kb.ledger import Ledger
+from luma.kb.prices import NotPriced, state_cost
+from luma.kb.records import pilot_decision
+from luma.kb.records.pex_chain import Level
+from luma.kb.runners import trusted_keys
 
 MIN_PASS = 2
 #: The two record kinds a library reads.
@@ -52,9 +59,6 @@ class LibraryState:
     memory_bytes: float | None = None
 
     def label(self) -> str:
-        from luma.experiments.states import describe
-        from luma.kb.records.pex_chain import Level
-
         parts = [describe(Level.model_validate(self.levels[d])) for d in sorted(self.levels) if d != "runtime"]
         reps = self.settings.get("replicas", 1)
         return " · ".join(parts + [self.variant, *([f"{reps} replicas"] if reps > 1 else []),
@@ -65,16 +69,12 @@ class LibraryState:
                 "settings": dict(self.settings)}
 
     def enforced(self) -> dict:
-        from luma.experiments.states import State, resolve
-
         return State.of(resolve(self.levels)).enforced()
 
 
 def state_key(levels: dict, variant: str, settings: dict) -> str:
     """The stable key of a state (the record helper's, so records and library agree)."""
-    from luma.kb.records.pilot_decision import state_key as key
-
-    return key(levels, variant, settings)
+    return pilot_decision.state_key(levels, variant, settings)
 
 
 def _software(rec: dict) -> dict:
@@ -83,8 +83,6 @@ def _software(rec: dict) -> dict:
 
 
 def current_software() -> dict:
-    from luma.experiments.records import environment
-
     env = environment()
     return {k: env.get(k) for k in SOFTWARE_KEYS}
 
@@ -106,10 +104,6 @@ def _obs(observations: list[dict], metric: str) -> float | None:
 def build(project, contract, prices=None) -> tuple[list[LibraryState], list[str]]:
     """(the library, why records were left out: one line per reason with its count)."""
     from collections import Counter
-
-    from luma.experiments.records import architecture
-    from luma.kb.ledger import Ledger
-    from luma.kb.runners import trusted_keys
 
     wanted = contract.record_contract()
     arch = architecture()["name"]
@@ -203,8 +197,6 @@ def build(project, contract, prices=None) -> tuple[list[LibraryState], list[str]
 
 def price_all(library: list[LibraryState], prices) -> None:
     """Each state's cost per hour from the price table (ConfigError if it cannot be priced)."""
-    from luma.kb.prices import NotPriced, state_cost
-
     for s in library:
         levels = {"compute": float(s.cores)}
         if s.memory_bytes is not None:

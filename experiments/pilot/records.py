@@ -10,6 +10,13 @@ import math
 from pathlib import Path
 
 from luma.experiments.pilot.controller import write_atomic
+from luma.experiments.pilot.window import ratio_ci
+from luma.experiments.records import architecture, provenance
+from luma.experiments.services import get
+from luma.kb.judge import combine
+from luma.kb.knowledge_base import KnowledgeBase
+from luma.kb.records.loader import validate_document
+from luma.kb.runners import project_signer
 
 TOOL = "luma pilot"
 
@@ -26,8 +33,6 @@ def _fig(metric: str, value, unit: str, cls: str, ci=None, source: str | None = 
 
 
 def _realized(ctx, windows: list[dict], seed: int) -> list[dict]:
-    from luma.experiments.pilot.window import ratio_ci
-
     out = []
     cost = ratio_ci([w["cost"] for w in windows], [w["accepted"] for w in windows], seed=seed)
     energy = ratio_ci([w["energy_j"] for w in windows], [w["accepted"] for w in windows], seed=seed + 1)
@@ -59,9 +64,6 @@ def _trial(ctx, w: dict) -> dict:
 
 def decision_record(ctx, pending, outcome: str, window_index: int, windows: list[dict]) -> dict:
     """The pilot-decision record of one finished decision."""
-    from luma.experiments.records import architecture, provenance
-    from luma.experiments.services import get
-
     before = [w for w in windows if w["index"] <= pending.decided_window][-3:]
     cur = ctx.currency
     o, p = pending.observed, pending.prediction
@@ -75,8 +77,6 @@ def decision_record(ctx, pending, outcome: str, window_index: int, windows: list
                  _fig("p95_latency", p.get("p95_latency"), "s", "projected"),
                  _fig("cost_per_accepted", p.get("cost_per_accepted"), f"{cur}/request", "projected")]
     verdicts = [w["verdict"] for w in pending.windows]
-    from luma.kb.judge import combine
-
     doc = {
         "record_type": "pilot-decision", "evidence_class": "measured", "pilot": ctx.run_id,
         "sequence": ctx.decision_seq(), "window": {"start_s": pending.decided_window * ctx.window_s,
@@ -104,8 +104,6 @@ class DecisionWriter:
         self.hashes: list[str] = []
 
     def __call__(self, doc: dict) -> str | None:
-        from luma.kb.runners import project_signer
-
         signer = project_signer(self.project, create=self.record)
         if signer is not None:
             doc = signer.sign(doc, f"{doc['pilot']}: pilot-decision")
@@ -113,9 +111,6 @@ class DecisionWriter:
         write_atomic(path, doc)
         if not self.record:
             return None
-        from luma.kb.knowledge_base import KnowledgeBase
-        from luma.kb.records.loader import validate_document
-
         with KnowledgeBase.open(self.project) as kb:
             kb.ingest([path], submitter=TOOL)
         digest = validate_document(json.loads(path.read_text()), str(path), self.project.home).content_hash

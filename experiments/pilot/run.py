@@ -19,9 +19,18 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from luma.errors import ConfigError
+from luma.experiments import contract as contract_mod, stats
+from luma.experiments.host import cpu
 from luma.experiments.pilot import control, energy, library as lib, trace as trace_mod, window as win
 from luma.experiments.pilot.controller import Segment, write_atomic
 from luma.experiments.pilot.predict import Predictor
+from luma.experiments.pilot.records import DecisionWriter, decision_record
+from luma.experiments.records import architecture
+from luma.experiments.services import get
+from luma.experiments.states import describe
+from luma.kb import prices as prices_mod
+from luma.kb.records.loader import validate_document
+from luma.kb.records.pex_chain import Level
 
 HINDSIGHT_OUTSIDE = 0.01
 FORMAT = 1
@@ -53,8 +62,6 @@ class Context:
 
 
 def _slo(contract) -> float | None:
-    from luma.experiments import stats
-
     ts = [contract.threshold(c) for c in contract.clauses
           if stats.quantile_of(c.metric) and c.metric.endswith("latency")]
     return min(ts) if ts else None
@@ -65,10 +72,6 @@ def prepare(project, contract_ref: str, *, trace_ref: str | None = None, duratio
             seed: int = 0, margin: float | None = None, run_id: str | None = None, orphan_s: float = 900.0,
             started: datetime | None = None, decisions_done: int = 0) -> Context:
     """Check every input and build the run's context; ConfigError before anything starts."""
-    from luma.experiments import contract as contract_mod
-    from luma.experiments.services import get
-    from luma.kb import prices as prices_mod
-
     contract = contract_mod.load(contract_ref, project)
     spec = contract.pilot or contract_mod.PilotSpec()
     if contract.service not in ("embedding", "decoder", "classifier", "matvec"):
@@ -99,8 +102,6 @@ def prepare(project, contract_ref: str, *, trace_ref: str | None = None, duratio
         raise ConfigError(f"kwh is priced in {kwh.currency}, the states in {currency}: LUMA converts no currency",
                           source=table.source, field="kwh.currency")
     service = get(contract.service)
-    from luma.experiments.records import architecture
-
     kind, counter_text = energy.counters()
     power = energy.host_model(architecture()["name"])
     cache = Path(project.home) / "cache" / "artifacts"
@@ -169,8 +170,6 @@ def largest(ctx) -> str:
 def run(ctx, project, *, record: bool = True, baselines: bool = True, progress=lambda seg, w, fig: None,
         resume: bool = False) -> dict:
     """Run the pilot (or resume it) and its baselines; the summary (also written to pilot.json)."""
-    from luma.experiments.pilot.records import DecisionWriter, decision_record
-
     folder = ctx.folder = folder_of(project, ctx.run_id)
     ctx.home = project.home
     folder.mkdir(parents=True, exist_ok=True)
@@ -262,10 +261,6 @@ def run_config(ctx) -> dict:
 def summarize(ctx, segments: list[dict], finished: bool) -> dict:
     """The run's pilot.json (format: docs/pilot.md); decisions are read back from their files,
     a resumed run's earlier ones included."""
-    from luma.experiments.records import architecture
-    from luma.kb.records.loader import validate_document
-    from luma.experiments.host import cpu
-
     decisions = []
     for p in sorted(ctx.folder.glob("decision-*.json")):
         doc = json.loads(p.read_text())
@@ -319,9 +314,6 @@ def _classes(ctx) -> str:
 
 
 def library_row(ctx, s) -> dict:
-    from luma.experiments.states import describe
-    from luma.kb.records.pex_chain import Level
-
     util_w = ctx.power.joules(s.cores, s.cores, 1.0)  # every allotted core busy: at capacity
     return {"key": s.key, "label": s.label(),
             "levels": {d: describe(Level.model_validate(v)) for d, v in s.levels.items()},

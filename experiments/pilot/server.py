@@ -39,6 +39,9 @@ import sys
 import time
 
 from luma.errors import LumaError
+from luma.experiments.services import get
+from luma.experiments.services.replicas import make_engine
+from luma.experiments.worker import prepare_runtime, threads_of
 
 POOL = 64  # payloads prepared per context length (requests cycle through them)
 MAX_LINE = 1 << 16  # bytes in one request line: the pilot's longest (an apply, token included) is ~300
@@ -274,9 +277,6 @@ def _remove_socket(spec: dict, bound: bool = True) -> None:
 def _setup(spec: dict):
     """The trial worker's process set-up (affinity, threads, footprint, memory limit), then the
     artifact, request pools and a warmed engine."""
-    from luma.experiments.services.replicas import make_engine
-    from luma.experiments.worker import prepare_runtime
-
     state = spec["state"]
     service, _, foot = prepare_runtime(spec)
     loaded = service.load(spec["artifact"], {**state, "variant": spec["variant"]})
@@ -315,8 +315,6 @@ def _apply(msg: dict, foot: int, engine, uses_torch: bool, host_cpus: list[int])
         if uses_torch:
             import torch
 
-            from luma.experiments.worker import threads_of
-
             torch.set_num_threads(threads_of({"threads": msg.get("threads"), "replicas": replicas}, cores))
     limit = msg.get("host_memory")
     resource.setrlimit(resource.RLIMIT_DATA, ((foot + limit) if limit else resource.RLIM_INFINITY,
@@ -329,8 +327,6 @@ def _apply(msg: dict, foot: int, engine, uses_torch: bool, host_cpus: list[int])
 
 def serve(spec: dict) -> int:
     """Set up, then serve on the control socket until stopped or orphaned; the exit code."""
-    from luma.experiments.services.replicas import make_engine
-
     t0 = time.perf_counter()
     try:
         token = spec.get("token")
@@ -372,8 +368,6 @@ def serve(spec: dict) -> int:
                     outstanding.add(msg["id"])
                     arrived[msg["id"]] = msg["t"] if msg["t"] is not None else time.perf_counter()
                 elif msg["op"] == "apply":
-                    from luma.experiments.services import get
-
                     host_cpus = spec.get("host_cpus") or list(range(os.cpu_count() or 1))
                     try:
                         why = _apply(msg, foot, engine, getattr(get(spec["service"]), "uses_torch", True), host_cpus)

@@ -24,6 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from luma.errors import ConfigError
+from luma.kb.input_files import CONFIG_FILE, read_text
 
 MAX_RATE = 100_000.0
 MAX_ROWS = 100_000
@@ -184,8 +185,6 @@ def parse(text: str, source: str, name: str, max_context: int | None = None) -> 
 
 def load(ref: str | Path, project=None, max_context: int | None = None) -> Trace:
     """A trace by shipped name or CSV path (within the config-file size limit)."""
-    from luma.kb.input_files import CONFIG_FILE, read_text
-
     path = Path(ref)
     if not path.is_file():
         named = shipped().get(str(ref))
