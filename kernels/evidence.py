@@ -12,6 +12,8 @@ import json
 from datetime import datetime, timezone
 
 from luma.experiments.host import describe
+from luma.kb.knowledge_base import KnowledgeBase
+from luma.kb.runners import project_signer
 
 _ENV_KEYS = ("cpu_model", "isa", "logical_cpus", "usable_cpus", "machine", "python", "numpy", "torch",
              "torch_cpu_capability", "torch_threads")
@@ -57,7 +59,7 @@ def _method(row: dict) -> dict:
 
 def evaluation_records(model: str, rows: list[dict], artifact: str, env: dict | None = None) -> list[dict]:
     """Records of `luma kernels evaluate` rows (digits accuracy or MiniLM cosine similarity)."""
-    from luma.kernels import minilm
+    from luma.kernels import minilm  # imports torch
 
     env = env or describe()
     out = []
@@ -122,8 +124,6 @@ def pareto_records(model: str, study, artifact: str, env: dict | None = None) ->
 def save_and_ingest(records: list[dict], kind: str, project):
     """Sign the records with the project's runner key, write them as JSON Lines under
     $LUMA_HOME/results/ and ingest them into `project` (Settings); return (path, IngestReport)."""
-    from luma.kb.knowledge_base import KnowledgeBase
-    from luma.kb.runners import project_signer
     settings = project
     signer = project_signer(settings)  # before the KB opens: a first key is trusted through it
     records = [signer.sign(r, f"luma kernels {kind}: record {i}") for i, r in enumerate(records, 1)]
