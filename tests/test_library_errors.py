@@ -53,7 +53,8 @@ def _flags_as_values(path: Path):
 
 
 #: Modules that build another program's command line (its flags are values there, not ours).
-FOREIGN_ARGV = {"experiments/endpoint/aiperf.py", "experiments/endpoint/engines.py", "experiments/endpoint/gguf.py"}
+FOREIGN_ARGV = {"experiments/endpoint/aiperf.py", "experiments/endpoint/engines.py", "experiments/endpoint/gguf.py",
+                "experiments/host.py"}
 
 
 def test_library_errors_name_no_flag():
