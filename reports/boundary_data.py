@@ -12,10 +12,9 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
-from luma.errors import UnknownName
+from luma.errors import NothingToReport, UnknownName
 from luma.kb.vocab import LUMA, PROV, QUDT, RDFS
 from luma.reports.fmt import class_name, dim_key, quantity
-from luma.reports.render import NothingToReport
 from luma.rules.derivations import Derivation, derivation
 from luma.rules.state import DERIVED
 

@@ -12,7 +12,7 @@ from luma.kb.records import kinds
 from luma.kb.scope import Scope
 from luma.kb.vocab import LUMA, ONTOLOGY_GRAPH
 from luma.reports.boundary_data import PREFIXES
-from luma.reports.render import NothingToReport
+from luma.errors import NothingToReport
 from luma.rules.state import DERIVED
 
 FULL_LIST = 2000

@@ -23,10 +23,6 @@ from luma.reports import md_escape
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 
 
-class NothingToReport(LumaError):
-    """The KB holds nothing a report could be made of (no chain, no rules run ...)."""
-
-
 @dataclass
 class Table:
     """Rows of text cells under named columns; `note` says what was left out."""

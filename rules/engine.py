@@ -23,7 +23,8 @@ from pathlib import Path
 
 from luma.kb.vocab import ID, LUMA, PROV
 from luma.rules.analysis import Analysed, analyse_cached, check_rule_cached, dependency_graph, keys_meet, strata
-from luma.rules.loader import Rule, RuleError, load_all, render, resolve_params
+from luma.errors import RuleError
+from luma.rules.loader import Rule, load_all, render, resolve_params
 from luma.rules.run_report import RuleRun, RunReport
 from luma.rules.sealing import refuse_unsealed
 from luma.rules.state import DERIVED, RunState, StateStore

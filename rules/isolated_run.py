@@ -43,14 +43,14 @@ from pathlib import Path
 
 import pyoxigraph as ox
 
-from luma.errors import ConfigError, LumaError, QueryError, QueryRefused, StoreBusy, StoreError
+from luma.errors import (BadParam, BelowFloor, ConfigError, ContractError, HardwareError, LumaError, QueryError,
+                         QueryRefused, RuleError, StateError, StoreBusy, StoreError, TrustError)
 from luma.kb import access
 from luma.kb.isolated_query import kill_group, last_json, mib, vm_data
 from luma.kb.sandbox import deny_network
 from luma.kb.stores.embedded import EmbeddedStore
 from luma.kb.vocab import ID
 from luma.rules import exploratory as explore
-from luma.rules.loader import BadParam, BelowFloor, RuleError
 from luma.rules.run_report import RunReport
 from luma.rules.state import DERIVED, StateStore
 from luma.settings import Settings
@@ -61,7 +61,7 @@ _RULES = ID + "rules"
 _RUST_OOM = "memory allocation of"
 #: Errors the child may report, by class name (anything else arrives as a StoreError).
 _ERRORS = {cls.__name__: cls for cls in (RuleError, BadParam, BelowFloor, QueryError, QueryRefused, StoreError,
-                                         StoreBusy, ConfigError)}
+                                         StoreBusy, ConfigError, ContractError, StateError, HardwareError, TrustError)}
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
-from luma.errors import ConfigError
+from luma.errors import StateError
 from luma.experiments import stats
 from luma.kb import units
 
@@ -203,7 +203,8 @@ def build(project, contract, prices=None) -> tuple[list[LibraryState], list[str]
 
 def price_all(library: list[LibraryState], prices) -> None:
     """Each state's cost per hour from the price table (ConfigError if it cannot be priced)."""
-    from luma.kb.prices import NotPriced, state_cost
+    from luma.errors import NotPriced
+    from luma.kb.prices import state_cost
 
     for s in library:
         levels = {"compute": float(s.cores)}
@@ -212,7 +213,7 @@ def price_all(library: list[LibraryState], prices) -> None:
         try:
             cost, used = state_cost(levels, prices)
         except NotPriced as exc:
-            raise ConfigError(f"state {s.label()} cannot be priced: {exc}", source=prices.source) from None
+            raise StateError(f"state {s.label()} cannot be priced: {exc}", source=prices.source) from None
         s.cost_per_hour, s.currency = cost, used[0].currency
 
 
@@ -221,6 +222,6 @@ def find(library: list[LibraryState], key: str) -> LibraryState:
     for s in library:
         if s.key == key:
             return s
-    raise ConfigError(f"state {key!r} is not in the qualified-state library of this contract "
+    raise StateError(f"state {key!r} is not in the qualified-state library of this contract "
                       f"({', '.join(s.key for s in library) or 'empty'}); a pilot applies library states only",
                       field="state")

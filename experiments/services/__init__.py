@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from luma.errors import UnknownName
+from luma.errors import ContractError, UnknownName
 
 #: service name -> "module:Class", imported only when asked for (each pulls in torch).
 SERVICES = {
@@ -21,7 +21,7 @@ def get(name: str):
     if name == "openai-endpoint":
         from luma.errors import ConfigError
 
-        raise ConfigError("an openai-endpoint service is described by its contract's [service] table; "
+        raise ContractError("an openai-endpoint service is described by its contract's [service] table; "
                           "this command serves the in-process services only", field="service")
     if name not in SERVICES:
         raise UnknownName(f"unknown service {name!r} (known: {', '.join(sorted(SERVICES))})", field="service")

@@ -9,7 +9,8 @@ import dataclasses
 import pytest
 
 from luma.rules.analysis import analyse, analyse_cached
-from luma.rules.loader import RuleError, load_all, parse
+from luma.errors import RuleError
+from luma.rules.loader import load_all, parse
 
 
 def _fields(a):

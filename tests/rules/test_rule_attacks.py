@@ -23,7 +23,8 @@ from luma.kb.synthetic import mark_bench_project, write_jsonl
 from luma.rules import analysis
 from luma.rules.analysis import analyse
 from luma.rules.engine import Engine
-from luma.rules.loader import RuleError, load_all
+from luma.errors import RuleError
+from luma.rules.loader import load_all
 from luma.rules.state import DERIVED
 from luma.settings import Settings
 from tests.listener import LEAKED, listener  # noqa: F401 (a fixture, used by name)
