@@ -149,7 +149,7 @@ def run_cmd(params: tuple[str, ...], full: bool, exploratory: bool, workers: int
 def bench_cmd(records: str, incremental: int, repeat: int, rdflib_max: int, rdflib_timeout: float, fmt: str) -> None:
     """The rule set to fixpoint on synthetic chains: full run, re-run, incremental run, rdflib beside it."""
     from luma.cli.progress import Tracker, sizes_plan
-    from luma.rules.bench import run_bench
+    from luma.rules.engine_bench import run_bench
 
     try:
         sizes = [int(x) for x in records.split(",") if x.strip()]

@@ -139,7 +139,7 @@ def run_bench(sizes: list[int], extra: int = 1000, rdflib_max: int = 1000, rdfli
 def _child(args: list[str], timeout: float | None = None) -> dict:
     from luma.kb.bench import run_child
 
-    return run_child("luma.rules.bench", args, timeout)
+    return run_child("luma.rules.engine_bench", args, timeout)
 
 
 if __name__ == "__main__":
