@@ -8,11 +8,11 @@ the store's order (DESIGN §9: Oxigraph spent 28 of 36 s sorting 36k rows by IRI
 
 from __future__ import annotations
 
+from luma.errors import NothingToReport
 from luma.kb.records import kinds
 from luma.kb.scope import Scope
 from luma.kb.vocab import LUMA, ONTOLOGY_GRAPH
 from luma.reports.boundary_data import PREFIXES
-from luma.errors import NothingToReport
 from luma.rules.state import DERIVED
 
 FULL_LIST = 2000

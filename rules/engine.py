@@ -21,9 +21,9 @@ from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from luma.errors import RuleError
 from luma.kb.vocab import ID, LUMA, PROV
 from luma.rules.analysis import Analysed, analyse_cached, check_rule_cached, dependency_graph, keys_meet, strata
-from luma.errors import RuleError
 from luma.rules.loader import Rule, load_all, render, resolve_params
 from luma.rules.run_report import RuleRun, RunReport
 from luma.rules.sealing import refuse_unsealed

@@ -8,8 +8,8 @@ import dataclasses
 
 import pytest
 
-from luma.rules.analysis import analyse, analyse_cached
 from luma.errors import RuleError
+from luma.rules.analysis import analyse, analyse_cached
 from luma.rules.loader import load_all, parse
 
 
