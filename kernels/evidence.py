@@ -11,6 +11,8 @@ from __future__ import annotations
 import json
 from datetime import datetime, timezone
 
+from luma.kb.knowledge_base import KnowledgeBase
+from luma.kb.runners import project_signer
 from luma.kernels.environment import describe
 
 _ENV_KEYS = ("cpu_model", "isa", "logical_cpus", "usable_cpus", "machine", "python", "numpy", "torch",
@@ -57,7 +59,7 @@ def _method(row: dict) -> dict:
 
 def evaluation_records(model: str, rows: list[dict], artifact: str, env: dict | None = None) -> list[dict]:
     """Records of `luma kernels evaluate` rows (digits accuracy or MiniLM cosine similarity)."""
-    from luma.kernels import minilm
+    from luma.kernels import minilm  # torch (~2 s): the records of the digits rows need none of it
 
     env = env or describe()
     out = []
@@ -122,8 +124,6 @@ def pareto_records(model: str, study, artifact: str, env: dict | None = None) ->
 def save_and_ingest(records: list[dict], kind: str, project):
     """Sign the records with the project's runner key, write them as JSON Lines under
     $LUMA_HOME/results/ and ingest them into `project` (Settings); return (path, IngestReport)."""
-    from luma.kb.knowledge_base import KnowledgeBase
-    from luma.kb.runners import project_signer
     settings = project
     signer = project_signer(settings)  # before the KB opens: a first key is trusted through it
     records = [signer.sign(r, f"luma kernels {kind}: record {i}") for i, r in enumerate(records, 1)]

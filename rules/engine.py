@@ -21,6 +21,8 @@ from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import pyoxigraph as ox
+
 from luma.errors import RuleError
 from luma.kb.vocab import ID, LUMA, PROV
 from luma.rules.analysis import Analysed, analyse_cached, check_rule_cached, dependency_graph, keys_meet, strata
@@ -218,8 +220,6 @@ class Engine:
 
     def _present(self, graph: str, quads: set[bytes]) -> set[bytes]:
         """Those of `quads` (N-Quads lines in `graph`) that the store's `graph` holds already."""
-        import pyoxigraph as ox
-
         out: set[bytes] = set()
         lines = sorted(quads)
         for i in range(0, len(lines), 2000):

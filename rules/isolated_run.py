@@ -195,6 +195,7 @@ def _failure(status: dict, limits: RunLimits, undone: str | None) -> LumaError:
 
 def _run_here(kb, overrides: dict, full: bool, workers: int | None, exploratory: bool) -> RunReport:
     """The run in this process (the engine imported here, not by the parent of a child)."""
+    # rdflib's algebra (~0.7 s): only the process that runs the rules loads the engine
     from luma.rules.engine import Engine
 
     if exploratory:
@@ -319,7 +320,7 @@ def _die_with_parent(parent: int) -> None:
 def main() -> int:
     _die_with_parent(int(sys.argv[1]))
     # The engine's imports (rdflib's algebra, networkx: ~0.7 s) now, while the parent opens the KB.
-    import luma.rules.engine  # noqa: F401
+    import luma.rules.engine  # noqa: F401 - preloaded in the child only (the parent never loads the engine)
     spec = json.loads(sys.stdin.buffer.read())  # the parent sends it once the store is free
     status = _child(spec)
     # Lift the memory limit first: writing the status line must not be what fails.

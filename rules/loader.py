@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from luma.errors import BadParam, BelowFloor, RuleError
+from luma.kb.vocab import LUMA
 
 _HEADER = re.compile(r"^#\s*([a-z_]+)\s*:\s*(.*?)\s*$")
 _PARAM = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)\s*=\s*(\S+)\s*:\s*(integer|decimal|string|boolean)\s*:\s*(.+)$")
@@ -182,8 +183,6 @@ def parse(text: str, path: str) -> Rule:
 
 def _expand(term: str, path: str) -> str:
     """A `# context:` predicate: `luma:name` or `<iri>`."""
-    from luma.kb.vocab import LUMA
-
     if term.startswith("<") and term.endswith(">"):
         return term[1:-1]
     if term.startswith("luma:"):
