@@ -70,17 +70,17 @@ def probe_cmd(contract_ref: str, url: str | None, repetitions: int, fmt: str) ->
     recorded: LUMA did not set (or see) the server's machine state, so these trials qualify no
     boundary — give the contract a launch command for that (`luma sprint run`)."""
     from luma.cli.project import settings
-    from luma.errors import ConfigError
+    from luma.errors import ContractError
     from luma.experiments import contract, states, trial
     from luma.experiments.endpoint.service import EndpointService
 
     c = contract.load(contract_ref, settings())
     if c.endpoint is None:
-        raise ConfigError("probe drives an openai-endpoint service; this contract's service runs in-process "
+        raise ContractError("probe drives an openai-endpoint service; this contract's service runs in-process "
                           "(`luma sprint run`)", field="service")
     base = url or c.endpoint.base_url
     if not base:
-        raise ConfigError("no server to probe: give --url, or set service.base_url in the contract", field="base_url")
+        raise ContractError("no server to probe: give --url, or set service.base_url in the contract", field="base_url")
     ep = c.endpoint.model_copy(update={"launch": None, "base_url": base, "pre_launch": []})
     c = c.model_copy(update={"endpoint": ep})
     svc = EndpointService(ep)

@@ -75,7 +75,7 @@ def evaluate(model_name: str, bits: str, granularity: str, mode: str, seed: int,
 @project(WRITE, when=lambda p: p["record"])
 def bench(threads: int, quick: bool, record: bool, fmt: str) -> None:
     """Quantize throughput vs copy bandwidth; int8 Linear vs fp32 and the peers."""
-    from luma.kernels.bench import run
+    from luma.kernels.int8_bench import run
 
     try:
         result = run(threads, quick)

@@ -24,7 +24,7 @@ def _contract(ref: str):
     from pathlib import Path
 
     from luma.cli.project import settings
-    from luma.errors import ConfigError
+    from luma.errors import ConfigError, ContractError
     from luma.experiments import contract
 
     own = {p.name[:-5]: Path(str(p)) for p in importlib.resources.files("luma.experiments.model.contracts").iterdir()
@@ -37,7 +37,7 @@ def _contract(ref: str):
         if Path(ref).exists() or "(shipped:" not in exc.message:
             raise  # a file that is there but wrong: its own error
         names = sorted({*contract.shipped(), *own})
-        raise ConfigError(f"no contract file or shipped contract named {ref!r} (known: {', '.join(names)})",
+        raise ContractError(f"no contract file or shipped contract named {ref!r} (known: {', '.join(names)})",
                           source=ref) from None
 
 

@@ -81,7 +81,7 @@ def default_space(contract, state_text: str | None, llm_ref: str | None):
     prices, quality per precision and accelerator counts. None for a contract that is not an
     LLM's, or with --llm when no shipped space prices the accelerator."""
     from luma.cli.project import settings
-    from luma.errors import ConfigError
+    from luma.errors import ConfigError, ContractError
     from luma.experiments.model import space
 
     if contract.service != "decoder":
@@ -100,7 +100,7 @@ def default_space(contract, state_text: str | None, llm_ref: str | None):
         return candidate
     if llm_ref:
         return None
-    raise ConfigError(f"no shipped space prices accelerator_type {wanted!r}: give --space SPACE.toml with a [cost] "
+    raise ContractError(f"no shipped space prices accelerator_type {wanted!r}: give --space SPACE.toml with a [cost] "
                       f"entry for it (shipped: {', '.join(sorted(space.shipped()))})", field="--space")
 
 

@@ -92,7 +92,7 @@ def run_cmd(contract_ref, trace_ref, duration, rate_scale, window_s, price_path,
     from rich.console import Console
 
     from luma.cli.project import settings
-    from luma.errors import ConfigError
+    from luma.errors import ConfigError, StateError
     from luma.experiments.pilot import run as pilot_run
 
     s = settings()
@@ -115,7 +115,7 @@ def run_cmd(contract_ref, trace_ref, duration, rate_scale, window_s, price_path,
                                 started=datetime.fromisoformat(cfg["started"]), decisions_done=done)
         missing = sorted(set(cfg["library"]) - {x.key for x in ctx.library})
         if missing:
-            raise ConfigError(f"state(s) {', '.join(missing)} of the run left the library since it started "
+            raise StateError(f"state(s) {', '.join(missing)} of the run left the library since it started "
                               "(stale or revoked): the run cannot resume", field="resume")
     else:
         if not contract_ref:

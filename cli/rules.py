@@ -88,7 +88,8 @@ def run_cmd(params: tuple[str, ...], full: bool, exploratory: bool, workers: int
     from luma.kb.knowledge_base import KnowledgeBase
     from luma.rules import exploratory as explore
     from luma.rules.isolated_run import RuleProcess, RunLimits, run_rules, runs_isolated
-    from luma.rules.loader import BadParam, BelowFloor, RuleError, load_all, resolve_params
+    from luma.errors import BadParam, BelowFloor, RuleError
+    from luma.rules.loader import load_all, resolve_params
     from luma.cli.project import settings as command_settings
     from luma.settings import MIN_QUERY_MEMORY, parse_size
 
@@ -148,7 +149,7 @@ def run_cmd(params: tuple[str, ...], full: bool, exploratory: bool, workers: int
 def bench_cmd(records: str, incremental: int, repeat: int, rdflib_max: int, rdflib_timeout: float, fmt: str) -> None:
     """The rule set to fixpoint on synthetic chains: full run, re-run, incremental run, rdflib beside it."""
     from luma.cli.progress import Tracker, sizes_plan
-    from luma.rules.bench import run_bench
+    from luma.rules.engine_bench import run_bench
 
     try:
         sizes = [int(x) for x in records.split(",") if x.strip()]

@@ -127,7 +127,7 @@ def sign_cmd(files: tuple[Path, ...], key_name: str | None, out: Path | None, fm
     """Sign every record of FILES (JSON, JSON Lines, YAML) over its content hash, adding an
     attestation block. Every record is validated first; any error names the file and field,
     and nothing is written."""
-    from luma.errors import ConfigError
+    from luma.errors import TrustError
     from luma.kb import attestation
     from luma.kb.runners import signer
     from luma.kb.signed_files import sign_files
@@ -136,7 +136,7 @@ def sign_cmd(files: tuple[Path, ...], key_name: str | None, out: Path | None, fm
     settings = command_settings()
     name = key_name or attestation.default_key(settings.home, settings.runner_key)
     if name is None:
-        raise ConfigError("this project has no runner key (`luma runner keygen` makes one)", source="--key")
+        raise TrustError("this project has no runner key (`luma runner keygen` makes one)", source="--key")
     s = signer(settings.home, name)
     written = sign_files(list(files), s, out)
     rows = [{"file": str(path), "records": n, "key": s.name, "fingerprint": s.fingerprint} for path, n in written]

@@ -30,14 +30,10 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
-from luma.errors import LumaError
+from luma.errors import CharacterizeError
 
 TOOL = "luma machine characterize"
 PRECISIONS = ("fp32", "bf16", "int8")
-
-
-class CharacterizeError(LumaError):
-    """A measurement of this host failed (a probe crashed, timed out or returned nothing)."""
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ from typing import Annotated, Literal
 from pydantic import Field, StrictFloat, StrictInt, ValidationError, field_validator, model_validator
 
 from luma import names
-from luma.errors import ConfigError
+from luma.errors import ConfigError, ContractError
 from luma.experiments import stats
 from luma.experiments.endpoint.spec import KIND as ENDPOINT, EndpointSpec
 from luma.kb import units
@@ -203,7 +203,7 @@ def load(ref: str | Path, project=None) -> Contract:
     if not path.is_file():
         named = shipped().get(str(ref))
         if named is None and not path.exists():
-            raise ConfigError(f"no contract file or shipped contract named {str(ref)!r} "
+            raise ContractError(f"no contract file or shipped contract named {str(ref)!r} "
                               f"(shipped: {', '.join(sorted(shipped()))})", source=str(ref))
         path = named or path  # something that is not a regular file: read_text says what it is
     # An untrusted file: at most LUMA_MAX_CONFIG_FILE_BYTES, never a FIFO or a device.
@@ -218,4 +218,4 @@ def load(ref: str | Path, project=None) -> Contract:
         if field and field.split(".")[0] == "endpoint":  # the file calls it the [service] table
             field = "service" + field[len("endpoint"):]
             message = message.replace("endpoint.", "service.", 1) if message.startswith("endpoint.") else message
-        raise ConfigError(message, source=str(path), field=field) from None
+        raise ContractError(message, source=str(path), field=field) from None

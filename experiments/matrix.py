@@ -19,7 +19,7 @@ import hashlib
 import json
 from pathlib import Path
 
-from luma.errors import ConfigError
+from luma.errors import ConfigError, ContractError, StateError
 from luma.experiments import states
 
 KIND = "pex-experiment-matrix"
@@ -43,11 +43,11 @@ def read(path: Path, project) -> dict:
     doc = parse_json(read_text(Path(path), RECORD_FILE.under(project)), source)
     matrix = doc.get("matrix") if isinstance(doc, dict) and "matrix" in doc else doc
     if not isinstance(matrix, dict) or matrix.get("kind") != KIND:
-        raise ConfigError(f"not an experiment matrix (its kind must be {KIND!r})", source=source, field="kind")
+        raise ContractError(f"not an experiment matrix (its kind must be {KIND!r})", source=source, field="kind")
     if matrix.get("frozen") is not True:
-        raise ConfigError("the matrix is not frozen", source=source, field="frozen")
+        raise ContractError("the matrix is not frozen", source=source, field="frozen")
     if matrix.get("sha256") != digest(matrix):
-        raise ConfigError("the matrix was edited after it was frozen (its sha256 does not match its content)",
+        raise ContractError("the matrix was edited after it was frozen (its sha256 does not match its content)",
                           source=source, field="sha256")
     return matrix
 
@@ -58,11 +58,11 @@ def _contract(matrix: dict, project, source: str):
     frozen = matrix.get("contract") or {}
     name = frozen.get("name")
     if not isinstance(name, str) or name not in contract_mod.shipped() and not Path(name).is_file():
-        raise ConfigError(f"{name!r} is not a contract a sprint runs on this host (shipped: "
+        raise ContractError(f"{name!r} is not a contract a sprint runs on this host (shipped: "
                           f"{', '.join(sorted(contract_mod.shipped()))})", source=source, field="contract.name")
     c = contract_mod.load(name, project)
     if c.record_contract()["clauses"] != frozen.get("clauses"):
-        raise ConfigError(f"the matrix was frozen with other clauses than contract {name!r} has now",
+        raise ContractError(f"the matrix was frozen with other clauses than contract {name!r} has now",
                           source=source, field="contract.clauses")
     return c
 
@@ -74,13 +74,13 @@ def _state_levels(state: dict, where: str, source: str, contract) -> dict[str, s
     for key, value in state.items():
         if key in _LOAD:
             if str(load.get(key)) != str(value):
-                raise ConfigError(f"{key} {value} is not the contract's load ({load.get(key)}): a sprint measures at "
+                raise ContractError(f"{key} {value} is not the contract's load ({load.get(key)}): a sprint measures at "
                                   "the contract's load", source=source, field=f"{where}.{key}")
             continue
         if key == "variant":
             continue  # the configuration says which variant runs
         if key not in states.ENFORCED:
-            raise ConfigError(f"{key!r} is not a dimension this host enforces ({', '.join(states.ENFORCED)})",
+            raise StateError(f"{key!r} is not a dimension this host enforces ({', '.join(states.ENFORCED)})",
                               source=source, field=f"{where}.{key}")
         out[key] = str(value)
     return out
@@ -96,24 +96,24 @@ def to_plan(matrix: dict, project, source: str = "matrix"):
     c = _contract(matrix, project, source)
     dim = matrix.get("dimension")
     if dim not in states.ENFORCED:
-        raise ConfigError(f"{dim!r} is not a dimension this host enforces ({', '.join(states.ENFORCED)})",
+        raise StateError(f"{dim!r} is not a dimension this host enforces ({', '.join(states.ENFORCED)})",
                           source=source, field="dimension")
     configs = matrix.get("configurations") or []
     base_i = next((i for i, cf in enumerate(configs) if not cf.get("intervention")), None)
     if base_i is None:
-        raise ConfigError("no baseline configuration (one without an intervention)", source=source,
+        raise ContractError("no baseline configuration (one without an intervention)", source=source,
                           field="configurations")
     levels, base, start = [], None, None
     for j, s in enumerate(configs[base_i].get("states") or []):
         where = f"configurations[{base_i}].states[{j}].state"
         lv = _state_levels(s.get("state") or {}, where, source, c)
         if dim not in lv:
-            raise ConfigError(f"the state has no {dim} level", source=source, field=f"{where}.{dim}")
+            raise StateError(f"the state has no {dim} level", source=source, field=f"{where}.{dim}")
         level = lv.pop(dim)
         if base is None:
             base = lv
         elif lv != base:
-            raise ConfigError(f"the state differs from the first in more than {dim}: {lv} vs {base}", source=source,
+            raise StateError(f"the state differs from the first in more than {dim}: {lv} vs {base}", source=source,
                               field=where)
         if level not in levels:
             levels.append(level)
@@ -124,20 +124,20 @@ def to_plan(matrix: dict, project, source: str = "matrix"):
     for i, cf in enumerate(configs):
         name = cf.get("intervention")
         if name and name not in service.interventions:
-            raise ConfigError(f"{name!r} is not an intervention this host's {c.service} service applies (it has: "
+            raise ContractError(f"{name!r} is not an intervention this host's {c.service} service applies (it has: "
                               f"{', '.join(sorted(service.interventions))})", source=source,
                               field=f"configurations[{i}].intervention")
         intervention = intervention or name
     reps = matrix.get("repetitions")
     if not isinstance(reps, int) or isinstance(reps, bool) or not 1 <= reps <= 20:
-        raise ConfigError(f"repetitions must be a whole number from 1 to 20, got {reps!r}", source=source,
+        raise ContractError(f"repetitions must be a whole number from 1 to 20, got {reps!r}", source=source,
                           field="repetitions")
     c = c.model_copy(update={"state": {**c.state, **(base or {})}})
     try:
         return sprint_mod.plan(c, dim, levels, intervention, reps, start)
     except ConfigError as exc:  # levels: name the matrix's field
         field = {"levels": f"configurations[{base_i}].states"}.get(exc.field or "", exc.field)
-        raise ConfigError(exc.message, source=source, field=field) from None
+        raise ContractError(exc.message, source=source, field=field) from None
 
 
 def freeze(plan, predicted: list[str] | None = None, evidence_class: str = "simulated") -> dict:

@@ -56,14 +56,14 @@ def batches_for(contract, batches, replicas: int = 1) -> list[int]:
 def run(contract, state: State, cache, threads: list[int] | None = None, batches=BATCHES,
         record=lambda t: None, progress=lambda msg: None, variants: list[str] | None = None,
         replicas: list[int] | None = None) -> dict:
-    from luma.errors import ConfigError
+    from luma.errors import ContractError
     from luma.experiments.services import get
 
     service = get(contract.service)
     known = ["fp32", *dict.fromkeys(service.interventions.values())]
     unknown = [v for v in variants or [] if v not in known]
     if unknown:
-        raise ConfigError(f"the {contract.service} service has no variant {unknown[0]!r} (it has: {', '.join(known)})",
+        raise ContractError(f"the {contract.service} service has no variant {unknown[0]!r} (it has: {', '.join(known)})",
                           field="variants")
     variants = variants or known
     cores = state.enforced().get("compute") or 1

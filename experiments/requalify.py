@@ -16,7 +16,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from luma.errors import ConfigError, LumaError
+from luma.errors import ConfigError, ContractError, LumaError
 from luma.kb.vocab import ID, LUMA
 
 _QB = ID + "graph/derived/qualified-boundary"
@@ -124,7 +124,7 @@ def target(settings, chain: str, content_hash: str, folders: dict[str, Path], le
                           field="CHAIN")
     c = contracts.load(shipped, settings)
     if c.record_contract() != rec["contract"]:
-        raise ConfigError(f"chain {chain}: the shipped contract {name!r} is not the one it was measured under",
+        raise ContractError(f"chain {chain}: the shipped contract {name!r} is not the one it was measured under",
                           field="CHAIN")
     levels = [x if isinstance(x, str) else f"{x.value:g} {x.unit}".strip() for x in (c.sprint.levels or [])] \
         if c.sprint else []

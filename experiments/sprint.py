@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-from luma.errors import ConfigError
+from luma.errors import ConfigError, ContractError, StateError
 from luma.experiments import search, states
 from luma.experiments.contract import Contract
 from luma.experiments.search import Boundary
@@ -75,35 +75,35 @@ def plan(contract: Contract, dimension: str | None = None, levels: list | None =
     spec = contract.sprint
     dimension = dimension or (spec.dimension if spec else None)
     if not dimension:
-        raise ConfigError("no dimension to sweep: give one, or set [sprint].dimension in the contract", field="dimension")
+        raise ContractError("no dimension to sweep: give one, or set [sprint].dimension in the contract", field="dimension")
     if dimension not in states.ENFORCED + states.HOOKED:
-        raise ConfigError(f"unknown or unenforceable dimension {dimension!r} (this host enforces: "
+        raise StateError(f"unknown or unenforceable dimension {dimension!r} (this host enforces: "
                           f"{', '.join(states.ENFORCED)}; an endpoint's hooks also set "
                           f"{', '.join(states.HOOKED)})", field="dimension")
     allowed = _SERVICE_DIMENSIONS.get(dimension)
     if allowed and contract.service not in allowed:
-        raise ConfigError(f"the {contract.service} service has no {dimension}", field="dimension")
+        raise ContractError(f"the {contract.service} service has no {dimension}", field="dimension")
     endpoint = contract.endpoint
     for dim in [dimension, *contract.state]:
         if endpoint is not None and not endpoint.sets(dim):
             why = ("it has no launch command (a running server's state cannot be changed)" if endpoint.launch is None
                    else f"no hook of its [service] table sets {dim}")
-            raise ConfigError(f"the endpoint service cannot take a {dim} level: {why}", field="dimension")
+            raise StateError(f"the endpoint service cannot take a {dim} level: {why}", field="dimension")
     raw = levels if levels is not None else (spec.levels if spec else None)
     if not raw or len(raw) < 2:
-        raise ConfigError("a sprint needs at least two levels (give them, or set [sprint].levels in the contract)",
+        raise ContractError("a sprint needs at least two levels (give them, or set [sprint].levels in the contract)",
                           field="levels")
     parsed = [states.parse_level(dimension, x) for x in raw]
     for lv in parsed:
         states.base_value(dimension, lv)  # an impossible level fails here, before any trial
     kinds = {states.unit_kind(dimension, lv) for lv in parsed}
     if len(kinds) > 1:
-        raise ConfigError(f"levels mix units of different kinds ({', '.join(sorted(kinds))})", field="levels")
+        raise StateError(f"levels mix units of different kinds ({', '.join(sorted(kinds))})", field="levels")
     if dimension == "kv_cache" and contract.endpoint is None and kinds != {"byte"}:
-        raise ConfigError(f"the {contract.service} service sizes its KV cache in bytes", field="levels")
+        raise StateError(f"the {contract.service} service sizes its KV cache in bytes", field="levels")
     keys = [states.order_key(dimension, lv) for lv in parsed]  # raises on an impossible level
     if len(set(keys)) != len(keys):
-        raise ConfigError("levels repeat a value", field="levels")
+        raise StateError("levels repeat a value", field="levels")
     ordered = [lv for _, lv in sorted(zip(keys, parsed), key=lambda p: p[0])]
     base = states.resolve(contract.state, skip=dimension)
     service = for_contract(contract)
@@ -111,12 +111,12 @@ def plan(contract: Contract, dimension: str | None = None, levels: list | None =
     variant = None
     if intervention:
         if intervention not in service.interventions:
-            raise ConfigError(f"the {contract.service} service has no intervention {intervention!r} "
+            raise ContractError(f"the {contract.service} service has no intervention {intervention!r} "
                               f"(it has: {', '.join(sorted(service.interventions))})", field="intervention")
         variant = service.interventions[intervention]
     reps = repetitions or (spec.repetitions if spec else 3)
     if reps < 1:
-        raise ConfigError("repetitions must be at least 1", field="repetitions")
+        raise ContractError("repetitions must be at least 1", field="repetitions")
     start = None
     if start_level is not None:  # the level nearest the prediction
         key, ordered_keys = states.order_key(dimension, states.parse_level(dimension, start_level)), sorted(keys)

@@ -18,7 +18,7 @@ import os
 import re
 from dataclasses import dataclass
 
-from luma.errors import ConfigError
+from luma.errors import HardwareError, StateError
 from luma.kb import units
 from luma.kb.records.pex_chain import Level
 
@@ -64,7 +64,7 @@ def parse_level(dim: str, spec) -> Level:
         return Level(value=text if text.startswith("ATEN_CPU_CAPABILITY=") else f"ATEN_CPU_CAPABILITY={text}")
     m = re.match(r"^([0-9]+(?:\.[0-9]+)?)\s*([A-Za-z/ ]*)$", text)
     if not m:
-        raise ConfigError(f"level {text!r} is not a number with a unit (e.g. '512 MiB', '2 core')", field=dim)
+        raise StateError(f"level {text!r} is not a number with a unit (e.g. '512 MiB', '2 core')", field=dim)
     value = float(m.group(1))
     return Level(value=int(value) if value.is_integer() else value, unit=m.group(2).strip() or _CANONICAL.get(dim))
 
@@ -72,49 +72,49 @@ def parse_level(dim: str, spec) -> Level:
 def base_value(dim: str, level: Level):
     """The level in the unit the worker enforces (cores, bytes, ISA name); checks it fits this host."""
     if dim not in ENFORCED + HOOKED:
-        raise ConfigError(f"dimension {dim!r} cannot be enforced on this host (enforced here: "
+        raise StateError(f"dimension {dim!r} cannot be enforced on this host (enforced here: "
                           f"{', '.join(ENFORCED + HOOKED)})", field="dimension")
     if dim == "runtime":
         m = _RUNTIME.match(str(level.value))
         if not m or level.unit is not None:
-            raise ConfigError(f"runtime level {level.value!r} must be ATEN_CPU_CAPABILITY=default|avx2|avx512",
+            raise StateError(f"runtime level {level.value!r} must be ATEN_CPU_CAPABILITY=default|avx2|avx512",
                               field=dim)
         isa = m.group(1)
         missing = _ISA_FLAGS[isa] - cpu_flags()
         if missing:
-            raise ConfigError(f"this CPU cannot run ISA level {isa!r} (lacks {', '.join(sorted(missing))})", field=dim)
+            raise HardwareError(f"this CPU cannot run ISA level {isa!r} (lacks {', '.join(sorted(missing))})", field=dim)
         return isa
     if isinstance(level.value, str) or level.unit is None:
-        raise ConfigError(f"level of {dim} needs a number and a unit", field=dim)
+        raise StateError(f"level of {dim} needs a number and a unit", field=dim)
     try:
         value, canonical = units.normalise(level.value, level.unit)
     except units.UnitProblem as exc:
-        raise ConfigError(str(exc), field=dim) from None
+        raise StateError(str(exc), field=dim) from None
     if canonical != _CANONICAL[dim] and canonical not in _ALSO.get(dim, ()):
-        raise ConfigError(f"unit {level.unit!r} does not fit {dim} (expects "
+        raise StateError(f"unit {level.unit!r} does not fit {dim} (expects "
                           f"{' or '.join((_CANONICAL[dim], *_ALSO.get(dim, ())))}s)", field=dim)
     if value <= 0:
-        raise ConfigError(f"level {level.value} {level.unit} of {dim} must be positive", field=dim)
+        raise StateError(f"level {level.value} {level.unit} of {dim} must be positive", field=dim)
     if dim == "accelerator_count":
         from luma.experiments.endpoint import gpu
 
         if not value.is_integer() or value > gpu.count():
-            raise ConfigError(f"{level.value} accelerators asked, this host has {gpu.count()} NVIDIA GPU(s) "
+            raise HardwareError(f"{level.value} accelerators asked, this host has {gpu.count()} NVIDIA GPU(s) "
                               f"visible to NVML", field=dim)
     if dim == "hbm_capacity":
         from luma.experiments.endpoint import gpu
 
         if value > gpu.memory_per_gpu():
-            raise ConfigError(f"{level.value} {level.unit} is more than one GPU's memory here", field=dim)
+            raise HardwareError(f"{level.value} {level.unit} is more than one GPU's memory here", field=dim)
     if dim == "compute":
         if not value.is_integer():
-            raise ConfigError(f"compute level must be a whole number of cores, got {level.value}", field=dim)
+            raise StateError(f"compute level must be a whole number of cores, got {level.value}", field=dim)
         if value > len(usable_cpus()):
-            raise ConfigError(f"{int(value)} cores asked, this host lets the runner use {len(usable_cpus())}",
+            raise HardwareError(f"{int(value)} cores asked, this host lets the runner use {len(usable_cpus())}",
                               field=dim)
         return int(value)
     if dim == "host_memory" and value > total_memory():
-        raise ConfigError(f"{level.value} {level.unit} is more memory than this host has "
+        raise HardwareError(f"{level.value} {level.unit} is more memory than this host has "
                           f"({total_memory() / 2**30:.1f} GiB)", field=dim)
     return int(value)
 
@@ -136,7 +136,7 @@ def unit_kind(dim: str, level: Level) -> str:
     try:
         return units.normalise(level.value, level.unit)[1]
     except units.UnitProblem as exc:
-        raise ConfigError(str(exc), field=dim) from None
+        raise StateError(str(exc), field=dim) from None
 
 
 def order_key(dim: str, level: Level):
@@ -162,7 +162,7 @@ def reference_level(dim: str) -> Level:
 
         return Level(value=gpu.memory_per_gpu() // 2**20, unit="MiB")
     if dim == "power":
-        raise ConfigError("the runner knows no power level above the one given", field=dim)
+        raise StateError("the runner knows no power level above the one given", field=dim)
     best = [isa for isa in ISA_ORDER if _ISA_FLAGS[isa] <= cpu_flags()][-1]
     return Level(value=f"ATEN_CPU_CAPABILITY={best}")
 

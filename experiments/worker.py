@@ -109,7 +109,7 @@ def run(spec: dict) -> dict:
     tel["import_s"] = time.perf_counter() - t_start
     from luma.experiments import load as loadgen
     from luma.experiments.energy import Meter
-    from luma.experiments.services.base import CapacityError
+    from luma.errors import CapacityError
     from luma.experiments.services.replicas import make_engine
 
     load = spec["load"]

@@ -28,7 +28,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field, StrictStr, field_validator
 
 from luma import names
-from luma.errors import ConfigError, RecordError
+from luma.errors import ConfigError, RecordError, TrustError
 
 ALGORITHM = "ed25519"
 #: Domain separation: a signature over a record hash can never be replayed as another message.
@@ -177,7 +177,7 @@ def keys_dir(home: Path) -> Path:
 def check_name(name: str) -> str:
     # A key name is a file name under keys/ (luma/names.py), and lower-case: it is also an IRI's.
     if not isinstance(name, str) or not NAME.match(name) or names.problem(name):
-        raise ConfigError(f"a key name is a slug (lower-case letters, digits, '.', '_' or '-', no '..', at most "
+        raise TrustError(f"a key name is a slug (lower-case letters, digits, '.', '_' or '-', no '..', at most "
                           f"64), got {name[:80]!r}", source="runner key")
     return name
 
@@ -221,7 +221,7 @@ def write_keypair(home: Path, name: str, private_key) -> tuple[Path, Path]:
 
 
 def _exists(path: Path) -> ConfigError:
-    return ConfigError("exists already; a key is never overwritten (choose another name)", source=str(path),
+    return TrustError("exists already; a key is never overwritten (choose another name)", source=str(path),
                        field="name")
 
 
@@ -247,9 +247,9 @@ def load_private(home: Path, name: str):
     try:
         key = load_pem_private_key(data, password=None)
     except (ValueError, TypeError):
-        raise ConfigError("is not an unencrypted PKCS8 PEM private key", source=str(path)) from None
+        raise TrustError("is not an unencrypted PKCS8 PEM private key", source=str(path)) from None
     if not isinstance(key, Ed25519PrivateKey):
-        raise ConfigError("is not an Ed25519 private key", source=str(path))
+        raise TrustError("is not an Ed25519 private key", source=str(path))
     return key
 
 
@@ -257,21 +257,21 @@ def _read_own_file(path: Path) -> bytes:
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
     except FileNotFoundError:
-        raise ConfigError("no such key (`luma runner keygen` makes one)", source=str(path)) from None
+        raise TrustError("no such key (`luma runner keygen` makes one)", source=str(path)) from None
     except OSError as exc:
-        raise ConfigError(f"cannot open: {exc.strerror}", source=str(path)) from None
+        raise TrustError(f"cannot open: {exc.strerror}", source=str(path)) from None
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
-            raise ConfigError("is not a regular file", source=str(path))
+            raise TrustError("is not a regular file", source=str(path))
         if st.st_mode & 0o077:
-            raise ConfigError(f"is accessible by group or others (mode {stat.S_IMODE(st.st_mode):04o}); "
+            raise TrustError(f"is accessible by group or others (mode {stat.S_IMODE(st.st_mode):04o}); "
                               "a private key must be mode 0600 (chmod 600 it)", source=str(path))
         data = os.read(fd, _KEY_FILE_BYTES + 1)
     finally:
         os.close(fd)
     if len(data) > _KEY_FILE_BYTES:
-        raise ConfigError("is too large to be a key", source=str(path))
+        raise TrustError("is too large to be a key", source=str(path))
     return data
 
 
@@ -290,7 +290,7 @@ def default_key(home: Path, name: str | None = None) -> str | None:
         return None
     text = marker.read_text(errors="replace").strip()
     if not NAME.match(text):
-        raise ConfigError(f"names no key ({text[:64]!r})", source=str(marker))
+        raise TrustError(f"names no key ({text[:64]!r})", source=str(marker))
     return text
 
 

@@ -22,7 +22,7 @@ import math
 import re
 from collections.abc import Iterable
 
-from luma.errors import ConfigError
+from luma.errors import ContractError
 
 #: Confidence of every interval a verdict rests on.
 CONFIDENCE = 0.95
@@ -41,14 +41,14 @@ def quantile_of(metric: str) -> float | None:
         return None
     q = float(m.group(1)) / 100
     if not 0 < q < 1:
-        raise ConfigError(f"percentile {m.group(1)} is not between 0 and 100", field=metric)
+        raise ContractError(f"percentile {m.group(1)} is not between 0 and 100", field=metric)
     return q
 
 
 def min_requests(q: float, confidence: float = CONFIDENCE) -> int:
     """Fewest samples for which a distribution-free (confidence) interval of the q-quantile exists."""
     if not 0 < q < 1:
-        raise ConfigError(f"quantile must be in (0, 1), got {q}", field="quantile")
+        raise ContractError(f"quantile must be in (0, 1), got {q}", field="quantile")
     alpha = 1 - confidence
     return max(1, math.ceil(math.log(alpha / 2) / math.log(q)))
 

@@ -35,7 +35,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from luma.errors import ConfigError, LumaError
+from luma.errors import ConfigError, NotPriced
 from luma.kb.input_files import CONFIG_FILE, read_text
 from luma.kb.records.documents import parse_toml
 
@@ -268,10 +268,6 @@ def load(path: str | Path | None = None, project=None) -> PriceTable:
         raise ConfigError("no such price table", source=str(p))
     doc = parse_toml(read_text(p, CONFIG_FILE.of(project)), str(p), error=ConfigError, invalid="not valid TOML")
     return parse(doc, str(p), project)
-
-
-class NotPriced(LumaError):
-    """A machine state cannot be priced with this table (the message says what is missing)."""
 
 
 def state_cost(levels: dict[str, object], table: PriceTable, architecture: str = "") -> tuple[float, list[Price]]:

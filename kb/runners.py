@@ -15,7 +15,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from luma.errors import ConfigError, RecordError, UnknownName
+from luma.errors import RecordError, TrustError, UnknownName
 from luma.kb import attestation as att
 from luma.kb.records.kinds import COMMAND_ONLY
 
@@ -239,10 +239,10 @@ def project_signer(settings, create: bool = True) -> Signer | None:
     finally:
         ledger.dispose()
     if known is None:
-        raise ConfigError(f"runner key {name!r} is not trusted by this project (`luma runner trust "
+        raise TrustError(f"runner key {name!r} is not trusted by this project (`luma runner trust "
                           f"{att.keys_dir(home) / name}.pub --name {name}`)", source="runner key")
     if known.revoked:
-        raise ConfigError(f"runner key {name!r} was revoked on {known.revoked_at:%Y-%m-%d %H:%M}Z; "
+        raise TrustError(f"runner key {name!r} was revoked on {known.revoked_at:%Y-%m-%d %H:%M}Z; "
                           "`luma runner keygen --name NEW` makes a new signing key", source="runner key")
     return key
 

@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import re
 
+from luma.errors import UnitSyntaxError
+
 #: Longest unit text accepted ("kilogram * meter ** 2 / second ** 3" is 35 characters).
 MAX_LENGTH = 64
 #: Largest exponent magnitude (m^2 of an area, s^-1 of a rate; nothing in LUMA needs more).
@@ -30,10 +32,6 @@ _FACTOR = rf"{_NAME}{_POWER}?"
 _OP = r"(?: ?[*·/] ?)"
 _UNIT = re.compile(rf"1|(?:1 ?/ ?)?{_FACTOR}(?:{_OP}{_FACTOR})*")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
-
-
-class UnitSyntaxError(ValueError):
-    """Unit text outside the grammar (units.parse_unit turns it into a UnitProblem)."""
 
 
 def check(text: str) -> str:

@@ -17,6 +17,7 @@ from functools import lru_cache
 
 import pint
 
+from luma.errors import UnitProblem
 from luma.kb import unit_grammar
 from luma.kb.vocab import LUNIT, UNIT
 
@@ -86,10 +87,6 @@ def registry() -> pint.UnitRegistry:
     for code in CURRENCIES:
         reg.define(f"{code} = [currency_{code.lower()}]")
     return reg
-
-
-class UnitProblem(ValueError):
-    """A unit does not parse or does not fit; the caller adds the field name."""
 
 
 #: How far a unit may lie from its canonical unit: a yotta or yocto prefix to the power 4 stays

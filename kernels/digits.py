@@ -24,6 +24,7 @@ class DigitsData:
 
 def load(seed: int = 0, test_fraction: float = 0.25) -> DigitsData:
     """The 1,797 digits, scaled to [0, 1], split stratified into train and held-out test."""
+    # scikit-learn (~4 s): only the digits data set needs it
     from sklearn.datasets import load_digits
     from sklearn.model_selection import train_test_split
 

@@ -59,7 +59,7 @@ def _method(row: dict) -> dict:
 
 def evaluation_records(model: str, rows: list[dict], artifact: str, env: dict | None = None) -> list[dict]:
     """Records of `luma kernels evaluate` rows (digits accuracy or MiniLM cosine similarity)."""
-    from luma.kernels import minilm  # imports torch
+    from luma.kernels import minilm  # torch (~2 s): the records of the digits rows need none of it
 
     env = env or describe()
     out = []

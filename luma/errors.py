@@ -1,7 +1,50 @@
 """The one error hierarchy of LUMA.
 
 Every error names what is at fault (a file, a field, a query) so that the CLI can print one
-line and exit non-zero without a traceback.
+line and exit non-zero without a traceback. Every exception LUMA raises on purpose is defined
+here, one leaf per kind of fault (tests/test_library_errors.py keeps it so):
+
+    LumaError                 base: `one_line()`, exit code 1
+        ConfigError           a setting (environment variable, URL, project directory, size) is invalid
+            ContractError     an experiment's description (contract, space, matrix, campaign, trace,
+                              sprint or pilot options, model table) is invalid or names the unknown
+            StateError        a machine state (a dimension and its level) is malformed or not enforceable
+            HardwareError     a machine description is invalid, or this host lacks the hardware asked for
+                CharacterizeError   a measurement of this host failed
+            TrustError        a runner key is missing, unreadable, untrusted or revoked
+        RecordError           an ingested record (file, JSON/YAML, schema, shape) is invalid
+        UnitProblem           a unit does not parse or does not fit (also a ValueError)
+            UnitSyntaxError   unit text outside the unit grammar
+        RdfSyntaxError        plain RDF given to `luma kb load` does not parse
+        QueryError            a SPARQL query is malformed or failed
+            QueryRefused      a query asks for what the read-only path never does
+            QueryTimeout      a query ran longer than its time-out
+        StoreError            the knowledge-base store failed or answered incompletely
+            StoreBusy         the embedded KB is held by another luma process
+        LedgerError           the evidence ledger refused or failed an operation
+        RuleError             a rule file, a rule parameter or the rule graph is invalid
+            BadParam          a parameter override no rule declares, or of the wrong type
+                BelowFloor    a parameter value below its rule's floor outside an exploratory run
+        RulesNotRun           a reader of derived facts found none: the rules have not run
+        NothingToReport       the KB holds nothing a report could be made of
+        NotPriced             a machine state cannot be priced with the price table
+        EngineError           a serving engine cannot serve a state
+            LaunchError       the server did not come up (also a RuntimeError)
+            KVBudgetError     the KV-cache level buys no token at all (also a ValueError)
+            CapacityError     a request does not fit the state at all (also a RuntimeError)
+        PilotError            the pilot's serving or control socket failed
+            StateFailed       a library state's server did not start
+            BadRequest        a malformed or unauthorised control-socket line
+            UnsafeSocketFolder  the control socket's folder is not private
+        UnknownName           a named thing (named query, backend scheme, format) does not exist
+        TensorError           a tensor or quantisation setting given to a kernel is invalid
+        MissingExtra          an optional extra of the install is not there
+
+Leaves that were once a ValueError or RuntimeError stay one too, so a caller that catches the
+built-in type still does. Three private parse signals stay outside the tree, beside the parser
+that raises and catches them: kb/records/yaml_core.py's DuplicateKey and Ambiguous must be
+PyYAML ConstructorErrors, kb/records/documents.py's _Duplicate escapes json's hook; each becomes
+a RecordError before it leaves its module.
 """
 
 from __future__ import annotations
@@ -31,8 +74,40 @@ class ConfigError(LumaError):
     """A setting (environment variable, URL, project directory) is invalid."""
 
 
+class ContractError(ConfigError):
+    """An experiment's description (a contract, space, matrix, campaign, trace, model table, the
+    options of a sprint or a pilot) is invalid or names something unknown."""
+
+
+class StateError(ConfigError):
+    """A machine state (a dimension and its level) is malformed, unknown or not enforceable here."""
+
+
+class HardwareError(ConfigError):
+    """A machine description is invalid, or this host lacks the hardware asked for (a GPU, cores,
+    memory, an instruction set)."""
+
+
+class CharacterizeError(HardwareError):
+    """A measurement of this host failed (a probe crashed, timed out or returned nothing)."""
+
+
+class TrustError(ConfigError):
+    """A runner key is missing, unreadable, not trusted by this project or revoked."""
+
+
 class RecordError(LumaError):
     """An ingested record (file, JSON/YAML, schema, unit, shape) is invalid."""
+
+
+class UnitProblem(LumaError, ValueError):
+    """A unit does not parse or does not fit; the caller adds the field name (kb/units.py). Still a
+    ValueError, as it was before it joined the tree."""
+
+
+class UnitSyntaxError(UnitProblem):
+    """Unit text outside the grammar (kb/unit_grammar.py; units.parse_unit turns it into a
+    UnitProblem)."""
 
 
 class RdfSyntaxError(LumaError):
@@ -63,9 +138,81 @@ class LedgerError(LumaError):
     """The evidence ledger refused or failed an operation."""
 
 
+class RuleError(LumaError):
+    """A rule file, a rule parameter or the rule set's dependency graph is invalid."""
+
+
+class BadParam(RuleError):
+    """A parameter override (`--param name=value`) that no rule declares or whose value is not of
+    the parameter's type: the caller's input is at fault, so the CLI treats it as a usage error."""
+
+
+class BelowFloor(BadParam):
+    """A parameter value below its rule's floor, outside an exploratory run (canonical rule 5: one
+    chain, one workload or one architecture never makes a hardware requirement)."""
+
+
+class RulesNotRun(LumaError):
+    """A reader of derived facts found none: the rules have not run on this knowledge base."""
+
+
+class NothingToReport(LumaError):
+    """The KB holds nothing a report could be made of (no chain, no rules run ...)."""
+
+
+class NotPriced(LumaError):
+    """A machine state cannot be priced with this table (the message says what is missing)."""
+
+
+class EngineError(LumaError):
+    """A serving engine (a launched server or an in-process service) cannot serve a state."""
+
+
+class LaunchError(EngineError, RuntimeError):
+    """The server did not come up at this state (it exited, or never answered ready in time)."""
+
+    def __init__(self, message: str, log_tail: str):
+        super().__init__(message)
+        self.log_tail = log_tail
+
+
+class KVBudgetError(EngineError, ValueError):
+    """The state's KV-cache level buys the engine no token at all."""
+
+
+class CapacityError(EngineError, RuntimeError):
+    """The state cannot serve a request at all (e.g. one sequence needs more KV blocks than the
+    budget holds). The trial records failure cause `kv-capacity`; it is a FAIL, not a crash."""
+
+
+class PilotError(LumaError):
+    """The pilot's serving or its control socket failed."""
+
+
+class StateFailed(PilotError):
+    """A library state's server did not start (the message says why)."""
+
+
+class BadRequest(PilotError):
+    """A control-socket line that is malformed, of an unknown op, or without the server's token."""
+
+
+class UnsafeSocketFolder(PilotError):
+    """The control socket's folder is not private to this user (owner, mode 0700, not a link)."""
+
+
 class UnknownName(LumaError):
     """A named thing (named query, backend scheme, format) does not exist."""
 
 
 class TensorError(LumaError):
     """A tensor or a quantisation setting given to a kernel is invalid (NaN/Inf, bits, axis, shape)."""
+
+
+class MissingExtra(LumaError):
+    """A command needs an optional extra of the install that is not there."""
+
+    def __init__(self, extra: str, module: str, what: str | None = None):
+        self.extra, self.module = extra, module
+        who = f"{what} needs" if what else "this needs"
+        super().__init__(f"{who} the {extra} extra ({module} is not installed): pip install -e '.[{extra}]'")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 
-from luma.errors import LumaError
+from luma.errors import MissingExtra
 
 #: extra -> the top-level modules it installs (import names, not distribution names).
 EXTRAS = {
@@ -13,15 +13,6 @@ EXTRAS = {
     "postgres": ("psycopg",),
     "fleet": ("ray",),
 }
-
-
-class MissingExtra(LumaError):
-    """A command needs an optional extra of the install that is not there."""
-
-    def __init__(self, extra: str, module: str, what: str | None = None):
-        self.extra, self.module = extra, module
-        who = f"{what} needs" if what else "this needs"
-        super().__init__(f"{who} the {extra} extra ({module} is not installed): pip install -e '.[{extra}]'")
 
 
 def extra_of(module: str | None) -> str | None:

@@ -12,9 +12,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from luma.experiments.stats import CONFIDENCE
 from luma.reports import boundary_data as data
 from luma.reports import budget
-from luma.reports.boundary_data import ChainFacts, Level, TrialFact
+from luma.reports.boundary_data import ChainFacts, TrialFact
+from luma.reports.boundary_terms import Level
 from luma.kb.synthetic import generated
 from luma.kb.vocab import LUMA
 from luma.reports.fmt import local, quantity, verdicts_text
@@ -347,8 +349,6 @@ def is_synthetic(f: ChainFacts) -> bool:
 
 
 def _plots(f: ChainFacts, a: Analysis) -> list[Plot]:
-    from luma.experiments.stats import CONFIDENCE  # NumPy: imported once matplotlib is known present
-
     x = f.crossed
     levels = sorted({t.levels[x] for t in a.shown if x in t.levels}, key=Level.order)
     index = {lv: i for i, lv in enumerate(levels)}
@@ -394,8 +394,6 @@ def build(kb, chain: str | None = None, sprint: str | None = None) -> Report:
 
 
 def _report(f: ChainFacts, a: Analysis) -> Report:
-    from luma.experiments.stats import CONFIDENCE
-
     e, x = f.entity, f.crossed
     metrics = [c.metric for c in f.clauses]
     qualification = "qualified" if not a.reasons else "not qualified: " + "; ".join(a.reasons)

@@ -19,7 +19,8 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass, field
 
-from luma.kb.prices import HOURS_PER_YEAR, NotPriced, Price, PriceTable, state_cost
+from luma.errors import NotPriced
+from luma.kb.prices import HOURS_PER_YEAR, Price, PriceTable, state_cost
 from luma.kb.vocab import LUMA, LUNIT, ONTOLOGY_GRAPH
 from luma.reports.design_in_data import CHAIN_GRAPH
 from luma.reports.md_escape import fmt, record

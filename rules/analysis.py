@@ -24,10 +24,10 @@ from rdflib.plugins.sparql.algebra import translateQuery
 from rdflib.plugins.sparql.parser import parseQuery
 from rdflib.plugins.sparql.parserutils import CompValue
 
-from luma.errors import QueryError, QueryRefused
+from luma.errors import QueryError, QueryRefused, RuleError
 from luma.kb import query_safety
 from luma.kb.query_safety import CheckedQuery, check_query
-from luma.rules.loader import Rule, RuleError, render
+from luma.rules.loader import Rule, render
 
 ANY = ("any",)
 

@@ -13,16 +13,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from luma.errors import LumaError
+from luma.errors import LumaError, RulesNotRun
 from luma.kb.vocab import ID, LUMA, PROV
 from luma.rules.state import DERIVED
 
 _RULES = ID + "rules"
 _KB = ID + "kb"
-
-
-class RulesNotRun(LumaError):
-    """A reader of derived facts found none: the rules have not run on this knowledge base."""
 
 
 @dataclass(frozen=True)

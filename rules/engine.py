@@ -21,9 +21,12 @@ from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import pyoxigraph as ox
+
+from luma.errors import RuleError
 from luma.kb.vocab import ID, LUMA, PROV
 from luma.rules.analysis import Analysed, analyse_cached, check_rule_cached, dependency_graph, keys_meet, strata
-from luma.rules.loader import Rule, RuleError, load_all, render, resolve_params
+from luma.rules.loader import Rule, load_all, render, resolve_params
 from luma.rules.run_report import RuleRun, RunReport
 from luma.rules.sealing import refuse_unsealed
 from luma.rules.state import DERIVED, RunState, StateStore
@@ -217,8 +220,6 @@ class Engine:
 
     def _present(self, graph: str, quads: set[bytes]) -> set[bytes]:
         """Those of `quads` (N-Quads lines in `graph`) that the store's `graph` holds already."""
-        import pyoxigraph as ox
-
         out: set[bytes] = set()
         lines = sorted(quads)
         for i in range(0, len(lines), 2000):

@@ -43,14 +43,14 @@ from pathlib import Path
 
 import pyoxigraph as ox
 
-from luma.errors import ConfigError, LumaError, QueryError, QueryRefused, StoreBusy, StoreError
+from luma.errors import (BadParam, BelowFloor, ConfigError, ContractError, HardwareError, LumaError, QueryError,
+                         QueryRefused, RuleError, StateError, StoreBusy, StoreError, TrustError)
 from luma.kb import access
 from luma.kb.isolated_query import kill_group, last_json, mib, vm_data
 from luma.kb.sandbox import deny_network
 from luma.kb.stores.embedded import EmbeddedStore
 from luma.kb.vocab import ID
 from luma.rules import exploratory as explore
-from luma.rules.loader import BadParam, BelowFloor, RuleError
 from luma.rules.run_report import RunReport
 from luma.rules.state import DERIVED, StateStore
 from luma.settings import Settings
@@ -61,7 +61,7 @@ _RULES = ID + "rules"
 _RUST_OOM = "memory allocation of"
 #: Errors the child may report, by class name (anything else arrives as a StoreError).
 _ERRORS = {cls.__name__: cls for cls in (RuleError, BadParam, BelowFloor, QueryError, QueryRefused, StoreError,
-                                         StoreBusy, ConfigError)}
+                                         StoreBusy, ConfigError, ContractError, StateError, HardwareError, TrustError)}
 
 
 @dataclass(frozen=True)
@@ -195,6 +195,7 @@ def _failure(status: dict, limits: RunLimits, undone: str | None) -> LumaError:
 
 def _run_here(kb, overrides: dict, full: bool, workers: int | None, exploratory: bool) -> RunReport:
     """The run in this process (the engine imported here, not by the parent of a child)."""
+    # rdflib's algebra (~0.7 s): only the process that runs the rules loads the engine
     from luma.rules.engine import Engine
 
     if exploratory:
@@ -319,7 +320,7 @@ def _die_with_parent(parent: int) -> None:
 def main() -> int:
     _die_with_parent(int(sys.argv[1]))
     # The engine's imports (rdflib's algebra, networkx: ~0.7 s) now, while the parent opens the KB.
-    import luma.rules.engine  # noqa: F401
+    import luma.rules.engine  # noqa: F401 - preloaded in the child only (the parent never loads the engine)
     spec = json.loads(sys.stdin.buffer.read())  # the parent sends it once the store is free
     status = _child(spec)
     # Lift the memory limit first: writing the status line must not be what fails.

@@ -22,7 +22,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from luma.errors import LumaError
+from luma.errors import BadParam, BelowFloor, RuleError
+from luma.kb.vocab import LUMA
 
 _HEADER = re.compile(r"^#\s*([a-z_]+)\s*:\s*(.*?)\s*$")
 _PARAM = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)\s*=\s*(\S+)\s*:\s*(integer|decimal|string|boolean)\s*:\s*(.+)$")
@@ -30,20 +31,6 @@ _USE = re.compile(r"\$\{([^}]*)\}")
 _ID = re.compile(r"^[a-z][a-z0-9-]{0,63}$")
 _KEYS = {"id", "version", "description", "derives", "param", "floor", "after", "reads", "context"}
 _FLOOR = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)\s*>=\s*(\S+)\s*:\s*(.+)$")
-
-
-class RuleError(LumaError):
-    """A rule file, a rule parameter or the rule set's dependency graph is invalid."""
-
-
-class BadParam(RuleError):
-    """A parameter override (`--param name=value`) that no rule declares or whose value is not of
-    the parameter's type: the caller's input is at fault, so the CLI treats it as a usage error."""
-
-
-class BelowFloor(BadParam):
-    """A parameter value below its rule's floor, outside an exploratory run (canonical rule 5: one
-    chain, one workload or one architecture never makes a hardware requirement)."""
 
 
 @dataclass(frozen=True)
@@ -196,8 +183,6 @@ def parse(text: str, path: str) -> Rule:
 
 def _expand(term: str, path: str) -> str:
     """A `# context:` predicate: `luma:name` or `<iri>`."""
-    from luma.kb.vocab import LUMA
-
     if term.startswith("<") and term.endswith(">"):
         return term[1:-1]
     if term.startswith("luma:"):

@@ -19,10 +19,11 @@ from rdflib.paths import Path as RdfPath
 from rdflib.plugins.sparql import prepareQuery
 from rdflib.plugins.sparql.parserutils import CompValue
 
+from luma.errors import RuleError
 from luma.kb.sealed import sealed
 from luma.kb.vocab import LUMA, ONTOLOGY_GRAPH, PROV, RECORD_GRAPH
 from luma.rules.analysis import analyse, path_iris
-from luma.rules.loader import Rule, RuleError, load_all, packaged_files, render
+from luma.rules.loader import Rule, load_all, packaged_files, render
 from luma.rules.state import DERIVED
 
 #: What the engine itself writes into every derived graph (rules/engine.py: the derivation node).

@@ -94,8 +94,6 @@ class StateStore:
 
     def context_digest(self) -> str:
         """A digest of every fact whose predicate some rule declares as context."""
-        import hashlib
-
         if not self.context:
             return "none"
         values = " ".join(f"<{p}>" for p in self.context)

@@ -18,6 +18,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.error
 import urllib.parse
@@ -26,6 +27,8 @@ from pathlib import Path
 
 import pytest
 from hypothesis.configuration import set_hypothesis_home_dir
+
+from tests.listener import Listener
 
 # Hypothesis writes its example database under ./.hypothesis; every test module that uses it
 # shares this one temporary home instead, removed at exit, never in the repository.
@@ -366,3 +369,17 @@ def signed(runner_key, tmp_path):
         return sign_files(runner_key, folder, source)[0]
 
     return sign
+
+
+# -- a listener that must see nothing -----------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def listener():
+    """A local HTTP listener that must never see a request (tests/listener.py)."""
+    server = Listener()
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield server
+    server.shutdown()
+    server.server_close()

@@ -1,14 +1,11 @@
 """A local HTTP listener that must never see a request: the attack suites (queries, rule files)
 point SERVICE and LOAD at it, and a control test proves that it would see one.
 
-Use the fixture by name after `from tests.listener import listener  # noqa: F401`."""
+tests/conftest.py serves it as the fixture `listener`."""
 
 from __future__ import annotations
 
 import socketserver
-import threading
-
-import pytest
 
 #: What the listener answers: a SPARQL result a federated call would bring back.
 LEAKED = b"LEAKED"
@@ -39,13 +36,3 @@ class _Handler(socketserver.BaseRequestHandler):
         body = b'{"head":{"vars":["s"]},"results":{"bindings":[{"s":{"type":"literal","value":"' + LEAKED + b'"}}]}}'
         self.request.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/sparql-results+json\r\n"
                              b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
-
-
-@pytest.fixture(scope="module")
-def listener():
-    server = Listener()
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield server
-    server.shutdown()
-    server.server_close()

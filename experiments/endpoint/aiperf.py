@@ -25,7 +25,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from luma.errors import ConfigError, LumaError
+from luma.errors import ConfigError, ContractError, LumaError
 
 #: The version the bench was written and measured against.
 VERSION = "0.13.0"
@@ -97,7 +97,7 @@ def command(binary: str, load: Load, base_url: str, outdir: Path) -> list[str]:
     elif load.rate:
         cmd += ["--request-rate", f"{load.rate:g}", "--arrival-pattern", "poisson"]
     else:
-        raise ConfigError("an AIPerf load needs a concurrency (closed loop), a rate or a schedule (open loop)",
+        raise ContractError("an AIPerf load needs a concurrency (closed loop), a rate or a schedule (open loop)",
                           field="load")
     if load.stream:
         cmd += ["--streaming"]

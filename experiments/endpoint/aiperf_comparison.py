@@ -33,7 +33,7 @@ from pathlib import Path
 
 import numpy as np
 
-from luma.errors import ConfigError, LumaError
+from luma.errors import ConfigError, ContractError, LumaError
 from luma.experiments import contract, services
 from luma.experiments.endpoint import aiperf, client, engines, launch
 from luma.experiments.endpoint.client import schedule  # the arrivals both tools send
@@ -96,10 +96,10 @@ def contract_target(name: str, variant: str, cache: Path, note: Callable[[str], 
     `cache` (llama.cpp's converter makes it the first time; `note` hears of it)."""
     c = contract.load(name)
     if c.endpoint is None:
-        raise ConfigError(f"contract {name!r} does not describe an openai-endpoint service", field="service")
+        raise ContractError(f"contract {name!r} does not describe an openai-endpoint service", field="service")
     spec = c.endpoint
     if variant not in spec.variants:
-        raise ConfigError(f"contract {name!r} has no variant {variant!r} (it has: {', '.join(spec.variants)})",
+        raise ContractError(f"contract {name!r} has no variant {variant!r} (it has: {', '.join(spec.variants)})",
                           field="variant")
     if spec.engine == "llama.cpp" and engines.llama_cpp_version() is None:
         raise ConfigError("llama.cpp's server is not installed: run `luma engine install llama.cpp`", field="engine")
@@ -230,10 +230,10 @@ def run(cases: list[str], binary: str, targets: dict[str, Target], passes: int =
     seeded Poisson arrivals (--fixed-schedule), `own` = each tool draws its own at that rate.
     `progress` hears of each run as it starts."""
     if arrivals not in ARRIVALS:
-        raise ConfigError(f"unknown arrivals {arrivals!r} (known: {', '.join(ARRIVALS)})", field="arrivals")
+        raise ContractError(f"unknown arrivals {arrivals!r} (known: {', '.join(ARRIVALS)})", field="arrivals")
     unknown = [c for c in cases if c not in CASES]
     if unknown:
-        raise ConfigError(f"unknown case {unknown[0]!r} (known: {', '.join(CASES)})", field="cases")
+        raise ContractError(f"unknown case {unknown[0]!r} (known: {', '.join(CASES)})", field="cases")
     version = aiperf.version(binary)
     ordered = [CASES[c] for c in CASES if c in cases]  # closed-loop completions measure the open rate
     result = {"aiperf": version, "cases": []}

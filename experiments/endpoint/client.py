@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from luma.errors import ConfigError
+from luma.errors import ContractError
 from luma.experiments.endpoint.sse import Parser
 from luma.experiments.load import LoadResult
 
@@ -54,9 +54,9 @@ class Endpoint:
 
     def __post_init__(self):
         if self.api not in APIS:
-            raise ConfigError(f"unknown endpoint api {self.api!r} (known: {', '.join(APIS)})", field="api")
+            raise ContractError(f"unknown endpoint api {self.api!r} (known: {', '.join(APIS)})", field="api")
         if not self.base_url.startswith(("http://", "https://")):
-            raise ConfigError(f"endpoint base URL {self.base_url!r} is not an http(s) URL", field="base_url")
+            raise ContractError(f"endpoint base URL {self.base_url!r} is not an http(s) URL", field="base_url")
 
     @property
     def url(self) -> str:
@@ -198,7 +198,7 @@ async def _drive(ep: Endpoint, texts: list[str], mode: str, concurrency: int, ra
         t0 = time.perf_counter()
         if mode == "poisson":
             if not rate or rate <= 0:
-                raise ConfigError("an open-loop load needs a positive rate", field="rate")
+                raise ContractError("an open-loop load needs a positive rate", field="rate")
             arrivals = t0 + np.asarray(schedule(rate, n, seed))
             tasks = []
             for text, at in zip(texts, arrivals):

@@ -3,7 +3,7 @@ accelerator-count and HBM-capacity levels of endpoint states."""
 
 from __future__ import annotations
 
-from luma.errors import ConfigError
+from luma.errors import HardwareError
 from luma.experiments.energy import _nvml_handles
 
 
@@ -20,7 +20,7 @@ def memory_per_gpu() -> int:
     """Bytes of memory of the smallest visible GPU; ConfigError when there is none."""
     handles = _handles()
     if not handles:
-        raise ConfigError("this host has no NVIDIA GPU visible to NVML (pip install nvidia-ml-py)",
+        raise HardwareError("this host has no NVIDIA GPU visible to NVML (pip install nvidia-ml-py)",
                           field="hbm_capacity")
     import pynvml
 

@@ -23,15 +23,12 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from luma.errors import KVBudgetError, LaunchError
 from luma.experiments.endpoint.gpu import memory_per_gpu
 from luma.experiments.endpoint.spec import EndpointSpec
 
 #: Bytes of the server log kept in a failure's telemetry.
 LOG_TAIL = 1500
-
-
-class KVBudgetError(ValueError):
-    """The state's KV-cache level buys the engine no token at all."""
 
 
 _ERROR_LINE = re.compile(r"^(?:[\w.]+(?:Error|Exception)\b|terminate called|error:|fatal:).*", re.I | re.M)
@@ -42,14 +39,6 @@ def last_error_line(log: str) -> str:
     launch failure's one-line message says why, e.g. "MemoryError: Unable to allocate 59.6 MiB"."""
     found = _ERROR_LINE.findall(log)
     return found[-1].strip()[:200] if found else ""
-
-
-class LaunchError(RuntimeError):
-    """The server did not come up at this state (it exited, or never answered ready in time)."""
-
-    def __init__(self, message: str, log_tail: str):
-        super().__init__(message)
-        self.log_tail = log_tail
 
 
 def free_port() -> int:

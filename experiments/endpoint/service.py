@@ -12,7 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from luma.errors import ConfigError
+from luma.errors import ConfigError, ContractError
 from luma.experiments.endpoint.spec import EndpointSpec
 from luma.kernels.sentences import CALIBRATION, SENTENCES
 
@@ -52,7 +52,7 @@ class EndpointService:
 
     def _variant(self, variant: str):
         if variant not in self.spec.variants:
-            raise ConfigError(f"the endpoint service has no variant {variant!r} "
+            raise ContractError(f"the endpoint service has no variant {variant!r} "
                               f"(it has: {', '.join(self.spec.variants)})", field="variant")
         return self.spec.variants[variant]
 
@@ -69,7 +69,7 @@ class EndpointService:
         if target.exists():
             return target
         if not v.prepare:
-            raise ConfigError(f"variant {variant!r}: {target} does not exist and the variant has no prepare "
+            raise ContractError(f"variant {variant!r}: {target} does not exist and the variant has no prepare "
                               f"command", field=f"service.variants.{variant}.file")
         target.parent.mkdir(parents=True, exist_ok=True)
         tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")

@@ -30,7 +30,7 @@ from pathlib import Path
 from pydantic import Field, StrictInt, ValidationError, field_validator
 
 from luma import names
-from luma.errors import ConfigError
+from luma.errors import ConfigError, ContractError, StateError
 from luma.experiments import contract as contracts, states
 from luma.experiments.sprint import max_trials
 from luma.kb.input_files import CONFIG_FILE, read_text
@@ -179,14 +179,14 @@ def load(path: str | Path, project=None) -> Campaign:
     naming the file and field otherwise."""
     path = Path(path)
     if not path.is_file():
-        raise ConfigError("no such campaign file" if not path.exists() else "not a regular file", source=str(path))
+        raise ContractError("no such campaign file" if not path.exists() else "not a regular file", source=str(path))
     text = read_text(path, CONFIG_FILE.of(project))
     data = parse_toml(text, str(path), error=ConfigError, invalid="not valid TOML")
     try:
         spec = CampaignSpec.model_validate(data)
     except ValidationError as exc:
         field, message = first_error(exc)
-        raise ConfigError(message, source=str(path), field=field) from None
+        raise ContractError(message, source=str(path), field=field) from None
     units = []
     for i, entry in enumerate(spec.contracts):
         units += _units(entry, spec, path, project, f"contracts[{i}]")
@@ -196,11 +196,11 @@ def load(path: str | Path, project=None) -> Campaign:
     keys = [u.key for u in units]
     dup = next((k for k in keys if keys.count(k) > 1), None)
     if dup:
-        raise ConfigError(f"unit {dup} appears twice (a contract listed twice with the same dimension)",
+        raise ContractError(f"unit {dup} appears twice (a contract listed twice with the same dimension)",
                           source=str(path), field="contracts")
     need = sum(u.max_trials() for u in units)
     if need > spec.trial_budget:
-        raise ConfigError(f"the campaign may need up to {need} trials ({len(units)} sprints) but its trial_budget "
+        raise ContractError(f"the campaign may need up to {need} trials ({len(units)} sprints) but its trial_budget "
                           f"is {spec.trial_budget}: raise the budget or run fewer contracts, classes or levels",
                           source=str(path), field="trial_budget")
     return campaign
@@ -212,29 +212,29 @@ def _units(entry: ContractEntry, spec: CampaignSpec, path: Path, project, where:
     try:
         c = contracts.load(local if local.is_file() else ref, project)
     except ConfigError as exc:
-        raise ConfigError(exc.message, source=str(path), field=f"{where}.contract") from None
+        raise ContractError(exc.message, source=str(path), field=f"{where}.contract") from None
     sprint = c.sprint
     dims = entry.dimensions or ([sprint.dimension] if sprint and sprint.dimension else None)
     if not dims:
-        raise ConfigError(f"contract {c.name} names no [sprint].dimension: give dimensions", source=str(path),
+        raise ContractError(f"contract {c.name} names no [sprint].dimension: give dimensions", source=str(path),
                           field=f"{where}.dimensions")
     if entry.levels is not None and len(dims) > 1:
-        raise ConfigError("levels go with one dimension only", source=str(path), field=f"{where}.levels")
+        raise ContractError("levels go with one dimension only", source=str(path), field=f"{where}.levels")
     out = []
     for dim in dims:
         if dim not in states.ENFORCED + states.HOOKED:
-            raise ConfigError(f"unknown or unenforceable dimension {dim!r} (known: "
+            raise StateError(f"unknown or unenforceable dimension {dim!r} (known: "
                               f"{', '.join(states.ENFORCED + states.HOOKED)})", source=str(path),
                               field=f"{where}.dimensions")
         raw = entry.levels or (sprint.levels if sprint and dim == sprint.dimension else None)
         if not raw or len(raw) < 2:
-            raise ConfigError(f"no levels for {dim}: give levels, or sweep the contract's own [sprint].dimension",
+            raise ContractError(f"no levels for {dim}: give levels, or sweep the contract's own [sprint].dimension",
                               source=str(path), field=f"{where}.levels")
         try:
             for lv in raw:
                 states.order_key(dim, states.parse_level(dim, lv))
         except ConfigError as exc:
-            raise ConfigError(exc.message, source=str(path), field=f"{where}.levels") from None
+            raise ContractError(exc.message, source=str(path), field=f"{where}.levels") from None
         intervention = entry.intervention or (sprint.intervention if sprint else None)
         reps = entry.repetitions or (sprint.repetitions if sprint and sprint.repetitions else 3)
         seconds = entry.trial_seconds or spec.trial_seconds

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
-from luma.errors import ConfigError
+from luma.errors import ContractError
 from luma.kb import units
 
 #: Data classes the LLM model represents (the others an intervention may name are not modelled).
@@ -83,7 +83,7 @@ def from_record(record, source: str | None = None) -> Effects:
     modelled = tuple(d for d in MODELLED if d in named)
     ignored = tuple(d for d in named if d not in MODELLED)
     if not modelled:
-        raise ConfigError(f"the record acts on {', '.join(named)}; the LLM model represents only "
+        raise ContractError(f"the record acts on {', '.join(named)}; the LLM model represents only "
                           f"{', '.join(MODELLED)}: nothing to evaluate", source=name, field="data_classes")
     overhead = (1.0 + (_si(record.metadata_overhead) or 0.0)) * (1.0 + (_si(record.memory_management_overhead) or 0.0))
 

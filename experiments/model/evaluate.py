@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from luma.errors import ConfigError
+from luma.errors import ContractError
 from luma.experiments.model import hardware, judge, llm, llm_calibrate, services
 from luma.experiments.model.space import Axis, Space
 
@@ -29,7 +29,7 @@ class Evaluator:
         self.contract, self.space, self.calibration = contract, space, calibration or {}
         self.effects = effects  # a partner intervention (effects.Effects), LLM spaces only
         if effects is not None and not space.is_llm:
-            raise ConfigError("a partner intervention is evaluated on an LLM space (name the model served, or give a "
+            raise ContractError("a partner intervention is evaluated on an LLM space (name the model served, or give a "
                               "space with one)",
                               source=space.source, field="model")
         self.checks = judge.checks_of(contract)
@@ -65,7 +65,7 @@ class Evaluator:
     def _setup_llm(self) -> None:
         sp = self.space
         if "accelerator_type" not in sp.axes:
-            raise ConfigError("an LLM space needs an accelerator_type axis (or a state with accelerator_type=NAME)",
+            raise ContractError("an LLM space needs an accelerator_type axis (or a state with accelerator_type=NAME)",
                               source=sp.source, field="accelerator_type")
         self.accels = [hardware.load(n, sp.machines, sp.project) for n in sp.axes["accelerator_type"].labels]
         precisions = sp.axes["precision"].labels if "precision" in sp.axes else [sp.model.precision]

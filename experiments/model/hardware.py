@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
-from luma.errors import ConfigError, LumaError, UnknownName
+from luma.errors import HardwareError, LumaError, UnknownName
 from luma.kb import units
 from luma.kb.records.machine import load_machine
 
@@ -94,22 +94,22 @@ def quantity(value, kind: str, field: str, *, allow_bits: bool = False, allow_ze
     else:
         m = re.match(r"^\s*(-?[0-9]+(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?)\s*(.*?)\s*$", str(value))
         if not m:
-            raise ConfigError(f"{value!r} is not a number with a unit: expected {words}", field=field)
+            raise HardwareError(f"{value!r} is not a number with a unit: expected {words}", field=field)
         number, unit = float(m.group(1)), m.group(2) or None
     if unit is None or isinstance(number, bool) or not isinstance(number, (int, float)):
-        raise ConfigError(f"{value!r} has no unit: expected {words}", field=field)
+        raise HardwareError(f"{value!r} has no unit: expected {words}", field=field)
     try:
         base, got = units.normalise(number, unit)
     except units.UnitProblem as exc:
-        raise ConfigError(f"{exc}: expected {words}", field=field) from None
+        raise HardwareError(f"{exc}: expected {words}", field=field) from None
     if got != canonical:
-        raise ConfigError(f"unit {unit!r} does not fit: expected {words}", field=field)
+        raise HardwareError(f"unit {unit!r} does not fit: expected {words}", field=field)
     if kind in ("bytes", "bytes/s") and not allow_bits and _is_bits(unit):
-        raise ConfigError(f"unit {unit!r} counts bits, but memory figures are in bytes: {number:g} {unit} is "
+        raise HardwareError(f"unit {unit!r} counts bits, but memory figures are in bytes: {number:g} {unit} is "
                           f"{number / 8:g} {_in_bytes(unit)} — write that, or check the datasheet "
                           "(GB/s vs Gbit/s)", field=field)
     if base < 0 or (base == 0 and not allow_zero):
-        raise ConfigError(f"{value!r} must be {'zero or more' if allow_zero else 'positive'}", field=field)
+        raise HardwareError(f"{value!r} must be {'zero or more' if allow_zero else 'positive'}", field=field)
     return base
 
 
@@ -121,9 +121,9 @@ def count(value, field: str, *, minimum: int = 1) -> int:
     if isinstance(value, float) and value.is_integer():
         value = int(value)
     if isinstance(value, bool) or not isinstance(value, int):
-        raise ConfigError(f"{value!r} is not a whole number", field=field)
+        raise HardwareError(f"{value!r} is not a whole number", field=field)
     if value < minimum:
-        raise ConfigError(f"{value} must be at least {minimum}", field=field)
+        raise HardwareError(f"{value} must be at least {minimum}", field=field)
     return value
 
 
@@ -148,7 +148,7 @@ class Machine:
 
     def compute_flops(self, precision: str) -> float:
         if precision not in self.flops:
-            raise ConfigError(f"{self.name} has no figure for {precision} compute (it has: "
+            raise HardwareError(f"{self.name} has no figure for {precision} compute (it has: "
                               f"{', '.join(sorted(self.flops)) or 'none'})", field="precision")
         return self.flops[precision]
 
@@ -166,7 +166,7 @@ class Machine:
 
 def _tier(table: dict, tier: str, name: str) -> float:
     if tier not in table:
-        raise ConfigError(f"{name} has no memory tier {tier!r} (it has: {', '.join(sorted(table))})", field="tier")
+        raise HardwareError(f"{name} has no memory tier {tier!r} (it has: {', '.join(sorted(table))})", field="tier")
     return table[tier]
 
 
@@ -180,16 +180,16 @@ def machine_from_spec(name: str, spec: dict, field: str) -> Machine:
     known = {"flops", "memory", "bandwidth", "interconnect", "link_latency", "power", "price", "kind"}
     unknown = sorted(set(spec) - known)
     if unknown:
-        raise ConfigError(f"unknown key {unknown[0]!r} (known: {', '.join(sorted(known))})", field=f"{field}.{unknown[0]}")
+        raise HardwareError(f"unknown key {unknown[0]!r} (known: {', '.join(sorted(known))})", field=f"{field}.{unknown[0]}")
     for key in ("flops", "memory", "bandwidth"):
         if not isinstance(spec.get(key), dict) or not spec[key]:
-            raise ConfigError(f"needs a table of {key} figures", field=f"{field}.{key}")
+            raise HardwareError(f"needs a table of {key} figures", field=f"{field}.{key}")
     for p in spec["flops"]:
         if p not in PRECISION_BYTES:
-            raise ConfigError(f"unknown precision {p!r} (known: {', '.join(PRECISION_BYTES)})", field=f"{field}.flops")
+            raise HardwareError(f"unknown precision {p!r} (known: {', '.join(PRECISION_BYTES)})", field=f"{field}.flops")
     price = spec.get("price")
     if price is not None and (isinstance(price, bool) or not isinstance(price, (int, float)) or price < 0):
-        raise ConfigError(f"price must be a number >= 0 (per accelerator-hour), not {price!r}", field=f"{field}.price")
+        raise HardwareError(f"price must be a number >= 0 (per accelerator-hour), not {price!r}", field=f"{field}.price")
     link, links, topology = _link_spec(spec.get("interconnect", "0 B/s"), f"{field}.interconnect")
     return Machine(
         name=name,
@@ -211,10 +211,10 @@ def _link_spec(value, field: str) -> tuple[float, int, str]:
         return quantity(value, "bytes/s", field, allow_bits=True, allow_zero=True), 1, "switch"
     unknown = sorted(set(value) - {"bandwidth", "links", "topology"})
     if unknown:
-        raise ConfigError(f"unknown key {unknown[0]!r} (known: bandwidth, links, topology)", field=f"{field}.{unknown[0]}")
+        raise HardwareError(f"unknown key {unknown[0]!r} (known: bandwidth, links, topology)", field=f"{field}.{unknown[0]}")
     topology = value.get("topology", "switch")
     if topology not in TOPOLOGY:
-        raise ConfigError(f"unknown topology {topology!r} (known: {', '.join(TOPOLOGY)})", field=f"{field}.topology")
+        raise HardwareError(f"unknown topology {topology!r} (known: {', '.join(TOPOLOGY)})", field=f"{field}.topology")
     return (quantity(value.get("bandwidth"), "bytes/s", f"{field}.bandwidth", allow_bits=True, allow_zero=True),
             count(value.get("links", 1), f"{field}.links"), topology)
 
@@ -279,7 +279,7 @@ def prices_currency(space, machines) -> str | None:
         if m.name not in space.cost and getattr(m, "price", None) is not None and hasattr(m.price, "currency"):
             seen.add(m.price.currency)
     if len(seen) > 1:
-        raise ConfigError(f"prices in more than one currency ({', '.join(sorted(seen))}): give every price in one "
+        raise HardwareError(f"prices in more than one currency ({', '.join(sorted(seen))}): give every price in one "
                           "(the space's [cost] table overrides a machine record's price)", field="currency")
     return next(iter(seen), None)
 
@@ -291,4 +291,4 @@ def _guess_tier(machine) -> str:
                 return tier
         except Exception:  # noqa: BLE001 - a record without that tier
             continue
-    raise ConfigError(f"{machine.name} declares no memory tier the model knows (hbm, gddr, host)", field="memory")
+    raise HardwareError(f"{machine.name} declares no memory tier the model knows (hbm, gddr, host)", field="memory")

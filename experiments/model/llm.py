@@ -40,7 +40,7 @@ from pathlib import Path
 
 import numpy as np
 
-from luma.errors import ConfigError, UnknownName
+from luma.errors import ContractError, UnknownName
 from luma.experiments.model.hardware import PRECISION_BYTES
 from luma.kb.input_files import CONFIG_FILE, read_text
 from luma.kb.records.documents import parse_json
@@ -68,14 +68,14 @@ class ModelConfig:
         for f in ("layers", "hidden", "heads", "kv_heads", "intermediate", "vocab"):
             v = getattr(self, f)
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-                raise ConfigError(f"must be a positive whole number, not {v!r}", source=self.name, field=f)
+                raise ContractError(f"must be a positive whole number, not {v!r}", source=self.name, field=f)
         if self.heads % self.kv_heads:
-            raise ConfigError(f"{self.heads} attention heads are not a multiple of {self.kv_heads} KV heads",
+            raise ContractError(f"{self.heads} attention heads are not a multiple of {self.kv_heads} KV heads",
                               source=self.name, field="kv_heads")
         for f in ("precision", "kv_precision"):
             p = getattr(self, f)
             if p is not None and p not in PRECISION_BYTES:
-                raise ConfigError(f"unknown precision {p!r} (known: {', '.join(PRECISION_BYTES)})",
+                raise ContractError(f"unknown precision {p!r} (known: {', '.join(PRECISION_BYTES)})",
                                   source=self.name, field=f)
 
     @property
@@ -129,9 +129,9 @@ class ModelConfig:
                        head_dim=config.get("head_dim"), tied_embeddings=bool(config.get("tie_word_embeddings", False)),
                        precision={"float32": "fp32", "bfloat16": "bf16"}.get(dtype, "fp16"))
         except KeyError as exc:
-            raise ConfigError(f"config.json lacks {exc.args[0]!r}", source=name, field=exc.args[0]) from None
+            raise ContractError(f"config.json lacks {exc.args[0]!r}", source=name, field=exc.args[0]) from None
         except (TypeError, ValueError) as exc:
-            raise ConfigError(f"config.json has a bad value: {exc}", source=name) from None
+            raise ContractError(f"config.json has a bad value: {exc}", source=name) from None
 
     def describe(self) -> dict:
         return {**asdict(self), "total_params": self.total_params(), "weight_bytes": self.weight_bytes(),
@@ -156,7 +156,7 @@ def config(ref: str | dict, project=None) -> ModelConfig:
         try:
             return ModelConfig(**ref)
         except TypeError as exc:
-            raise ConfigError(f"bad model table: {exc}", field="model") from None
+            raise ContractError(f"bad model table: {exc}", field="model") from None
     if ref.lower() in PRESETS:
         return PRESETS[ref.lower()]
     path = Path(ref)
@@ -164,7 +164,7 @@ def config(ref: str | dict, project=None) -> ModelConfig:
         # Untrusted like any file a user names: regular, at most 1 MiB, no duplicate keys, not deep.
         doc = parse_json(read_text(path, CONFIG_FILE.of(project)), str(path))
         if not isinstance(doc, dict):
-            raise ConfigError("a config.json holds one JSON object", source=str(path))
+            raise ContractError("a config.json holds one JSON object", source=str(path))
         return ModelConfig.from_hf(path.parent.name or path.stem, doc)
     raise UnknownName(f"unknown model {ref!r} (presets: {', '.join(PRESETS)}; or a config.json path)", field="model")
 

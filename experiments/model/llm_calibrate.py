@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from luma.errors import ConfigError, LumaError
+from luma.errors import ContractError, LumaError
 from luma.experiments.model import hardware, llm
 from luma.kb.knowledge_base import KnowledgeBase
 from luma.kb.records.machine import load_machine
@@ -67,27 +67,27 @@ def read_published(path: Path | None = None) -> dict:
     try:
         doc = json.loads(path.read_text())
     except (OSError, ValueError) as exc:
-        raise ConfigError(f"cannot read published figures: {exc}", source=str(path)) from None
+        raise ContractError(f"cannot read published figures: {exc}", source=str(path)) from None
     if not isinstance(doc, dict) or not isinstance(doc.get("records"), list):
-        raise ConfigError("needs a 'records' list (and 'sources')", source=str(path), field="records")
+        raise ContractError("needs a 'records' list (and 'sources')", source=str(path), field="records")
     sources = doc.get("sources") or {}
     for key, src in sources.items():
         for f in ("title", "url", "read"):
             if not isinstance(src, dict) or not str(src.get(f) or "").strip():
-                raise ConfigError(f"source {key!r} needs a {f}", source=str(path), field=f"sources.{key}.{f}")
+                raise ContractError(f"source {key!r} needs a {f}", source=str(path), field=f"sources.{key}.{f}")
         if not str(src["url"]).startswith(("https://", "http://")):
-            raise ConfigError("url must be http(s)", source=str(path), field=f"sources.{key}.url")
+            raise ContractError("url must be http(s)", source=str(path), field=f"sources.{key}.url")
     for i, r in enumerate(doc["records"]):
         _check(r, f"records[{i}]", sources, str(path))
     for i, t in enumerate(doc.get("tails") or []):
         where = f"tails[{i}]"
         if t.get("source") not in sources:
-            raise ConfigError(f"unknown source {t.get('source')!r}", source=str(path), field=f"{where}.source")
+            raise ContractError(f"unknown source {t.get('source')!r}", source=str(path), field=f"{where}.source")
         if t.get("metric") not in ("ttft", "tpot") or not _positive(t.get("p50")) or not _positive(t.get("p99")) \
                 or t["p99"] < t["p50"]:
-            raise ConfigError("a tail names ttft or tpot and p50 <= p99, both positive", source=str(path), field=where)
+            raise ContractError("a tail names ttft or tpot and p50 <= p99, both positive", source=str(path), field=where)
         if t.get("set") not in ("calibration", "held-out"):
-            raise ConfigError("set must be calibration or held-out", source=str(path), field=f"{where}.set")
+            raise ContractError("set must be calibration or held-out", source=str(path), field=f"{where}.set")
     return doc
 
 
@@ -97,10 +97,10 @@ def _positive(x) -> bool:
 
 def _check(r: dict, where: str, sources: dict, path: str) -> None:
     def bad(field: str, why: str):
-        raise ConfigError(why, source=path, field=f"{where}.{field}")
+        raise ContractError(why, source=path, field=f"{where}.{field}")
 
     if not isinstance(r, dict):
-        raise ConfigError("a record is a table", source=path, field=where)
+        raise ContractError("a record is a table", source=path, field=where)
     if r.get("source") not in sources:
         bad("source", f"unknown source {r.get('source')!r} (known: {', '.join(sources)})")
     if r.get("model") not in llm.PRESETS:
@@ -308,7 +308,7 @@ def calibrate(doc: dict | None = None, data: bytes | None = None) -> dict:
     cal_rows = [r for r in records if r["set"] == "calibration"]
     held = [r for r in records if r["set"] == "held-out"]
     if not cal_rows or not held:
-        raise ConfigError("needs records in both the calibration and the held-out set", field="records")
+        raise ContractError("needs records in both the calibration and the held-out set", field="records")
     params = fit(cal_rows)
     pred = predict(records, params)
     measured = np.array([r["value"] for r in records], dtype=np.float64)
@@ -375,7 +375,7 @@ def merge(doc: dict, extra: dict, source: str) -> dict:
     clash with the shipped keys)."""
     clash = sorted(set(extra.get("sources") or {}) & set(doc.get("sources") or {}))
     if clash:
-        raise ConfigError(f"source key {clash[0]!r} is already a shipped source; rename it", source=source,
+        raise ContractError(f"source key {clash[0]!r} is already a shipped source; rename it", source=source,
                           field=f"sources.{clash[0]}")
     return {**doc, "sources": {**doc["sources"], **(extra.get("sources") or {})},
             "records": doc["records"] + list(extra.get("records") or []),

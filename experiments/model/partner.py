@@ -33,7 +33,7 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from luma.errors import ConfigError
+from luma.errors import ContractError, StateError
 from luma.experiments.model import effects as effects_mod
 from luma.experiments.model import llm_calibrate, simulate, space
 from luma.experiments.model.evaluate import Evaluator
@@ -183,10 +183,10 @@ def evaluate(record, contract, levels: Mapping[str, object] | None, *, llm_ref: 
     eff = effects_mod.from_record(record, source)
     state = space.from_state(levels, contract, llm_ref, base, project)
     if not state.is_llm:
-        raise ConfigError("a partner evaluation needs an LLM: name the model served (llm), or give a space with one",
+        raise ContractError("a partner evaluation needs an LLM: name the model served (llm), or give a space with one",
                           field="llm")
     if "accelerator_type" not in state.axes:
-        raise ConfigError("the state needs an accelerator_type (e.g. accelerator_type=NAME, accelerator_count=4)",
+        raise StateError("the state needs an accelerator_type (e.g. accelerator_type=NAME, accelerator_count=4)",
                           field="state.accelerator_type")
     ev0 = Evaluator(contract, state, calibration)
     cost_unit, cost_source = ev0.cost_unit, ev0.cost_source

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from luma.errors import ConfigError
+from luma.errors import ContractError
 from luma.experiments.model import llm
 
 #: Tiny GPT of the decoder service (experiments/services/tiny_gpt.py: GPTConfig defaults).
@@ -159,7 +159,7 @@ SERVICES = {
 
 def get(name: str) -> BatchService:
     if name not in SERVICES:
-        raise ConfigError(f"the model has no service {name!r} (it has: {', '.join(SERVICES)})", field="service")
+        raise ContractError(f"the model has no service {name!r} (it has: {', '.join(SERVICES)})", field="service")
     return SERVICES[name]
 
 

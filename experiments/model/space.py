@@ -33,7 +33,7 @@ from pathlib import Path
 
 import numpy as np
 
-from luma.errors import ConfigError
+from luma.errors import ConfigError, ContractError
 from luma.experiments.model import hardware, llm
 from luma.experiments.model.services import get as get_service
 from luma.kb.input_files import CONFIG_FILE, read_text
@@ -99,15 +99,15 @@ def _parse_value(name: str, raw, field: str, categories: tuple[str, ...] | None)
     kind = AXES[name][0]
     if kind in ("accelerator", "runtime"):
         if not isinstance(raw, str) or not raw.strip():
-            raise ConfigError(f"{raw!r} is not a name", field=field)
+            raise ContractError(f"{raw!r} is not a name", field=field)
         return raw.strip()
     if kind == "precision":
         if raw not in hardware.PRECISION_BYTES:
-            raise ConfigError(f"unknown precision {raw!r} (known: {', '.join(hardware.PRECISION_BYTES)})", field=field)
+            raise ContractError(f"unknown precision {raw!r} (known: {', '.join(hardware.PRECISION_BYTES)})", field=field)
         return raw
     if kind == "variant":
         if categories is not None and raw not in categories:
-            raise ConfigError(f"unknown variant {raw!r} (the service has: {', '.join(categories)})", field=field)
+            raise ContractError(f"unknown variant {raw!r} (the service has: {', '.join(categories)})", field=field)
         return raw
     if kind == "count":
         return float(hardware.count(raw, field))
@@ -120,14 +120,14 @@ def _parse_value(name: str, raw, field: str, categories: tuple[str, ...] | None)
 
 def make_axis(name: str, raw_values: list, field: str, categories: tuple[str, ...] | None = None) -> Axis:
     if name not in AXES:
-        raise ConfigError(f"unknown axis {name!r} (known: {', '.join(AXES)})", field=field)
+        raise ContractError(f"unknown axis {name!r} (known: {', '.join(AXES)})", field=field)
     if not isinstance(raw_values, list) or not raw_values:
-        raise ConfigError("an axis is a non-empty list of levels", field=field)
+        raise ContractError("an axis is a non-empty list of levels", field=field)
     parsed = [_parse_value(name, r, f"{field}[{i}]" if len(raw_values) > 1 else field, categories)
               for i, r in enumerate(raw_values)]
     labels = [str(r) if not isinstance(r, dict) else f"{r.get('value')} {r.get('unit', '')}".strip() for r in raw_values]
     if len(set(parsed)) != len(parsed):
-        raise ConfigError("levels repeat a value", field=field)
+        raise ContractError("levels repeat a value", field=field)
     if isinstance(parsed[0], str):
         codes = [categories.index(x) for x in parsed] if AXES[name][0] == "variant" and categories else range(len(parsed))
         return Axis(name, [str(x) for x in parsed], np.asarray(list(codes), dtype=np.int64))
@@ -141,11 +141,11 @@ def check_scope(space: Space, contract, field_prefix: str) -> None:
         applies = AXES[name][1]
         if applies not in (scope, "both"):
             what = "an LLM space (model = ...)" if applies == "llm" else "a service on this host (no model)"
-            raise ConfigError(f"axis {name!r} belongs to {what}", field=f"{field_prefix}{name}")
+            raise ContractError(f"axis {name!r} belongs to {what}", field=f"{field_prefix}{name}")
     if not space.is_llm and "kv_cache" in space.axes and contract.service != "decoder":
-        raise ConfigError(f"the {contract.service} service has no kv_cache", field=f"{field_prefix}kv_cache")
+        raise ContractError(f"the {contract.service} service has no kv_cache", field=f"{field_prefix}kv_cache")
     if space.is_llm and contract.service != "decoder":
-        raise ConfigError(f"an LLM space needs a generative contract (service = \"decoder\"), not {contract.service!r}",
+        raise ContractError(f"an LLM space needs a generative contract (service = \"decoder\"), not {contract.service!r}",
                           field="model")
 
 
@@ -156,7 +156,7 @@ def load(path: str | Path, contract, *, project=None) -> Space:
     if not p.is_file():
         named = shipped().get(str(path))
         if named is None and not p.exists():
-            raise ConfigError(f"no space file {str(path)!r} (shipped: {', '.join(sorted(shipped()))})", source=str(path))
+            raise ContractError(f"no space file {str(path)!r} (shipped: {', '.join(sorted(shipped()))})", source=str(path))
         p = named or p  # something that is not a regular file: read_text says what it is
     # An untrusted file: at most LUMA_MAX_CONFIG_FILE_BYTES, never a FIFO or a device.
     data = parse_toml(read_text(p, CONFIG_FILE.of(project)), str(p), error=ConfigError, invalid="not valid TOML")
@@ -164,7 +164,7 @@ def load(path: str | Path, contract, *, project=None) -> Space:
              "cost_source"}
     extra = sorted(set(data) - known)
     if extra:
-        raise ConfigError(f"unknown key (known: {', '.join(sorted(known))})", source=str(p), field=extra[0])
+        raise ContractError(f"unknown key (known: {', '.join(sorted(known))})", source=str(p), field=extra[0])
     try:
         model = llm.config(data["model"], project) if "model" in data else None
         variants = None if model else get_service(contract.service).variants
@@ -181,7 +181,7 @@ def load(path: str | Path, contract, *, project=None) -> Space:
         _check_prices(space)
     except ConfigError as exc:
         exc.source = exc.source or str(p)
-        raise ConfigError(exc.message, source=exc.source, field=exc.field) from None
+        raise ContractError(exc.message, source=exc.source, field=exc.field) from None
     return space
 
 
@@ -189,29 +189,29 @@ def _check_tables(space: Space) -> None:
     for table in ("cost", "quality"):
         for k, v in getattr(space, table).items():
             if isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0:
-                raise ConfigError(f"must be a number >= 0, not {v!r}", field=f"{table}.{k}")
+                raise ContractError(f"must be a number >= 0, not {v!r}", field=f"{table}.{k}")
     eff_known = {"compute", "bandwidth", "interconnect", "runtime_memory"}
     for k, v in space.efficiency.items():
         if k not in eff_known:
-            raise ConfigError(f"unknown efficiency {k!r} (known: {', '.join(sorted(eff_known))})", field=f"efficiency.{k}")
+            raise ContractError(f"unknown efficiency {k!r} (known: {', '.join(sorted(eff_known))})", field=f"efficiency.{k}")
         if k == "runtime_memory":
             hardware.quantity(v, "bytes", f"efficiency.{k}", allow_zero=True)
         elif isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v <= 1:
-            raise ConfigError(f"an efficiency is a share in (0, 1], not {v!r}", field=f"efficiency.{k}")
+            raise ContractError(f"an efficiency is a share in (0, 1], not {v!r}", field=f"efficiency.{k}")
 
 
 def _check_prices(space: Space) -> None:
     """A price is a number in a currency from a source: prices without a currency are refused."""
     if space.currency is not None and (not isinstance(space.currency, str) or not re.fullmatch(r"[A-Z]{3}",
                                                                                                space.currency)):
-        raise ConfigError(f"a currency is an ISO 4217 code such as \"USD\" or \"EUR\", not {space.currency!r}",
+        raise ContractError(f"a currency is an ISO 4217 code such as \"USD\" or \"EUR\", not {space.currency!r}",
                           field="currency")
     if space.cost_source is not None and (not isinstance(space.cost_source, str) or not space.cost_source.strip()
                                           or len(space.cost_source) > 300):
-        raise ConfigError("cost_source is a short text saying where the prices come from", field="cost_source")
+        raise ContractError("cost_source is a short text saying where the prices come from", field="cost_source")
     priced = bool(space.cost) or any(m.price_per_hour is not None for m in space.machines.values())
     if priced and space.currency is None:
-        raise ConfigError("prices need their currency: add currency = \"USD\" (or the ISO 4217 code of yours) "
+        raise ContractError("prices need their currency: add currency = \"USD\" (or the ISO 4217 code of yours) "
                           "and cost_source = \"where they come from\"", field="currency")
 
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
-from luma.errors import ConfigError
+from luma.errors import StateError
 from luma.experiments import stats
 from luma.experiments.records import architecture, environment
 from luma.experiments.states import State, describe, resolve
@@ -204,7 +204,7 @@ def price_all(library: list[LibraryState], prices) -> None:
         try:
             cost, used = state_cost(levels, prices)
         except NotPriced as exc:
-            raise ConfigError(f"state {s.label()} cannot be priced: {exc}", source=prices.source) from None
+            raise StateError(f"state {s.label()} cannot be priced: {exc}", source=prices.source) from None
         s.cost_per_hour, s.currency = cost, used[0].currency
 
 
@@ -213,6 +213,6 @@ def find(library: list[LibraryState], key: str) -> LibraryState:
     for s in library:
         if s.key == key:
             return s
-    raise ConfigError(f"state {key!r} is not in the qualified-state library of this contract "
+    raise StateError(f"state {key!r} is not in the qualified-state library of this contract "
                       f"({', '.join(s.key for s in library) or 'empty'}); a pilot applies library states only",
                       field="state")

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
-from luma.errors import ConfigError
+from luma.errors import ContractError, StateError
 from luma.experiments import contract as contract_mod, stats
 from luma.experiments.host import cpu
 from luma.experiments.pilot import control, energy, library as lib, trace as trace_mod, window as win
@@ -75,31 +75,31 @@ def prepare(project, contract_ref: str, *, trace_ref: str | None = None, duratio
     contract = contract_mod.load(contract_ref, project)
     spec = contract.pilot or contract_mod.PilotSpec()
     if contract.service not in ("embedding", "decoder", "classifier", "matvec"):
-        raise ConfigError(f"the pilot cannot serve {contract.service!r}", field="service")
+        raise ContractError(f"the pilot cannot serve {contract.service!r}", field="service")
     ref = trace_ref or spec.trace
     if not ref:
-        raise ConfigError("no trace: name a shipped trace or a CSV file, or set [pilot] trace in the contract",
+        raise ContractError("no trace: name a shipped trace or a CSV file, or set [pilot] trace in the contract",
                           field="trace")
     tr = trace_mod.load(ref, project, max_context=_max_context(contract))
     if duration is not None and not 10 <= duration <= 86_400:
-        raise ConfigError(f"duration {duration:g} s: give 10 to 86400 seconds", field="duration")
+        raise ContractError(f"duration {duration:g} s: give 10 to 86400 seconds", field="duration")
     if not 0 < rate_scale <= 1000:
-        raise ConfigError(f"rate scale {rate_scale:g}: give a factor in (0, 1000]", field="rate-scale")
+        raise ContractError(f"rate scale {rate_scale:g}: give a factor in (0, 1000]", field="rate-scale")
     tr = tr.scaled(duration, rate_scale)
     w = float(window_s or spec.window_s)
     if w * 2 > tr.duration:
-        raise ConfigError(f"a {w:g} s window leaves fewer than two windows in a {tr.duration:g} s trace", field="window")
+        raise ContractError(f"a {w:g} s window leaves fewer than two windows in a {tr.duration:g} s trace", field="window")
     table = prices_mod.load(price_path or spec.price_table, project)
     library, notes = lib.build(project, contract, table)
     if not library:
-        raise ConfigError("the qualified-state library of this contract is empty on this machine: qualify states "
+        raise StateError("the qualified-state library of this contract is empty on this machine: qualify states "
                           f"first (`luma sprint optimize {contract_ref} --state ...` or `luma sprint run`); "
                           + "; ".join(notes), field="library")
     currencies = {s.currency for s in library}
     currency = currencies.pop()
     kwh = table.get("kwh")
     if kwh is not None and kwh.currency != currency:
-        raise ConfigError(f"kwh is priced in {kwh.currency}, the states in {currency}: LUMA converts no currency",
+        raise ContractError(f"kwh is priced in {kwh.currency}, the states in {currency}: LUMA converts no currency",
                           source=table.source, field="kwh.currency")
     service = get(contract.service)
     kind, counter_text = energy.counters()

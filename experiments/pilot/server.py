@@ -38,7 +38,7 @@ import struct
 import sys
 import time
 
-from luma.errors import LumaError
+from luma.errors import BadRequest, UnsafeSocketFolder
 from luma.experiments.services import get
 from luma.experiments.services.replicas import make_engine
 from luma.experiments.worker import prepare_runtime, threads_of
@@ -52,14 +52,6 @@ HELLO_S = 10.0  # an unauthenticated connection is closed after this long
 _BOUNDS = {"cores": (0, 4096), "threads": (1, 4096), "replicas": (1, 256), "max_batch": (1, 1 << 16),
            "host_memory": (0, 1 << 50)}
 _UCRED = struct.Struct("iII")  # struct ucred: pid, uid, gid
-
-
-class BadRequest(LumaError):
-    """A control-socket line that is malformed, of an unknown op, or without the server's token."""
-
-
-class UnsafeSocketFolder(LumaError):
-    """The control socket's folder is not private to this user (owner, mode 0700, not a link)."""
 
 
 def check_private(folder: str) -> None:

@@ -22,14 +22,10 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from luma.errors import LumaError
+from luma.errors import StateFailed
 from luma.experiments.pilot.server import MAX_LINE, check_private, peer_uid
 
 _CLK_TCK = os.sysconf("SC_CLK_TCK")
-
-
-class StateFailed(LumaError):
-    """A library state's server did not start (the message says why)."""
 
 
 @dataclass

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from luma.errors import ConfigError
+from luma.errors import ConfigError, ContractError
 from luma.kb.input_files import CONFIG_FILE, read_text
 
 MAX_RATE = 100_000.0
@@ -114,7 +114,7 @@ def shipped() -> dict[str, Path]:
 
 def _fail(msg: str, source: str, line: int | None = None, column: str | None = None) -> ConfigError:
     where = f"line {line}" + (f", {column}" if column else "") if line else column
-    return ConfigError(msg, source=source, field=where)
+    return ContractError(msg, source=source, field=where)
 
 
 def _number(text: str, source: str, line: int, column: str) -> float:
@@ -189,7 +189,7 @@ def load(ref: str | Path, project=None, max_context: int | None = None) -> Trace
     if not path.is_file():
         named = shipped().get(str(ref))
         if named is None:
-            raise ConfigError(f"no trace file or shipped trace named {str(ref)!r} (shipped: {', '.join(sorted(shipped()))})",
+            raise ContractError(f"no trace file or shipped trace named {str(ref)!r} (shipped: {', '.join(sorted(shipped()))})",
                               source=str(ref))
         path = named
     text = read_text(path, CONFIG_FILE.of(project))

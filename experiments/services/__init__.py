@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from luma.errors import ConfigError, UnknownName
+from luma.errors import ContractError, UnknownName
 
 #: service name -> "module:Class", imported only when asked for (each pulls in torch).
 SERVICES = {
@@ -19,8 +19,8 @@ def get(name: str):
     import importlib
 
     if name == "openai-endpoint":
-        raise ConfigError("an openai-endpoint service is described by its contract's [service] table; "
-                          "this command serves the in-process services only", field="service")
+        raise ContractError("an openai-endpoint service is described by its contract's [service] table; "
+                            "this command serves the in-process services only", field="service")
     if name not in SERVICES:
         raise UnknownName(f"unknown service {name!r} (known: {', '.join(sorted(SERVICES))})", field="service")
     module, _, cls = SERVICES[name].partition(":")

@@ -41,11 +41,6 @@ class Engine(Protocol):
         """True while any request is queued or in flight."""
 
 
-class CapacityError(RuntimeError):
-    """The state cannot serve a request at all (e.g. one sequence needs more KV blocks than the
-    budget holds). The trial records failure cause `kv-capacity`; it is a FAIL, not a crash."""
-
-
 @dataclass
 class Loaded:
     """What `Service.load` returns inside the worker."""

@@ -23,8 +23,8 @@ from typing import ClassVar
 import torch
 import torch.nn.functional as F
 
-from luma.errors import ConfigError, TensorError
-from luma.experiments.services.base import CapacityError, Event, Loaded
+from luma.errors import CapacityError, ContractError, StateError, TensorError
+from luma.experiments.services.base import Event, Loaded
 from luma.experiments.services.tiny_gpt import (
     GPTConfig, TinyGPT, TrainConfig, fingerprint, generate_plain, load_corpus, train,
 )
@@ -199,9 +199,9 @@ def _check_payload(payload, cfg: GPTConfig) -> tuple[list[int], int]:
     if not prompt or min(prompt) < 0 or max(prompt) >= cfg.vocab:
         raise TensorError(f"the prompt must be 1 or more token ids in [0, {cfg.vocab})", field="prompt")
     if isinstance(max_new, bool) or not isinstance(max_new, numbers.Integral) or max_new < 1:
-        raise ConfigError(f"max_new_tokens must be a positive integer, not {max_new!r}", field="max_new_tokens")
+        raise ContractError(f"max_new_tokens must be a positive integer, not {max_new!r}", field="max_new_tokens")
     if len(prompt) + max_new > cfg.max_pos:
-        raise ConfigError(f"{len(prompt)} prompt + {max_new} new tokens exceed the model's {cfg.max_pos} positions",
+        raise ContractError(f"{len(prompt)} prompt + {max_new} new tokens exceed the model's {cfg.max_pos} positions",
                           field="context")
     return prompt, int(max_new)
 
@@ -233,7 +233,7 @@ class DecoderService:
         per variant beside them, naming the KV dtype."""
         global TRAININGS
         if variant not in KV_DTYPES:
-            raise ConfigError(f"unknown decoder variant {variant!r} (known: {', '.join(KV_DTYPES)})", field="variant")
+            raise ContractError(f"unknown decoder variant {variant!r} (known: {', '.join(KV_DTYPES)})", field="variant")
         corpus = self.corpus()
         key = fingerprint(self.cfg, self.training, corpus, self.quality_set)
         folder = Path(cache) / f"decoder-{key}"
@@ -279,7 +279,7 @@ class DecoderService:
         pool = None
         if budget is not None:
             if isinstance(budget, bool) or not isinstance(budget, (int, float)) or budget < 0:
-                raise ConfigError(f"kv_cache must be a byte count, not {budget!r}", field="kv_cache")
+                raise StateError(f"kv_cache must be a byte count, not {budget!r}", field="kv_cache")
             pool = KVPool(cfg, int(budget) // per_block, kv_dtype)
 
         def engine_factory(max_batch: int) -> PagedEngine:
@@ -296,9 +296,9 @@ class DecoderService:
         context, new = 64 if context is None else context, 32 if new is None else new
         for field, value in (("context", context), ("max_new_tokens", new)):
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ConfigError(f"{field} must be a positive integer, not {value!r}", field=field)
+                raise ContractError(f"{field} must be a positive integer, not {value!r}", field=field)
         if context + new > self.cfg.max_pos:
-            raise ConfigError(f"context {context} + max_new_tokens {new} exceed the model's {self.cfg.max_pos} "
+            raise ContractError(f"context {context} + max_new_tokens {new} exceed the model's {self.cfg.max_pos} "
                               "positions", field="context")
         corpus, rng = self.corpus(), random.Random(seed)
         return [{"prompt": list(corpus[o:o + context]), "max_new_tokens": new}

@@ -17,7 +17,7 @@ from typing import ClassVar
 
 import torch
 
-from luma.errors import ConfigError
+from luma.errors import ContractError
 from luma.experiments.services import minilm_encoder as me
 from luma.experiments.services.base import BatchEngine, Loaded
 from luma.kernels import torch_ops
@@ -76,7 +76,7 @@ class EmbeddingService:
         """The artifact of `variant` under `cache` (built once per source hash), and the fp32
         reference embeddings beside it."""
         if variant not in VARIANTS:
-            raise ConfigError(f"unknown variant {variant!r} (known: {', '.join(VARIANTS)})", field="variant")
+            raise ContractError(f"unknown variant {variant!r} (known: {', '.join(VARIANTS)})", field="variant")
         cache = Path(cache)
         cache.mkdir(parents=True, exist_ok=True)
         key = source_hash()
@@ -109,7 +109,7 @@ class EmbeddingService:
         `state` levels do not change how an embedding model is held; they are ignored."""
         obj = torch.load(Path(artifact), weights_only=True, mmap=False)
         if obj.get("format") != FORMAT or obj.get("variant") not in VARIANTS:
-            raise ConfigError(f"{artifact} is not an embedding artifact of format {FORMAT}", field="artifact")
+            raise ContractError(f"{artifact} is not an embedding artifact of format {FORMAT}", field="artifact")
         config, variant = obj["config"], obj["variant"]
         encoder = me.Encoder(obj.pop("tensors"), config)
         tokenizer = me.Tokenizer(config["max_seq_length"])

@@ -21,7 +21,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from luma.errors import ConfigError, TensorError
+from luma.errors import ConfigError, ContractError, TensorError
 from luma.kernels.linear import Int8Linear
 from luma.kernels.torch_ops import quantize_per_channel
 
@@ -47,7 +47,7 @@ def read_config(directory: Path | None = None) -> dict:
     st = json.loads((d / "sentence_bert_config.json").read_text())
     pool = json.loads((d / "1_Pooling" / "config.json").read_text())
     if not pool.get("pooling_mode_mean_tokens") or cfg.get("hidden_act") != "gelu":
-        raise ConfigError("the lean encoder implements mean pooling and exact GELU only", field="model")
+        raise ContractError("the lean encoder implements mean pooling and exact GELU only", field="model")
     return {"hidden": int(cfg["hidden_size"]), "heads": int(cfg["num_attention_heads"]),
             "layers": int(cfg["num_hidden_layers"]), "eps": float(cfg["layer_norm_eps"]),
             "max_seq_length": int(st["max_seq_length"])}
@@ -233,7 +233,7 @@ class Tokenizer:
 def check_context(context: int | None) -> int | None:
     """A context (max tokens per text, [CLS] and [SEP] included) or None; refuses anything else."""
     if context is not None and (isinstance(context, bool) or not isinstance(context, int) or context < 2):
-        raise ConfigError(f"context must be a whole number of tokens >= 2, got {context!r}", field="context")
+        raise ContractError(f"context must be a whole number of tokens >= 2, got {context!r}", field="context")
     return context
 
 

@@ -20,7 +20,7 @@ import queue
 import threading
 from typing import Any
 
-from luma.errors import ConfigError
+from luma.errors import ContractError
 from luma.experiments.services.base import BatchEngine, Event
 
 #: How long `step` waits for a finished batch before it returns, so the thread that steps (the
@@ -177,6 +177,6 @@ def make_engine(loaded, max_batch: int, replicas: int = 1, resizable: bool = Fal
     if replicas == 1 and not (resizable and isinstance(probe, BatchEngine)):
         return probe
     if not isinstance(probe, BatchEngine):
-        raise ConfigError(f"replicas={replicas}: only request/response services can be replicated "
+        raise ContractError(f"replicas={replicas}: only request/response services can be replicated "
                           f"(this one's engine is {type(probe).__name__})", field="replicas")
     return ReplicatedEngine(loaded.engine_factory, max_batch, replicas)

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from luma.extras import MissingExtra, extra_of, from_import_error, require
+from luma.errors import MissingExtra
+from luma.extras import extra_of, from_import_error, require
 
 HINT = "needs the kernels extra (torch is not installed): pip install -e '.[kernels]'"
 

@@ -10,12 +10,12 @@ import pytest
 from click.testing import CliRunner
 
 from luma.cli.main import cli
-from luma.errors import QueryError
+from luma.errors import QueryError, RulesNotRun
 from luma.kb.knowledge_base import KnowledgeBase
 from luma.kb.named_queries import NamedQuery, get_named_query, named_queries
 from luma.kb.paging import paged
 from luma.kb.vocab import ID, LUMA
-from luma.rules.derivations import RulesNotRun, require
+from luma.rules.derivations import require
 from luma.rules.engine import graph_of
 from luma.rules.loader import load_all
 from luma.settings import Settings

@@ -15,7 +15,6 @@ import pytest
 from click.testing import CliRunner
 
 from luma.cli.main import cli
-from tests.listener import listener  # noqa: F401 (a fixture, used by name)
 
 KB = "https://w3id.org/luma/id/"
 

@@ -11,11 +11,11 @@ import pytest
 from click.testing import CliRunner
 
 from luma.cli.main import cli
+from luma.errors import NothingToReport
 from luma.kb.knowledge_base import KnowledgeBase
 from luma.kb.vocab import ID
 from luma.reports import boundary
 from luma.reports import boundary_data as data
-from luma.reports.render import NothingToReport
 from luma.settings import Settings
 
 DATA = Path(__file__).parents[1] / "kb" / "data"

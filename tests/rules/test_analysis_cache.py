@@ -8,8 +8,9 @@ import dataclasses
 
 import pytest
 
+from luma.errors import RuleError
 from luma.rules.analysis import analyse, analyse_cached
-from luma.rules.loader import RuleError, load_all, parse
+from luma.rules.loader import load_all, parse
 
 
 def _fields(a):

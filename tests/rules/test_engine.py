@@ -10,10 +10,11 @@ import pytest
 from click.testing import CliRunner
 
 from luma.cli.main import cli
+from luma.errors import RuleError
 from luma.kb.knowledge_base import KnowledgeBase
 from luma.rules.analysis import analyse, strata
 from luma.rules.engine import Engine
-from luma.rules.loader import RuleError, load_all, parse, resolve_params
+from luma.rules.loader import load_all, parse, resolve_params
 from luma.settings import Settings
 
 HEAD = "# id: {id}\n# version: 1\n# description: test rule\n"

@@ -17,7 +17,8 @@ import pytest
 from click.testing import CliRunner
 
 from luma.cli.main import cli
-from luma.rules.loader import BelowFloor, RuleError, load_all, parse, resolve_params
+from luma.errors import BelowFloor, RuleError
+from luma.rules.loader import load_all, parse, resolve_params
 
 _spec = importlib.util.spec_from_file_location("luma_test_scenarios", Path(__file__).with_name("test_scenarios.py"))
 scenarios = importlib.util.module_from_spec(_spec)

@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import pytest
 
+from luma.errors import RuleError
 from luma.kb.knowledge_base import KnowledgeBase
 from luma.kb.synthetic import mark_bench_project, write_jsonl
 from luma.rules.analysis import analyse
 from luma.rules.engine import Engine, graph_of
-from luma.rules.loader import RuleError, parse
+from luma.rules.loader import parse
 from luma.settings import Settings
 
 

@@ -17,16 +17,17 @@ import pytest
 from click.testing import CliRunner
 
 from luma.cli.main import cli
+from luma.errors import RuleError
 from luma.kb.knowledge_base import KnowledgeBase
 from luma.kb.query_safety import CheckedQuery
 from luma.kb.synthetic import mark_bench_project, write_jsonl
 from luma.rules import analysis
 from luma.rules.analysis import analyse
 from luma.rules.engine import Engine
-from luma.rules.loader import RuleError, load_all
+from luma.rules.loader import load_all
 from luma.rules.state import DERIVED
 from luma.settings import Settings
-from tests.listener import LEAKED, listener  # noqa: F401 (a fixture, used by name)
+from tests.listener import LEAKED
 
 HEAD = "# id: attack\n# version: 1\n# description: a rule file that must never run as written\n"
 PFX = "PREFIX luma: <https://w3id.org/luma/ns#>\n"

@@ -7,9 +7,8 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from luma.errors import ConfigError  # noqa: E402
+from luma.errors import CapacityError, ConfigError  # noqa: E402
 from luma.experiments.services import decoder as dec  # noqa: E402
-from luma.experiments.services.base import CapacityError  # noqa: E402
 from luma.experiments.services.tiny_gpt import (  # noqa: E402
     GPTConfig,
     TrainConfig,

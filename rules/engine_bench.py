@@ -8,19 +8,29 @@ sprint's chains do, so that the closed loop (stale boundaries) runs on them at s
 from __future__ import annotations
 
 import json
+import resource
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
+import rdflib
+
+from luma.kb import runners
+from luma.kb.bench import run_child
+from luma.kb.knowledge_base import KnowledgeBase
+from luma.kb.synthetic import BENCH_NOTE, mark_bench_project, write_jsonl
+from luma.rules.analysis import analyse, strata
+from luma.rules.engine import Engine
+from luma.rules.loader import load_all, render
+from luma.settings import Settings
+
 #: Share of the synthetic chains that name their software (kb/synthetic.py).
 SOFTWARE_SHARE = 0.3
 
 
 def _rss_mb() -> float:
-    import resource
-
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
@@ -31,13 +41,6 @@ def _runs(report) -> dict:
 
 
 def child_luma(n: int, extra: int, workdir: Path, dump: bool, repeat: int = 5) -> dict:
-    from luma.kb.knowledge_base import KnowledgeBase
-    from luma.kb.synthetic import BENCH_NOTE, mark_bench_project, write_jsonl
-    from luma.rules.engine import Engine
-    from luma.settings import Settings
-
-    from luma.kb import runners
-
     home = workdir / "project"
     settings = Settings.local(home)
     # A throwaway project, marked as one: only there may synthetic chains be measured (signed by a key
@@ -86,11 +89,6 @@ def child_luma(n: int, extra: int, workdir: Path, dump: bool, repeat: int = 5) -
 
 def child_rdflib(workdir: Path) -> dict:
     """The same rules, in stratum order, by rdflib's own SPARQL engine over its in-memory Dataset."""
-    import rdflib
-
-    from luma.rules.analysis import analyse, strata
-    from luma.rules.loader import load_all, render
-
     ds = rdflib.Dataset(default_union=True)
     t0 = time.perf_counter()
     ds.parse(workdir / "kb.nq", format="nquads")
@@ -137,9 +135,7 @@ def run_bench(sizes: list[int], extra: int = 1000, rdflib_max: int = 1000, rdfli
 
 
 def _child(args: list[str], timeout: float | None = None) -> dict:
-    from luma.kb.bench import run_child
-
-    return run_child("luma.rules.bench", args, timeout)
+    return run_child("luma.rules.engine_bench", args, timeout)
 
 
 if __name__ == "__main__":

@@ -86,6 +86,7 @@ def _peers(lin: nn.Linear) -> dict[str, nn.Module]:
             peers[f"quantize_dynamic ({engine})"] = torch.ao.quantization.quantize_dynamic(
                 copy.deepcopy(nn.Sequential(lin)), {nn.Linear}, dtype=torch.qint8)
     try:
+        # torchao is optional: a peer measured only where installed
         from torchao.quantization import Int8DynamicActivationInt8WeightConfig, quantize_
     except ImportError:
         return peers
