@@ -71,7 +71,7 @@ def probe_cmd(contract_ref: str, url: str | None, repetitions: int, fmt: str) ->
     boundary — give the contract a launch command for that (`luma sprint run`)."""
     from luma.cli.project import settings
     from luma.errors import ConfigError
-    from luma.experiments import contract, states, trial
+    from luma.experiments.sprint import contract, states, trial
     from luma.experiments.endpoint.service import EndpointService
 
     c = contract.load(contract_ref, settings())

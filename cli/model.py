@@ -25,7 +25,7 @@ def _contract(ref: str):
 
     from luma.cli.project import settings
     from luma.errors import ConfigError
-    from luma.experiments import contract
+    from luma.experiments.sprint import contract
 
     own = {p.name[:-5]: Path(str(p)) for p in importlib.resources.files("luma.experiments.model.contracts").iterdir()
            if p.name.endswith(".toml")}
@@ -220,7 +220,7 @@ def calibrate_cmd(contract_refs, repeats, record, llm_mode, published, fmt) -> N
     import numpy as np
     from rich.console import Console
 
-    from luma.experiments import contract
+    from luma.experiments.sprint import contract
     from luma.experiments.model import calibrate, facts
     from luma.cli.project import settings as command_settings
 

@@ -30,9 +30,9 @@ def _money(x, currency: str = "") -> str:
 def library_cmd(contract_ref: str, price_path: str | None, fmt: str) -> None:
     """The states a pilot of CONTRACT may apply: attested, measured, non-stale, on this machine."""
     from luma.cli.project import settings
-    from luma.experiments import contract as contract_mod
+    from luma.experiments.sprint import contract as contract_mod
     from luma.experiments.pilot import energy, library as lib
-    from luma.experiments.records import architecture
+    from luma.experiments.sprint.records import architecture
     from luma.kb import prices as prices_mod
 
     s = settings()

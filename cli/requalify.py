@@ -28,8 +28,8 @@ def requalify_cmd(chains, all_stale, record, fmt) -> None:
 
     from luma.cli.project import settings as command_settings
     from luma.cli.sprint import execute, import_service, sprint_trials
-    from luma.experiments import records, requalify
-    from luma.experiments import sprint as sprint_mod
+    from luma.experiments.sprint import records, requalify
+    from luma.experiments.sprint import pex as sprint_mod
     from luma.kb.knowledge_base import KnowledgeBase
     from luma.rules.engine import Engine
 

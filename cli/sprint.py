@@ -37,7 +37,7 @@ def _levels(text: str | None) -> list[str] | None:
 @project(NONE)
 def contracts_cmd(fmt: str) -> None:
     """List the example contracts shipped with LUMA."""
-    from luma.experiments import contract
+    from luma.experiments.sprint import contract
 
     rows = []
     for name, path in sorted(contract.shipped().items()):
@@ -74,7 +74,7 @@ def run_cmd(contract_ref, matrix_path, dimension, levels, intervention, repetiti
     the frozen experiment matrix of --matrix)."""
     from rich.console import Console
 
-    from luma.experiments import contract, sprint as sprint_mod
+    from luma.experiments.sprint import contract, pex as sprint_mod
     from luma.cli.project import settings as command_settings
 
     home = command_settings().home
@@ -106,8 +106,8 @@ def run_cmd(contract_ref, matrix_path, dimension, levels, intervention, repetiti
 def execute(plan, project, record: bool, err) -> dict:
     """Run one sprint of `plan` with its trials on screen, write its records (and ingest them when
     `record`); the sprint's summary with `chain_recorded` and `records_folder`."""
-    from luma.experiments import sprint as sprint_mod, summary
-    from luma.experiments.records import Recorder
+    from luma.experiments.sprint import pex as sprint_mod, summary
+    from luma.experiments.sprint.records import Recorder
 
     sprint_id = plan.new_id()
     recorder = Recorder(project, plan, sprint_id, ingest=record)
@@ -137,7 +137,7 @@ def _trials(title: str, expected: int, console):
 
 def sprint_trials(plan) -> int:
     """At most how many trials the sprint of `plan` runs (`sprint.max_trials`)."""
-    from luma.experiments.sprint import max_trials
+    from luma.experiments.sprint.pex import max_trials
 
     return max_trials(len(plan.levels), plan.repetitions, max(len(plan.state(0).levels) - 1, 0),
                       plan.variant is not None)
@@ -213,7 +213,7 @@ def bench_cmd(contract_ref, dimension, levels, repetitions, use_model, sweep, fm
 
     import math
 
-    from luma.experiments import bench, contract, sprint as sprint_mod
+    from luma.experiments.sprint import bisection_bench as bench, contract, pex as sprint_mod
     from luma.cli.project import settings as command_settings
 
     c = contract.load(contract_ref, command_settings())
@@ -248,7 +248,7 @@ def _model_start(plan, home, use_model, err) -> int | None:
     """The model's predicted minimum PASS level (an index into the plan's levels), when asked for
     or when a calibration exists; None otherwise."""
     from luma.experiments.model import calibrate, guide
-    from luma.experiments.states import describe
+    from luma.experiments.sprint.states import describe
 
     if plan.contract.endpoint is not None:
         if use_model:
@@ -265,7 +265,7 @@ def _model_start(plan, home, use_model, err) -> int | None:
 
 
 def _state(contract, text: str | None):
-    from luma.experiments import states
+    from luma.experiments.sprint import states
 
     levels = dict(contract.state)
     for part in (text.split(",") if text else []):
@@ -291,7 +291,7 @@ def _ints(text: str | None, name: str) -> list[int] | None:
 def _optimize_trials(contract, service, layouts, batches, variants) -> int:
     """At most how many trials `optimize` runs: every batch size of every variant and thread and
     replica layout (the walk stops early once throughput stops rising), and two confirmations."""
-    from luma.experiments.optimize import batches_for
+    from luma.experiments.sprint.optimize import batches_for
 
     known = variants or ["fp32", *dict.fromkeys(service.interventions.values())]
     return len(known) * max(sum(len(batches_for(contract, batches, r)) for _, r in layouts), 1) + 2
@@ -316,8 +316,8 @@ def optimize_cmd(contract_ref, state_text, threads, replicas, batches, variants,
 
     from rich.console import Console
 
-    from luma.experiments import contract, optimize
-    from luma.experiments.records import Recorder
+    from luma.experiments.sprint import contract, optimize
+    from luma.experiments.sprint.records import Recorder
     from luma.experiments.services import get as get_service
     from luma.cli.project import settings as command_settings
 

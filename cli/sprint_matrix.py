@@ -1,5 +1,5 @@
 """`luma sprint run --matrix` and `luma sprint plan`: sprints from frozen experiment matrices
-(experiments/matrix.py), and the matrix of a sprint written out before any trial runs."""
+(experiments/sprint/matrix.py), and the matrix of a sprint written out before any trial runs."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ def matrix_plan(path: Path, contract_ref: str | None, record: bool, **overrides)
     experiment-matrix record (after the plan is checked: a matrix that does not fit writes
     nothing). The matrix is frozen, so no other option may change what it says."""
     from luma.cli.project import settings
-    from luma.experiments import matrix as matrix_mod
+    from luma.experiments.sprint import matrix as matrix_mod
 
     given = [f"--{k.replace('_', '-')}" for k, v in overrides.items() if v is not None]
     if given:
@@ -50,7 +50,7 @@ def plan_cmd(contract_ref, dimension, levels, intervention, repetitions, out_pat
     intervention and repetitions, with the analytical model's verdict at each level."""
     from luma.cli.project import settings
     from luma.cli.sprint import _levels, import_service
-    from luma.experiments import contract, matrix as matrix_mod, sprint as sprint_mod
+    from luma.experiments.sprint import contract, matrix as matrix_mod, pex as sprint_mod
     from luma.experiments.model import calibrate, guide
 
     c = contract.load(contract_ref, settings())

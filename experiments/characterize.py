@@ -200,7 +200,7 @@ def probe_matmul(spec: dict) -> dict:
         good = [t for t in tried if "flops" in t]
         out["figures"][precision] = {"best": max(good, key=lambda t: t["flops"]) if good else None, "tried": tried}
     if spec.get("environment"):
-        from luma.experiments.records import environment
+        from luma.experiments.sprint.records import environment
 
         out["environment"] = environment()
     return out
@@ -298,7 +298,7 @@ def characterize(quick: bool = False, cores: list[int] | None = None, name: str 
             others = [t for t in fig["tried"] if t != fig["best"] and "flops" in t]
             notes += [f"{precision} on {_cores(k)}, slower path: {t['method']}: {t['flops'] / 1e9:.2f} GFLOP/s"
                       for t in others]
-    from luma.experiments.records import architecture
+    from luma.experiments.sprint.records import architecture
     from luma.kernels.environment import git_revision
 
     arch = architecture()

@@ -347,7 +347,7 @@ def is_synthetic(f: ChainFacts) -> bool:
 
 
 def _plots(f: ChainFacts, a: Analysis) -> list[Plot]:
-    from luma.experiments.stats import CONFIDENCE  # NumPy: imported once matplotlib is known present
+    from luma.experiments.sprint.stats import CONFIDENCE  # NumPy: imported once matplotlib is known present
 
     x = f.crossed
     levels = sorted({t.levels[x] for t in a.shown if x in t.levels}, key=Level.order)
@@ -394,7 +394,7 @@ def build(kb, chain: str | None = None, sprint: str | None = None) -> Report:
 
 
 def _report(f: ChainFacts, a: Analysis) -> Report:
-    from luma.experiments.stats import CONFIDENCE
+    from luma.experiments.sprint.stats import CONFIDENCE
 
     e, x = f.entity, f.crossed
     metrics = [c.metric for c in f.clauses]

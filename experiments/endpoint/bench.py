@@ -92,7 +92,8 @@ class Target:
 def contract_target(name: str, variant: str, cache: Path, note: Callable[[str], None] = lambda m: None) -> Target:
     """The target of shipped contract `name` serving `variant`, its artifact prepared under
     `cache` (llama.cpp's converter makes it the first time; `note` hears of it)."""
-    from luma.experiments import contract, services
+    from luma.experiments import services
+    from luma.experiments.sprint import contract
     from luma.experiments.endpoint import engines
 
     c = contract.load(name)

@@ -119,7 +119,7 @@ class CampaignSpec(StrictModel):
 class Unit:
     """One sprint of the campaign: a contract along one dimension on one machine class."""
 
-    contract: object  # luma.experiments.contract.Contract
+    contract: object  # luma.experiments.sprint.contract.Contract
     dimension: str
     machine_class: str
     levels: tuple[str, ...]
@@ -138,8 +138,8 @@ class Unit:
     def max_trials(self) -> int:
         """At most how many trials its sprint runs (`sprint.max_trials`, from the contract alone:
         the head need not be able to run the service itself)."""
-        from luma.experiments import states
-        from luma.experiments.sprint import max_trials
+        from luma.experiments.sprint import states
+        from luma.experiments.sprint.pex import max_trials
 
         others = len(set(states.resolve(self.contract.state, skip=self.dimension)) - {self.dimension})
         return max_trials(len(self.levels), self.repetitions, others, self.intervention is not None)
@@ -209,7 +209,7 @@ def load(path: str | Path, project=None) -> Campaign:
 
 
 def _units(entry: ContractEntry, spec: CampaignSpec, path: Path, project, where: str) -> list[Unit]:
-    from luma.experiments import contract as contracts, states
+    from luma.experiments.sprint import contract as contracts, states
 
     ref = entry.contract
     local = path.parent / ref

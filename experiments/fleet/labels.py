@@ -42,7 +42,7 @@ def accelerator() -> str:
 
 def detect() -> dict[str, str]:
     """This machine's labels (everything but the runner key)."""
-    from luma.experiments.states import total_memory
+    from luma.experiments.sprint.states import total_memory
     from luma.kernels.environment import cpu
 
     info = cpu()

@@ -18,8 +18,8 @@ def run_unit(spec: dict) -> dict:
     sprint's summary, and who ran it. Raises what the sprint raises (the head reports it)."""
     import ray
 
-    from luma.experiments import contract as contracts, sprint, summary
-    from luma.experiments.records import Recorder
+    from luma.experiments.sprint import contract as contracts, pex as sprint, summary
+    from luma.experiments.sprint.records import Recorder
     from luma.kb.runners import project_signer
     from luma.settings import Settings
 

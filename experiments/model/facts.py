@@ -72,7 +72,7 @@ def _trials(project) -> list[dict]:
 def _levels(project, service: str, calibration: dict):
     """(record, predicted memory need at the least that runs, host_memory level in bytes) of each
     sprint trial of `service` in the ledger that ran at a host_memory level."""
-    from luma.experiments import contract as contract_mod
+    from luma.experiments.sprint import contract as contract_mod
     from luma.experiments.model.evaluate import Evaluator
     from luma.experiments.model.services import get
 
@@ -119,7 +119,7 @@ def limit_margin(project, service: str, calibration: dict) -> dict | None:
 def ledger_check(project, calibration: dict | None) -> list[dict]:
     """Per contract: how many measured sprint verdicts (pex-trial records, not INCONCLUSIVE) the
     model predicts, and which it gets wrong."""
-    from luma.experiments import contract as contract_mod
+    from luma.experiments.sprint import contract as contract_mod
     from luma.experiments.model.evaluate import Evaluator
     from luma.experiments.model.services import get
 

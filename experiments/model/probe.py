@@ -29,7 +29,7 @@ def _status() -> dict[str, int]:
 
 
 def main(argv: list[str]) -> int:
-    from luma.experiments import worker
+    from luma.experiments.sprint import worker
 
     spec_path, out_path = argv
     spec = json.loads(Path(spec_path).read_text())

@@ -62,7 +62,7 @@ def _llc_bytes() -> int:
 
 def design(contract) -> list[dict]:
     """The calibration trials of a contract: {variant, compute, concurrency, max_batch}."""
-    from luma.experiments import states
+    from luma.experiments.sprint import states
     from luma.experiments.services import get
 
     svc = get(contract.service)
@@ -116,7 +116,7 @@ def _round(contract, cache: Path, progress, round_no: int) -> list[dict]:
         load = {**contract.load.model_dump(), "concurrency": d["concurrency"], "max_batch": d["max_batch"]}
         state = {"compute": d["compute"]}
         if contract.state.get("runtime"):
-            from luma.experiments import states
+            from luma.experiments.sprint import states
             state["runtime"] = states.base_value("runtime", states.parse_level("runtime", contract.state["runtime"]))
         spec = {"service": contract.service, "artifact": str(artifact), "variant": d["variant"], "state": state,
                 "load": load, "requests": max(contract.requests_needed() if d["concurrency"] > 1 else 60, 60),

@@ -22,7 +22,7 @@ import json
 from dataclasses import dataclass, field
 
 from luma.errors import ConfigError
-from luma.experiments import stats
+from luma.experiments.sprint import stats
 from luma.kb import units
 
 MIN_PASS = 2
@@ -52,7 +52,7 @@ class LibraryState:
     memory_bytes: float | None = None
 
     def label(self) -> str:
-        from luma.experiments.states import describe
+        from luma.experiments.sprint.states import describe
         from luma.kb.records.pex_chain import Level
 
         parts = [describe(Level.model_validate(self.levels[d])) for d in sorted(self.levels) if d != "runtime"]
@@ -65,7 +65,7 @@ class LibraryState:
                 "settings": dict(self.settings)}
 
     def enforced(self) -> dict:
-        from luma.experiments.states import State, resolve
+        from luma.experiments.sprint.states import State, resolve
 
         return State.of(resolve(self.levels)).enforced()
 
@@ -83,7 +83,7 @@ def _software(rec: dict) -> dict:
 
 
 def current_software() -> dict:
-    from luma.experiments.records import environment
+    from luma.experiments.sprint.records import environment
 
     env = environment()
     return {k: env.get(k) for k in SOFTWARE_KEYS}
@@ -107,7 +107,7 @@ def build(project, contract, prices=None) -> tuple[list[LibraryState], list[str]
     """(the library, why records were left out: one line per reason with its count)."""
     from collections import Counter
 
-    from luma.experiments.records import architecture
+    from luma.experiments.sprint.records import architecture
     from luma.kb.ledger import Ledger
     from luma.kb.runners import trusted_keys
 

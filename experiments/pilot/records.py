@@ -59,7 +59,7 @@ def _trial(ctx, w: dict) -> dict:
 
 def decision_record(ctx, pending, outcome: str, window_index: int, windows: list[dict]) -> dict:
     """The pilot-decision record of one finished decision."""
-    from luma.experiments.records import architecture, provenance
+    from luma.experiments.sprint.records import architecture, provenance
     from luma.experiments.services import get
 
     before = [w for w in windows if w["index"] <= pending.decided_window][-3:]

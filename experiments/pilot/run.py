@@ -53,7 +53,7 @@ class Context:
 
 
 def _slo(contract) -> float | None:
-    from luma.experiments import stats
+    from luma.experiments.sprint import stats
 
     ts = [contract.threshold(c) for c in contract.clauses
           if stats.quantile_of(c.metric) and c.metric.endswith("latency")]
@@ -65,7 +65,7 @@ def prepare(project, contract_ref: str, *, trace_ref: str | None = None, duratio
             seed: int = 0, margin: float | None = None, run_id: str | None = None, orphan_s: float = 900.0,
             started: datetime | None = None, decisions_done: int = 0) -> Context:
     """Check every input and build the run's context; ConfigError before anything starts."""
-    from luma.experiments import contract as contract_mod
+    from luma.experiments.sprint import contract as contract_mod
     from luma.experiments.services import get
     from luma.kb import prices as prices_mod
 
@@ -99,7 +99,7 @@ def prepare(project, contract_ref: str, *, trace_ref: str | None = None, duratio
         raise ConfigError(f"kwh is priced in {kwh.currency}, the states in {currency}: LUMA converts no currency",
                           source=table.source, field="kwh.currency")
     service = get(contract.service)
-    from luma.experiments.records import architecture
+    from luma.experiments.sprint.records import architecture
 
     kind, counter_text = energy.counters()
     power = energy.host_model(architecture()["name"])
@@ -262,7 +262,7 @@ def run_config(ctx) -> dict:
 def summarize(ctx, segments: list[dict], finished: bool) -> dict:
     """The run's pilot.json (format: docs/pilot.md); decisions are read back from their files,
     a resumed run's earlier ones included."""
-    from luma.experiments.records import architecture
+    from luma.experiments.sprint.records import architecture
     from luma.kb.records.loader import validate_document
     from luma.kernels.environment import cpu
 
@@ -319,7 +319,7 @@ def _classes(ctx) -> str:
 
 
 def library_row(ctx, s) -> dict:
-    from luma.experiments.states import describe
+    from luma.experiments.sprint.states import describe
     from luma.kb.records.pex_chain import Level
 
     util_w = ctx.power.joules(s.cores, s.cores, 1.0)  # every allotted core busy: at capacity

@@ -1,6 +1,6 @@
 """One running service at one library state: `python -m luma.experiments.pilot.server SPEC.json`.
 
-It starts like a trial's worker (`luma.experiments.worker`): CPU affinity before torch loads,
+It starts like a trial's worker (`luma.experiments.sprint.worker`): CPU affinity before torch loads,
 torch's threads warmed, RLIMIT_DATA = runtime footprint + the state's host_memory level, then the
 artifact of the state's variant. It then serves requests on a Unix socket until told to stop —
 and outlives the pilot that started it: a pilot killed with SIGKILL leaves its service running
@@ -275,7 +275,7 @@ def _setup(spec: dict):
     """The trial worker's process set-up (affinity, threads, footprint, memory limit), then the
     artifact, request pools and a warmed engine."""
     from luma.experiments.services.replicas import make_engine
-    from luma.experiments.worker import prepare_runtime
+    from luma.experiments.sprint.worker import prepare_runtime
 
     state = spec["state"]
     service, _, foot = prepare_runtime(spec)
@@ -315,7 +315,7 @@ def _apply(msg: dict, foot: int, engine, uses_torch: bool, host_cpus: list[int])
         if uses_torch:
             import torch
 
-            from luma.experiments.worker import threads_of
+            from luma.experiments.sprint.worker import threads_of
 
             torch.set_num_threads(threads_of({"threads": msg.get("threads"), "replicas": replicas}, cores))
     limit = msg.get("host_memory")

@@ -1,4 +1,4 @@
-"""One trial, in its own process: `python -m luma.experiments.worker SPEC.json OUT.json`.
+"""One trial, in its own process: `python -m luma.experiments.sprint.worker SPEC.json OUT.json`.
 
 Order matters. CPU affinity is set before torch is imported (its thread pool sizes itself from
 it); `ATEN_CPU_CAPABILITY` is in the environment the parent started us with. After the imports
@@ -18,17 +18,7 @@ import sys
 import time
 import traceback
 
-
-def proc_status(pid: int | str = "self") -> dict[str, int]:
-    """VmData, VmRSS, VmHWM and VmPeak of a process (this one by default), in bytes."""
-    out = {}
-    with open(f"/proc/{pid}/status") as fh:
-        for line in fh:
-            key, _, value = line.partition(":")
-            if key in ("VmData", "VmRSS", "VmHWM", "VmPeak"):
-                out[key] = int(value.split()[0]) * 1024
-    return out
-
+from luma.experiments.sprint.procfs import proc_status
 
 _OOM_TEXT = ("can't allocate memory", "cannot allocate memory", "out of memory", "bad_alloc",
              # oneDNN's word for a failed scratch-pad allocation (seen only under RLIMIT_DATA here)
@@ -66,6 +56,7 @@ def prepare_runtime(spec: dict):
     cores = state.get("compute")
     if cores:
         os.sched_setaffinity(0, sorted(os.sched_getaffinity(0))[:cores])
+    # after the CPU affinity: a service module may load torch, whose thread pool sizes itself from it
     from luma.experiments.services import get
 
     info: dict = {}
@@ -98,7 +89,7 @@ def prepare_runtime(spec: dict):
 def run(spec: dict) -> dict:
     if spec["service"] == "openai-endpoint":
         # A served engine: the limits go on the server process, not on this load generator.
-        from luma.experiments.endpoint.runner import run as run_endpoint
+        from luma.experiments.endpoint.runner import run as run_endpoint  # httpx and the engines: endpoint trials only
 
         return run_endpoint(spec)
     t_start = time.perf_counter()
@@ -107,7 +98,8 @@ def run(spec: dict) -> dict:
     service, info, _ = prepare_runtime(spec)
     tel.update(info)
     tel["import_s"] = time.perf_counter() - t_start
-    from luma.experiments import load as loadgen
+    # after prepare_runtime (CPU affinity, RLIMIT_DATA): what these load counts in the trial's runtime
+    from luma.experiments.sprint import load as loadgen
     from luma.experiments.energy import Meter
     from luma.experiments.services.base import CapacityError
     from luma.experiments.services.replicas import make_engine

@@ -15,7 +15,7 @@ from pydantic import Field, StrictFloat, StrictInt, ValidationError, field_valid
 
 from luma import names
 from luma.errors import ConfigError
-from luma.experiments import stats
+from luma.experiments.sprint import stats
 from luma.experiments.endpoint.spec import KIND as ENDPOINT, EndpointSpec
 from luma.kb import units
 from luma.kb.records.pex_chain import Clause, Level, Name, StrictModel

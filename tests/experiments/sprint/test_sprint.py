@@ -15,8 +15,8 @@ import pytest
 from click.testing import CliRunner
 
 from luma.cli.main import cli
-from luma.experiments import contract as contract_mod
-from luma.experiments import states
+from luma.experiments.sprint import contract as contract_mod
+from luma.experiments.sprint import states
 
 
 def _run(*args):

@@ -16,9 +16,9 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from luma.experiments import states, stats
-from luma.experiments.contract import Contract
-from luma.experiments.states import State
+from luma.experiments.sprint import states, stats
+from luma.experiments.sprint.contract import Contract
+from luma.experiments.sprint.states import State
 from luma.kb import judge as verdict_rules
 
 #: Seconds a worker may spend beyond its load test's own time-out (imports, loading, quality).
@@ -106,7 +106,7 @@ def spawn(spec: dict, timeout_s: float) -> dict:
     with tempfile.TemporaryDirectory(prefix="luma-trial-") as tmp:
         spec_path, out_path = Path(tmp) / "spec.json", Path(tmp) / "out.json"
         spec_path.write_text(json.dumps(spec))
-        proc = subprocess.Popen([sys.executable, "-m", "luma.experiments.worker", str(spec_path), str(out_path)],
+        proc = subprocess.Popen([sys.executable, "-m", "luma.experiments.sprint.worker", str(spec_path), str(out_path)],
                                 env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
         try:
             _, err = proc.communicate(timeout=timeout_s)

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from luma.errors import ConfigError
-from luma.experiments import stats
+from luma.experiments.sprint import stats
 
 
 @pytest.mark.parametrize("q, n", [(0.5, 6), (0.95, 72), (0.99, 368), (0.999, 3688)])

@@ -6,8 +6,8 @@ import time
 
 import pytest
 
-from luma.experiments import load
-from luma.experiments.contract import Contract
+from luma.experiments.sprint import load
+from luma.experiments.sprint.contract import Contract
 from luma.experiments.services.base import BatchEngine
 
 

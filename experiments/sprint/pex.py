@@ -1,6 +1,6 @@
 """A PEX qualification sprint: minimum PASS → adjacent FAIL → binding resource → intervention →
 recovered PASS → the boundary re-qualified with the intervention (the frontier shift) and the
-next binding resource. Every step is a physical trial (`luma.experiments.trial`).
+next binding resource. Every step is a physical trial (`luma.experiments.sprint.trial`).
 
 `plan()` checks everything a user can get wrong (contract, dimension, levels, intervention)
 before any trial runs; `Sprint.run()` does the trials and hands each one to the recorder the
@@ -17,11 +17,11 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from luma.errors import ConfigError
-from luma.experiments import search, states
-from luma.experiments.contract import Contract
-from luma.experiments.search import Boundary
-from luma.experiments.states import State
-from luma.experiments.trial import Trial, run_trial
+from luma.experiments.sprint import search, states
+from luma.experiments.sprint.contract import Contract
+from luma.experiments.sprint.search import Boundary
+from luma.experiments.sprint.states import State
+from luma.experiments.sprint.trial import Trial, run_trial
 from luma.kb.records.pex_chain import Level
 
 #: Dimensions only some services have (the rest of states.ENFORCED: every in-process service).

@@ -14,17 +14,17 @@ import pytest
 from click.testing import CliRunner
 
 from luma.cli.main import cli
-from luma.experiments import contract as contracts
-from luma.experiments import optimize
-from luma.experiments.states import State
-from luma.experiments.trial import Trial
+from luma.experiments.sprint import contract as contracts
+from luma.experiments.sprint import optimize
+from luma.experiments.sprint.states import State
+from luma.experiments.sprint.trial import Trial
 from luma.kb.consistency import check_measured
 from luma.kb.knowledge_base import KnowledgeBase
 from luma.kb.records.loader import validate_document
 from luma.rules.engine import Engine
 from luma.settings import Settings
 
-RESULT = json.loads((Path(__file__).parents[1] / "kb" / "data" / "optimize_result.json").read_text())
+RESULT = json.loads((Path(__file__).parents[2] / "kb" / "data" / "optimize_result.json").read_text())
 
 
 def _fake_trials(monkeypatch, seen: list):
@@ -69,7 +69,7 @@ def _ingest_optimum(home: Path, doc: dict, runner_key, tmp_path: Path) -> None:
 
 
 def test_requalify_proposes_an_optimize_after_a_hardware_change(luma_home, runner_key, tmp_path):
-    from luma.experiments.requalify import proposed_optimizations
+    from luma.experiments.sprint.requalify import proposed_optimizations
 
     _ingest_optimum(luma_home, RESULT, runner_key, tmp_path)
     env = copy.deepcopy(RESULT["provenance"]["environment"])

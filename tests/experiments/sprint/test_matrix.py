@@ -1,4 +1,4 @@
-"""Frozen experiment matrices (experiments/matrix.py): a sprint plan frozen and read back is the
+"""Frozen experiment matrices (experiments/sprint/matrix.py): a sprint plan frozen and read back is the
 same plan; a matrix this host cannot run, or one edited after it was frozen, is refused naming
 the field."""
 
@@ -11,12 +11,12 @@ from pathlib import Path
 import pytest
 
 from luma.errors import ConfigError
-from luma.experiments import contract as contract_mod
-from luma.experiments import matrix as matrix_mod
-from luma.experiments import sprint as sprint_mod
+from luma.experiments.sprint import contract as contract_mod
+from luma.experiments.sprint import matrix as matrix_mod
+from luma.experiments.sprint import pex as sprint_mod
 from luma.settings import Settings
 
-DATA = Path(__file__).resolve().parents[1] / "kb" / "data"
+DATA = Path(__file__).resolve().parents[2] / "kb" / "data"
 
 
 @pytest.fixture

@@ -7,7 +7,7 @@ import math
 from hypothesis import given
 from hypothesis import strategies as st
 
-from luma.experiments import search
+from luma.experiments.sprint import search
 
 
 def oracle(boundary: int, log: list):

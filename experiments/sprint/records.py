@@ -15,8 +15,8 @@ from functools import lru_cache
 from pathlib import Path
 
 from luma import names
-from luma.experiments.sprint import Plan, Result
-from luma.experiments.trial import Trial
+from luma.experiments.sprint.pex import Plan, Result
+from luma.experiments.sprint.trial import Trial
 
 TOOL = "luma sprint"
 
@@ -70,7 +70,7 @@ def engine(contract, variant: str, artifact, command: list[str] | None = None) -
         out["version"] = version
     if command:
         out["command"] = [str(c) for c in command]
-    from luma.experiments.software import artifact_hash
+    from luma.experiments.sprint.software import artifact_hash
 
     digest = artifact_hash(Path(str(artifact))) if artifact is not None else None
     if digest:
@@ -105,7 +105,7 @@ def chain_record(result: Result, started: datetime) -> dict | None:
     chain satisfies what ingest checks of a measured chain (`luma.kb.consistency`): so a sprint
     whose adjacent FAIL level never FAILed (only INCONCLUSIVE) writes no chain."""
     from luma.experiments.services import for_contract
-    from luma.experiments.software import software_config
+    from luma.experiments.sprint.software import software_config
 
     p, b = result.plan, result.boundary
     if b is None or not b.found or not p.intervention or not result.recovery or not result.diagnosis:
@@ -268,7 +268,7 @@ class Recorder:
     def optimum(self, contract, state, out: dict, summary: dict) -> dict:
         """Write and ingest the optimize-result record of a search (`optimize.run`'s `out`), with
         `optimize.json` (its summary) beside it; the record as written."""
-        from luma.experiments import optimize
+        from luma.experiments.sprint import optimize
         from luma.experiments.services import get
 
         self.folder.mkdir(parents=True, exist_ok=True)

@@ -30,7 +30,7 @@ class Target:
     """One boundary to measure again, and the sprint that does it."""
 
     chain: str
-    contract: object  # luma.experiments.contract.Contract
+    contract: object  # luma.experiments.sprint.contract.Contract
     dimension: str
     levels: list[str]
     intervention: str | None
@@ -103,7 +103,7 @@ def sprint_folders(home: Path) -> dict[str, Path]:
 
 def target(settings, chain: str, content_hash: str, folders: dict[str, Path], ledger) -> Target:
     """How to measure `chain` again (module docstring); ConfigError when nothing says how."""
-    from luma.experiments import contract as contracts
+    from luma.experiments.sprint import contract as contracts
 
     folder = folders.get(content_hash)
     if folder is not None and (folder / "sprint.json").is_file():

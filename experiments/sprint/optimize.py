@@ -20,9 +20,9 @@ found as an optimize-result record's body (kb/records/optimize_result.py), which
 
 from __future__ import annotations
 
-from luma.experiments.sprint import Plan
-from luma.experiments.states import State
-from luma.experiments.trial import Trial, run_trial
+from luma.experiments.sprint.pex import Plan
+from luma.experiments.sprint.states import State
+from luma.experiments.sprint.trial import Trial, run_trial
 
 BATCHES = (1, 2, 4, 8, 16, 32)
 _UNFIXABLE = {"oom", "kv-capacity", "quality-miss", "crash", "error"}
@@ -112,7 +112,7 @@ def run(contract, state: State, cache, threads: list[int] | None = None, batches
 
 def settings_of(contract, batch: int, threads: int, cores: int, replicas: int = 1) -> dict:
     """The service-side settings of a configuration, as a sprint's software block has them
-    (experiments/software.py): the batch, the thread count where it is not the state's cores (a
+    (experiments/sprint/software.py): the batch, the thread count where it is not the state's cores (a
     sprint's default) and the replicas where there is more than one, so that a configuration a
     sprint also runs has the same key."""
     out = {"max_batch": batch}
@@ -127,7 +127,7 @@ def result(contract, state: State, out: dict, environment: dict) -> dict:
     """The body of the optimize-result record of a search `out` (from `run`): its configurations
     with their trials, and the best accepted one, from the trials themselves (the rule ingest
     checks, kb/consistency.py)."""
-    from luma.experiments.software import software_config
+    from luma.experiments.sprint.software import software_config
     from luma.kb.records.optimize_result import CONFIRMATIONS
 
     groups: dict[tuple, list[Trial]] = {}

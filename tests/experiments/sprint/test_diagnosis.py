@@ -10,8 +10,8 @@ import pytest
 
 from luma.kb.consistency import check_measured
 from luma.kb.records.loader import validate_document
-from tests.experiments.fake_sprint import MiB, chain_of
-from tests.experiments.fake_sprint import run_sprint as _sprint
+from tests.experiments.sprint.fake_sprint import MiB, chain_of
+from tests.experiments.sprint.fake_sprint import run_sprint as _sprint
 
 
 def _checked(result) -> dict:

@@ -20,7 +20,7 @@ import json
 from pathlib import Path
 
 from luma.errors import ConfigError
-from luma.experiments import states
+from luma.experiments.sprint import states
 
 KIND = "pex-experiment-matrix"
 #: Settings of the load a matrix state may carry; they must be the contract's own.
@@ -53,7 +53,7 @@ def read(path: Path, project) -> dict:
 
 
 def _contract(matrix: dict, project, source: str):
-    from luma.experiments import contract as contract_mod
+    from luma.experiments.sprint import contract as contract_mod
 
     frozen = matrix.get("contract") or {}
     name = frozen.get("name")
@@ -90,7 +90,7 @@ def to_plan(matrix: dict, project, source: str = "matrix"):
     """The sprint Plan of a matrix (see the module docstring)."""
     from dataclasses import replace
 
-    from luma.experiments import sprint as sprint_mod
+    from luma.experiments.sprint import pex as sprint_mod
     from luma.experiments.services import get
 
     c = _contract(matrix, project, source)

@@ -6,10 +6,10 @@ from __future__ import annotations
 import math
 import time
 
-from luma.experiments import search
-from luma.experiments.sprint import Plan
-from luma.experiments.states import describe
-from luma.experiments.trial import run_trial
+from luma.experiments.sprint import search
+from luma.experiments.sprint.pex import Plan
+from luma.experiments.sprint.states import describe
+from luma.experiments.sprint.trial import run_trial
 
 
 def run(plan: Plan, cache, progress=lambda msg: None, start: int | None = None, sweep: bool = True) -> dict:

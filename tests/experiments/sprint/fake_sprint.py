@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 
-from luma.experiments import contract as contract_mod
-from luma.experiments import sprint as sprint_mod
-from luma.experiments import states
-from luma.experiments.records import chain_record
-from luma.experiments.trial import Trial, judge
+from luma.experiments.sprint import contract as contract_mod
+from luma.experiments.sprint import pex as sprint_mod
+from luma.experiments.sprint import states
+from luma.experiments.sprint.records import chain_record
+from luma.experiments.sprint.trial import Trial, judge
 
 MiB = 2**20
 TELEMETRY = {"PASS": {"latency": [0.001] * 80, "quality": 1.0, "throughput": 5000.0, "completed": 80},

@@ -9,11 +9,11 @@ from datetime import datetime, timezone
 
 import pytest
 
-from luma.experiments import contract as contract_mod
-from luma.experiments import sprint as sprint_mod
-from luma.experiments.records import chain_record
-from luma.experiments.search import Boundary
-from luma.experiments.trial import Trial, judge
+from luma.experiments.sprint import contract as contract_mod
+from luma.experiments.sprint import pex as sprint_mod
+from luma.experiments.sprint.records import chain_record
+from luma.experiments.sprint.search import Boundary
+from luma.experiments.sprint.trial import Trial, judge
 from luma.kb.consistency import check_measured
 from luma.kb.records.loader import validate_document
 

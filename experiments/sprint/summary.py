@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import math
 
-from luma.experiments.sprint import Result
-from luma.experiments.states import describe
-from luma.experiments.trial import Trial
+from luma.experiments.sprint.pex import Result
+from luma.experiments.sprint.states import describe
+from luma.experiments.sprint.trial import Trial
 
 
 def _level(plan, index):

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from luma.experiments.search import Boundary
-from luma.experiments.sprint import Result
-from luma.experiments.states import State
-from luma.experiments.summary import _deployment
-from luma.experiments.trial import Trial
+from luma.experiments.sprint.search import Boundary
+from luma.experiments.sprint.pex import Result
+from luma.experiments.sprint.states import State
+from luma.experiments.sprint.summary import _deployment
+from luma.experiments.sprint.trial import Trial
 from luma.kb.records.pex_chain import Level
 
 MIB = 2**20
