@@ -9,32 +9,30 @@ from pathlib import Path
 
 import click
 
+from luma.cli.model.common import calibration, load_contract
+from luma.cli.model.record import record_option, record_partner, recorded_line
 from luma.cli.output import format_option, print_rows
-from luma.cli.model_record import record_option, recorded_line
-from luma.cli.project import WRITE, project
+from luma.cli.project import WRITE, project, settings, settings as command_settings
+from luma.cli.states import parse_state
+from luma.errors import ConfigError, RecordError, UnknownName
+from luma.experiments.model import partner, space
+from luma.kb.input_files import PARTNER_FILE
+from luma.kb.ledger import Ledger
+from luma.kb.partners import read_ledger, read_partner_files
+from luma.reports import partner_figures as figures
 
 
 def _record(ref: str):
     """(InterventionParameters, source) from a record file, or from the project's ledger by
     content-hash prefix or record name (a record `luma partner add` ingested)."""
-    from luma.cli.project import settings as command_settings
-
     settings = command_settings()
     path = Path(ref)
     if path.is_file():
-        from luma.kb.input_files import PARTNER_FILE
-        from luma.kb.partners import read_partner_files
-
         loaded = read_partner_files([path], None, settings.home, PARTNER_FILE.under(settings))
         if len(loaded) != 1:
-            from luma.errors import RecordError
-
             raise RecordError(f"holds {len(loaded)} records; evaluate one at a time", source=str(path))
         return loaded[0].model, str(path)
-    from luma.kb.ledger import Ledger
-    from luma.kb.partners import read_ledger
 
-    from luma.errors import UnknownName
 
     if settings.db_url.startswith("sqlite:///") and not Path(settings.db_url[len("sqlite:///"):]).is_file():
         raise UnknownName(f"no record file {ref!r}, and the project has no ledger to look it up in", field="RECORD")
@@ -80,10 +78,6 @@ def default_space(contract, state_text: str | None, llm_ref: str | None):
     fits the contract and prices the state's accelerator_type — its model (unless --llm),
     prices, quality per precision and accelerator counts. None for a contract that is not an
     LLM's, or with --llm when no shipped space prices the accelerator."""
-    from luma.cli.project import settings
-    from luma.errors import ConfigError
-    from luma.experiments.model import space
-
     if contract.service != "decoder":
         return None  # the evaluation itself says what it needs
     wanted = _state_level(state_text, "accelerator_type")
@@ -108,16 +102,11 @@ def run_evaluation(record_ref, contract_ref, state_text, llm_ref, space_ref, rep
     """(the evaluation as a dict, the InterventionParameters record) for the shared options;
     `context`, when given, receives the contract, the state's space and the record's source (what
     `--record` predicts the evaluation's states with)."""
-    from luma.cli.model import _calibration, _contract
-    from luma.cli.project import settings
-    from luma.cli.states import parse_state
-    from luma.experiments.model import partner, space
-
     levels = parse_state(state_text)
     record, source = _record(record_ref)
-    c = _contract(contract_ref)
+    c = load_contract(contract_ref)
     base = space.load(space_ref, c, project=settings()) if space_ref else default_space(c, state_text, llm_ref)
-    ev = partner.evaluate(record, c, levels, llm_ref=llm_ref, base=base, calibration=_calibration(),
+    ev = partner.evaluate(record, c, levels, llm_ref=llm_ref, base=base, calibration=calibration(),
                           source=source, repetitions=repetitions, project=settings())
     if context is not None:
         context.update(contract=c, state=space.from_state(levels, c, llm_ref, base, settings()), source=source)
@@ -139,15 +128,12 @@ def evaluate(record_ref, contract_ref, state_text, llm_ref, space_ref, repetitio
     context: dict = {}
     doc, parameters = run_evaluation(record_ref, contract_ref, state_text, llm_ref, space_ref, repetitions, context)
     if record:
-        from luma.cli.model_record import record_partner
-
         doc["recorded"] = record_partner(doc, parameters, context)
     if out_path:
         out_path.write_text(json.dumps(doc, indent=2, default=str) + "\n", encoding="utf-8")
     if fmt == "json":
         click.echo(json.dumps(doc, indent=2, default=str))
         return
-    from luma.reports import partner_figures as figures
 
     rows = [dict(zip(("figure", "at", "baseline", "intervention", "change"), r, strict=True))
             for r in figures.rows(doc)]

@@ -9,19 +9,19 @@ import click
 
 from luma import names
 from luma.cli.output import format_option, print_rows
-from luma.cli.project import READ, WRITE, project
-
-
-@click.group()
-def pilot() -> None:
-    """Run a live service inside the library of qualified states (Economic Control Pilot)."""
+from luma.cli.project import READ, WRITE, project, settings
+from luma.errors import ConfigError
+from luma.experiments.pilot import energy, library as lib, run as pilot_run
+from luma.experiments.sprint import contract as contract_mod
+from luma.experiments.sprint.records import architecture
+from luma.kb import prices as prices_mod
 
 
 def _money(x, currency: str = "") -> str:
     return "-" if x is None else f"{x:.3g} {currency}".strip()
 
 
-@pilot.command("library")
+@click.command("library")
 @click.argument("contract_ref", metavar="CONTRACT")
 @click.option("--price-table", "price_path", type=click.Path(dir_okay=False), default=None,
               help="Price table (TOML) that prices each state (default: the contract's, else the shipped example).")
@@ -29,12 +29,6 @@ def _money(x, currency: str = "") -> str:
 @project(READ)
 def library_cmd(contract_ref: str, price_path: str | None, fmt: str) -> None:
     """The states a pilot of CONTRACT may apply: attested, measured, non-stale, on this machine."""
-    from luma.cli.project import settings
-    from luma.experiments.sprint import contract as contract_mod
-    from luma.experiments.pilot import energy, library as lib
-    from luma.experiments.sprint.records import architecture
-    from luma.kb import prices as prices_mod
-
     s = settings()
     c = contract_mod.load(contract_ref, s)
     spec = c.pilot or contract_mod.PilotSpec()
@@ -71,7 +65,7 @@ def library_cmd(contract_ref: str, price_path: str | None, fmt: str) -> None:
         click.echo(n, err=True)
 
 
-@pilot.command("run")
+@click.command("run")
 @click.argument("contract_ref", metavar="CONTRACT", required=False)
 @click.option("--trace", "trace_ref", help="Workload trace: a shipped name (diurnal, step-burst) or a CSV file.")
 @click.option("--duration", type=float, help="Replay the trace over this many seconds (default: its own length).")
@@ -91,9 +85,6 @@ def run_cmd(contract_ref, trace_ref, duration, rate_scale, window_s, price_path,
     """Serve CONTRACT's service under a trace, switching among qualified states to cut cost."""
     from rich.console import Console
 
-    from luma.cli.project import settings
-    from luma.errors import ConfigError
-    from luma.experiments.pilot import run as pilot_run
 
     s = settings()
     err = Console(stderr=True)

@@ -19,6 +19,7 @@ from pathlib import Path
 from luma.experiments.endpoint import client, launch
 from luma.experiments.endpoint.service import texts
 from luma.experiments.endpoint.spec import EndpointSpec
+from luma.experiments.energy import Meter
 from luma.experiments.sprint.procfs import proc_status
 
 #: What an engine says when the data-segment limit refuses it memory (a thread's stack included:
@@ -86,8 +87,6 @@ def _classify(tel: dict, res: client.EndpointResult, server, state: dict, phase:
 
 def run(spec: dict) -> dict:
     """Telemetry of one endpoint trial (`spec`: the worker's trial spec plus `endpoint`)."""
-    from luma.experiments.energy import Meter
-
     t_start = time.perf_counter()
     state, load = spec["state"], spec["load"]
     ep_spec = EndpointSpec.model_validate(spec["endpoint"])

@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 import time
 
+from luma.experiments.services import get
 from luma.experiments.sprint import search
 from luma.experiments.sprint.pex import Plan
 from luma.experiments.sprint.states import describe
@@ -16,8 +17,6 @@ def run(plan: Plan, cache, progress=lambda msg: None, start: int | None = None, 
     """Both searches on `plan` (fp32 variant); the boundaries they find and what each cost.
     `start`: the model's predicted minimum PASS level — a third search, bisection started there
     (`luma sprint bench --model`), on the same levels. `sweep=False` skips the exhaustive sweep."""
-    from luma.experiments.services import get
-
     artifact = get(plan.contract.service).prepare("fp32", cache)
     L, reps = len(plan.levels), plan.repetitions
 

@@ -15,9 +15,12 @@ from pydantic import Field, StrictFloat, StrictInt, ValidationError, field_valid
 
 from luma import names
 from luma.errors import ConfigError
-from luma.experiments.sprint import stats
 from luma.experiments.endpoint.spec import KIND as ENDPOINT, EndpointSpec
+from luma.experiments.sprint import stats
 from luma.kb import units
+from luma.kb.input_files import CONFIG_FILE, read_text
+from luma.kb.records.documents import parse_toml
+from luma.kb.records.loader import first_error
 from luma.kb.records.pex_chain import Clause, Level, Name, StrictModel
 
 #: Metrics a sprint can judge (its worker measures them); their units are the record layer's
@@ -196,9 +199,6 @@ def shipped() -> dict[str, Path]:
 def load(ref: str | Path, project=None) -> Contract:
     """A contract from a TOML file path (within the config-file limit of `project`, the
     command's Settings), or a shipped contract's name."""
-    from luma.kb.input_files import CONFIG_FILE, read_text
-    from luma.kb.records.documents import parse_toml
-
     path = Path(ref)
     if not path.is_file():
         named = shipped().get(str(ref))
@@ -212,8 +212,6 @@ def load(ref: str | Path, project=None) -> Contract:
     try:
         return Contract.model_validate(data)
     except ValidationError as exc:
-        from luma.kb.records.loader import first_error
-
         field, message = first_error(exc)
         if field and field.split(".")[0] == "endpoint":  # the file calls it the [service] table
             field = "service" + field[len("endpoint"):]

@@ -20,7 +20,10 @@ import json
 from pathlib import Path
 
 from luma.errors import ConfigError
-from luma.experiments.sprint import states
+from luma.experiments.services import get
+from luma.experiments.sprint import contract as contract_mod, pex as sprint_mod, states
+from luma.kb.input_files import RECORD_FILE, read_text
+from luma.kb.records.documents import parse_json
 
 KIND = "pex-experiment-matrix"
 #: Settings of the load a matrix state may carry; they must be the contract's own.
@@ -36,9 +39,6 @@ def digest(matrix: dict) -> str:
 def read(path: Path, project) -> dict:
     """The matrix in `path`: a bare matrix, or an evaluation written by `luma partner evaluate
     --out` (its `matrix`). Checked to be one and to be unedited."""
-    from luma.kb.input_files import RECORD_FILE, read_text
-    from luma.kb.records.documents import parse_json
-
     source = str(path)
     doc = parse_json(read_text(Path(path), RECORD_FILE.under(project)), source)
     matrix = doc.get("matrix") if isinstance(doc, dict) and "matrix" in doc else doc
@@ -53,8 +53,6 @@ def read(path: Path, project) -> dict:
 
 
 def _contract(matrix: dict, project, source: str):
-    from luma.experiments.sprint import contract as contract_mod
-
     frozen = matrix.get("contract") or {}
     name = frozen.get("name")
     if not isinstance(name, str) or name not in contract_mod.shipped() and not Path(name).is_file():
@@ -88,11 +86,6 @@ def _state_levels(state: dict, where: str, source: str, contract) -> dict[str, s
 
 def to_plan(matrix: dict, project, source: str = "matrix"):
     """The sprint Plan of a matrix (see the module docstring)."""
-    from dataclasses import replace
-
-    from luma.experiments.sprint import pex as sprint_mod
-    from luma.experiments.services import get
-
     c = _contract(matrix, project, source)
     dim = matrix.get("dimension")
     if dim not in states.ENFORCED:

@@ -20,9 +20,13 @@ found as an optimize-result record's body (kb/records/optimize_result.py), which
 
 from __future__ import annotations
 
+from luma.errors import ConfigError
+from luma.experiments.services import get
 from luma.experiments.sprint.pex import Plan
+from luma.experiments.sprint.software import software_config
 from luma.experiments.sprint.states import State
 from luma.experiments.sprint.trial import Trial, run_trial
+from luma.kb.records.optimize_result import CONFIRMATIONS
 
 BATCHES = (1, 2, 4, 8, 16, 32)
 _UNFIXABLE = {"oom", "kv-capacity", "quality-miss", "crash", "error"}
@@ -56,8 +60,6 @@ def batches_for(contract, batches, replicas: int = 1) -> list[int]:
 def run(contract, state: State, cache, threads: list[int] | None = None, batches=BATCHES,
         record=lambda t: None, progress=lambda msg: None, variants: list[str] | None = None,
         replicas: list[int] | None = None) -> dict:
-    from luma.errors import ConfigError
-    from luma.experiments.services import get
 
     service = get(contract.service)
     known = ["fp32", *dict.fromkeys(service.interventions.values())]
@@ -127,9 +129,6 @@ def result(contract, state: State, out: dict, environment: dict) -> dict:
     """The body of the optimize-result record of a search `out` (from `run`): its configurations
     with their trials, and the best accepted one, from the trials themselves (the rule ingest
     checks, kb/consistency.py)."""
-    from luma.experiments.sprint.software import software_config
-    from luma.kb.records.optimize_result import CONFIRMATIONS
-
     groups: dict[tuple, list[Trial]] = {}
     for t in out["_trials"]:
         groups.setdefault((t.variant, t.extra["threads"], t.extra.get("replicas", 1), t.extra["max_batch"]),

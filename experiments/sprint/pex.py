@@ -17,6 +17,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from luma.errors import ConfigError
+from luma.experiments.services import for_contract
 from luma.experiments.sprint import search, states
 from luma.experiments.sprint.contract import Contract
 from luma.experiments.sprint.search import Boundary
@@ -70,8 +71,6 @@ def max_trials(levels: int, repetitions: int, others: int, intervention: bool) -
 def plan(contract: Contract, dimension: str | None = None, levels: list | None = None, intervention: str | None = None,
          repetitions: int | None = None, start_level=None) -> Plan:
     """Resolve the sprint's settings (command line over contract defaults) and check them all."""
-    from luma.experiments.services import for_contract
-
     spec = contract.sprint
     dimension = dimension or (spec.dimension if spec else None)
     if not dimension:
@@ -155,7 +154,6 @@ class Sprint:
 
     def __init__(self, plan: Plan, cache: Path, record: Callable[[Trial], None] | None = None,
                  progress: Callable[[str], None] | None = None, sprint_id: str | None = None):
-        from luma.experiments.services import for_contract
 
         self.plan, self.cache = plan, Path(cache)
         self.service = for_contract(plan.contract)

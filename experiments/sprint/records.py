@@ -15,8 +15,17 @@ from functools import lru_cache
 from pathlib import Path
 
 from luma import names
+from luma.experiments.endpoint.launch import engine_version
+from luma.experiments.endpoint.spec import EndpointSpec
+from luma.experiments.services import for_contract, get
+from luma.experiments.sprint import optimize
 from luma.experiments.sprint.pex import Plan, Result
+from luma.experiments.sprint.software import artifact_hash, software_config
 from luma.experiments.sprint.trial import Trial
+from luma.kb.knowledge_base import KnowledgeBase
+from luma.kb.runners import project_signer
+from luma.kernels.environment import cpu, describe, git_revision
+from luma.kernels.evidence import environment_block
 
 TOOL = "luma sprint"
 
@@ -24,15 +33,10 @@ TOOL = "luma sprint"
 def environment() -> dict:
     """CPU model and ISA, library versions (the benchmark standard's environment block). Threads
     are left out: they belong to each trial's telemetry, not to the host."""
-    from luma.kernels.environment import describe
-    from luma.kernels.evidence import environment_block
-
     return environment_block(describe(), exclude=("torch_threads",))
 
 
 def architecture() -> dict:
-    from luma.kernels.environment import cpu
-
     model = cpu()["cpu_model"] or "unknown CPU"
     vendor = next((v for v in ("AMD", "Intel", "Arm", "Ampere", "AWS", "Apple") if v.lower() in model.lower()),
                   "unknown")
@@ -40,8 +44,6 @@ def architecture() -> dict:
 
 
 def provenance(started: datetime) -> dict:
-    from luma.kernels.environment import git_revision
-
     out = {"tool": TOOL, "host": socket.gethostname() or "unknown", "environment": environment(),
            "started": started.replace(microsecond=0).isoformat()}
     rev = git_revision()
@@ -52,9 +54,6 @@ def provenance(started: datetime) -> dict:
 
 @lru_cache(maxsize=8)
 def _engine_version(spec_json: str) -> str | None:
-    from luma.experiments.endpoint.launch import engine_version
-    from luma.experiments.endpoint.spec import EndpointSpec
-
     return engine_version(EndpointSpec.model_validate_json(spec_json))
 
 
@@ -70,7 +69,6 @@ def engine(contract, variant: str, artifact, command: list[str] | None = None) -
         out["version"] = version
     if command:
         out["command"] = [str(c) for c in command]
-    from luma.experiments.sprint.software import artifact_hash
 
     digest = artifact_hash(Path(str(artifact))) if artifact is not None else None
     if digest:
@@ -81,8 +79,6 @@ def engine(contract, variant: str, artifact, command: list[str] | None = None) -
 
 
 def trial_record(plan: Plan, sprint_id: str, trial: Trial, started: datetime, artifact=None) -> dict:
-    from luma.experiments.services import for_contract
-
     prov = provenance(started)
     eng = engine(plan.contract, trial.variant, artifact, trial.telemetry.get("engine_command"))
     if eng:
@@ -104,9 +100,6 @@ def chain_record(result: Result, started: datetime) -> dict | None:
     A chain whose recovery failed is still written (recovered: false) — it is evidence too. The
     chain satisfies what ingest checks of a measured chain (`luma.kb.consistency`): so a sprint
     whose adjacent FAIL level never FAILed (only INCONCLUSIVE) writes no chain."""
-    from luma.experiments.services import for_contract
-    from luma.experiments.sprint.software import software_config
-
     p, b = result.plan, result.boundary
     if b is None or not b.found or not p.intervention or not result.recovery or not result.diagnosis:
         return None
@@ -228,8 +221,6 @@ class Recorder:
         """The record with the project runner key's attestation. The key is made on first use
         when the sprint records into the project; without --record only a key it has signs."""
         if not self._signer:
-            from luma.kb.runners import project_signer
-
             self._signer.append(project_signer(self.project, create=self.ingest_records))
         signer = self._signer[0]
         return doc if signer is None else signer.sign(doc, f"{self.sprint_id}: {doc['record_type']}")
@@ -246,7 +237,6 @@ class Recorder:
     def _ingest(self, path: Path) -> None:
         if not self.ingest_records:
             return
-        from luma.kb.knowledge_base import KnowledgeBase
 
         with KnowledgeBase.open(self.project) as kb:
             kb.ingest([path], submitter=TOOL)
@@ -268,9 +258,6 @@ class Recorder:
     def optimum(self, contract, state, out: dict, summary: dict) -> dict:
         """Write and ingest the optimize-result record of a search (`optimize.run`'s `out`), with
         `optimize.json` (its summary) beside it; the record as written."""
-        from luma.experiments.sprint import optimize
-        from luma.experiments.services import get
-
         self.folder.mkdir(parents=True, exist_ok=True)
         prov = provenance(self.started)
         doc = {"record_type": "optimize-result", "evidence_class": "measured", "sprint": self.sprint_id,

@@ -1,191 +1,91 @@
-"""The closed loop's runner side (`luma sprint requalify`, issue 16 item 4): which qualified
-boundaries are stale and how to measure each again, and which optimize runs a hardware change
-calls for.
-
-A stale boundary is re-run as the sprint that measured it: its contract, dimension, levels,
-intervention and repetitions come from its sprint folder (`$LUMA_HOME/sprints/<id>/`, found by
-the chain record's content hash), else from the chain record itself and the shipped contract of
-its name. An optimize result is proposed again when this machine is not the hardware its latest
-qualified optimum ran on (another architecture, CPU model, ISA, CPU count or accelerator), or a
-measured machine record of that architecture came in after it.
-"""
+"""`luma sprint requalify` as a use case (the closed loop, issue 16 item 4): bring the rules up to
+date, list the stale qualified boundaries and the optimize runs a hardware change calls for, plan
+one sprint per sprint set-up to measure the chosen boundaries again (the trial budget first), run
+them, and bring the rules up to date again. `plan_requalification` decides and opens the KB;
+`run_requalification` measures (experiments/sprint/stale.py says what is stale)."""
 
 from __future__ import annotations
 
-import json
+from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
-from pathlib import Path
 
-from luma.errors import ConfigError, LumaError
-from luma.kb.vocab import ID, LUMA
-
-_QB = ID + "graph/derived/qualified-boundary"
-_QO = ID + "graph/derived/qualified-optimum"
-#: Environment fields that describe the hardware (the rest are software: library versions).
-HARDWARE = ("cpu_model", "isa", "logical_cpus", "usable_cpus", "machine", "accelerator")
+from luma.errors import ConfigError
+from luma.experiments.sprint import records, stale
+from luma.experiments.sprint.pex import Plan, plan
+from luma.experiments.sprint.run import import_service, run_sprint, sprint_trials
+from luma.kb.knowledge_base import KnowledgeBase
+from luma.rules.engine import Engine
 
 
 @dataclass
-class Target:
-    """One boundary to measure again, and the sprint that does it."""
+class Requalification:
+    """What is stale, what a hardware change calls for, and the sprints that measure the chosen
+    boundaries again (each with the targets it requalifies)."""
 
-    chain: str
-    contract: object  # luma.experiments.sprint.contract.Contract
-    dimension: str
-    levels: list[str]
-    intervention: str | None
-    repetitions: int
-    stale: list[dict] = field(default_factory=list)  # the stale-boundaries rows about it
-    source: str = ""  # where the plan came from (sprint folder or chain record)
+    stale_rows: list[dict]
+    proposals: list[dict]
+    targets: list[stale.Target]
+    plans: list[tuple[Plan, list[stale.Target]]]
 
-    def key(self) -> tuple:
-        """Two boundaries with the same key are measured again by one sprint."""
-        return (json.dumps(self.contract.model_dump(mode="json"), sort_keys=True), self.dimension,
-                tuple(self.levels), self.intervention, self.repetitions)
+    @property
+    def budget(self) -> int:
+        """At most how many physical trials the sprints run."""
+        return sum(sprint_trials(p) for p, _ in self.plans)
 
 
-def stale_rows(kb) -> list[dict]:
-    """The open stale boundaries (the `stale-boundaries` named query's rows)."""
-    from luma.kb.named_queries import get_named_query
+@dataclass
+class Requalified:
+    """The sprints that ran (`summaries`, each a SprintRun's summary) and the chains still stale
+    after the rules ran again (empty without `record`)."""
 
-    return kb.store.select(get_named_query("stale-boundaries").sparql)
-
-
-def chain_hashes(kb, chains: list[str]) -> dict[str, str]:
-    """{chain IRI: content hash of its pex-chain record}."""
-    if not chains:
-        return {}
-    values = " ".join(f"<{c}>" for c in chains)
-    rows = kb.store.select(f"SELECT ?chain ?h WHERE {{ VALUES ?chain {{ {values} }} GRAPH ?g {{ "
-                           f"?g <{LUMA}recordKind> \"pex-chain\" ; <{LUMA}contentHash> ?h . ?chain a <{LUMA}BoundaryQualification> }} }}")
-    return {r["chain"]: r["h"] for r in rows}
+    runs: list[tuple[dict, list[stale.Target]]] = field(default_factory=list)
+    still_stale: list[str] = field(default_factory=list)
 
 
-def chains_named(kb, refs: list[str]) -> list[str]:
-    """The chain IRIs `refs` name (a chain IRI, its boundary's IRI, or the start of the chain's
-    key, at least 8 hex digits), read from the chain records (so before any rule runs);
-    ConfigError naming the first that names none or several."""
-    rows = kb.store.select(f"SELECT ?chain WHERE {{ GRAPH ?g {{ ?g <{LUMA}recordKind> \"pex-chain\" . "
-                           f"?chain a <{LUMA}BoundaryQualification> }} }}")
-    known = sorted({r["chain"] for r in rows})
-    out = []
-    for ref in refs:
-        ref = ref.strip().removesuffix("/qualified")
-        hits = [c for c in known if c == ref or (len(ref) >= 8 and c.rsplit("/", 1)[-1].startswith(ref))]
-        if len(hits) != 1:
-            why = "no chain" if not hits else f"{len(hits)} chains"
-            raise ConfigError(f"{why} matches {ref!r} (give a chain IRI or at least 8 hex digits of its key; "
-                              "`luma kb query --name qualified-boundaries` lists them)", field="CHAIN")
-        out.append(hits[0])
-    return list(dict.fromkeys(out))
+def plan_requalification(settings, chains: list[str], all_stale: bool) -> Requalification:
+    """Run the rules, then plan the sprints that measure `chains` (chain IRIs or 8+ hex digits of
+    their key) again, and with `all_stale` every open stale boundary; ConfigError for a chain that
+    is no qualified boundary."""
+    with KnowledgeBase.open(settings) as kb:
+        picked = stale.chains_named(kb, list(chains)) if chains else []  # before anything changes
+        Engine(kb).run()
+        left = stale.unqualified(kb, picked)
+        if left:
+            raise ConfigError(f"chain {left[0]} is no qualified boundary (`luma kb query --name "
+                              "qualified-boundaries` lists them): nothing to measure again")
+        rows = stale.stale_rows(kb)
+        if all_stale:
+            picked += [r["chain"] for r in rows if r["chain"] not in picked]
+        hashes = stale.chain_hashes(kb, picked)
+        folders = stale.sprint_folders(settings.home) if picked else {}
+        targets = [stale.target(settings, c, hashes[c], folders, kb.ledger) for c in picked]
+        proposals = stale.proposed_optimizations(kb, records.architecture(), records.environment())
+    for t in targets:
+        t.stale = [r for r in rows if r["chain"] == t.chain]
+    runs: dict[tuple, list[stale.Target]] = {}
+    for t in targets:  # boundaries of one sprint set-up are measured again by one sprint
+        runs.setdefault(t.key(), []).append(t)
+    plans = []
+    for group in runs.values():
+        t = group[0]
+        import_service(t.contract)
+        plans.append((plan(t.contract, t.dimension, t.levels, t.intervention, t.repetitions), group))
+    return Requalification(rows, proposals, targets, plans)
 
 
-def unqualified(kb, chains: list[str]) -> list[str]:
-    """Those of `chains` the rules did not qualify (there is no boundary to measure again)."""
-    rows = kb.store.select(f"SELECT ?chain WHERE {{ GRAPH <{_QB}> {{ ?q <{LUMA}qualifies> ?chain }} }}")
-    qualified = {r["chain"] for r in rows}
-    return [c for c in chains if c not in qualified]
-
-
-def sprint_folders(home: Path) -> dict[str, Path]:
-    """{content hash of chain.json: its sprint folder} over `$LUMA_HOME/sprints/`."""
-    from luma.kb.records.loader import validate_document
-
-    out = {}
-    for path in sorted((home / "sprints").glob("*/chain.json")):
-        try:
-            rec = validate_document(json.loads(path.read_text()), str(path), home)
-        except (LumaError, ValueError, OSError):
-            continue  # a folder the user edited: the chain record is the fallback
-        out[rec.content_hash] = path.parent
-    return out
-
-
-def target(settings, chain: str, content_hash: str, folders: dict[str, Path], ledger) -> Target:
-    """How to measure `chain` again (module docstring); ConfigError when nothing says how."""
-    from luma.experiments.sprint import contract as contracts
-
-    folder = folders.get(content_hash)
-    if folder is not None and (folder / "sprint.json").is_file():
-        run = json.loads((folder / "sprint.json").read_text())
-        spec = run.get("contract_spec")
-        c = contracts.Contract.model_validate(spec) if spec else contracts.load(run["contract"], settings)
-        return Target(chain, c, run["dimension"], list(run["levels"]), run.get("intervention"),
-                      int(run["repetitions"]), source=str(folder))
-    entries = [e for e in ledger.entries([content_hash]) if e.kind == "pex-chain"]
-    if not entries:
-        raise ConfigError(f"chain {chain} has no record in the ledger", field="CHAIN")
-    rec = json.loads(entries[0].payload)
-    name = rec["contract"]["name"]
-    shipped = contracts.shipped().get(name)
-    if shipped is None:
-        raise ConfigError(f"chain {chain}: no sprint folder under {settings.home / 'sprints'} and no shipped "
-                          f"contract named {name!r}; run `luma sprint run CONTRACT_FILE` for it yourself",
-                          field="CHAIN")
-    c = contracts.load(shipped, settings)
-    if c.record_contract() != rec["contract"]:
-        raise ConfigError(f"chain {chain}: the shipped contract {name!r} is not the one it was measured under",
-                          field="CHAIN")
-    levels = [x if isinstance(x, str) else f"{x.value:g} {x.unit}".strip() for x in (c.sprint.levels or [])] \
-        if c.sprint else []
-    if c.sprint is None or rec["crossed_dimension"] != c.sprint.dimension:
-        raise ConfigError(f"chain {chain}: no levels known for dimension {rec['crossed_dimension']!r} "
-                          "(no sprint folder)", field="CHAIN")
-    return Target(chain, c, rec["crossed_dimension"], levels, rec["intervention"]["name"], int(rec["repetitions"]),
-                  source="chain record")
-
-
-def proposed_optimizations(kb, here_architecture: dict, here_environment: dict) -> list[dict]:
-    """Optimize runs a hardware change calls for: per (workload, contract, state), the latest
-    qualified optimum, when this machine is not the hardware it ran on, or a measured machine
-    record of its architecture came in after it."""
-    rows = kb.store.select(f"""SELECT ?o ?result ?workload ?contract ?state ?at ?arch ?archName ?h WHERE {{
-      GRAPH <{_QO}> {{ ?o <{LUMA}qualifiesOptimum> ?result ; <{LUMA}workload> ?workload ;
-        <{LUMA}contract> ?contract ; <{LUMA}machineState> ?state ; <{LUMA}measuredAt> ?at ;
-        <{LUMA}architecture> ?arch }}
-      ?arch <http://www.w3.org/2000/01/rdf-schema#label> ?archName .
-      GRAPH ?g {{ ?result <{LUMA}evidenceClass> ?ec . ?g <{LUMA}recordKind> "optimize-result" ; <{LUMA}contentHash> ?h }} }}""")
-    latest: dict[tuple, dict] = {}
-    for r in rows:
-        key = (r["workload"], r["contract"], r["state"])
-        if key not in latest or r["at"] > latest[key]["at"]:
-            latest[key] = r
-    out = []
-    for r in latest.values():
-        entries = [e for e in kb.ledger.entries([r["h"]]) if e.kind == "optimize-result"]
-        if not entries:
-            continue
-        rec = json.loads(entries[0].payload)
-        then = rec.get("provenance", {}).get("environment") or {}
-        reasons = []
-        if r["archName"] != here_architecture.get("name"):
-            reasons.append(f"measured on {r['archName']}, this machine is {here_architecture.get('name')}")
-        else:
-            changed = [k for k in HARDWARE if _norm(then.get(k)) != _norm(here_environment.get(k))]
-            if changed:
-                reasons.append("this machine's " + ", ".join(changed) + " changed since")
-            newer = _newer_machine_records(kb, r["arch"], r["at"])
-            if newer:
-                reasons.append(f"{newer} measured machine record(s) of {r['archName']} came in since")
-        if reasons:
-            state = ",".join(f"{d}={_level(lv)}" for d, lv in rec["state"]["dimensions"].items())
-            out.append({"optimum": r["o"], "contract": rec["contract"]["name"], "state": state,
-                        "best": rec.get("best", {}).get("variant"), "measured_at": r["at"],
-                        "reason": "; ".join(reasons)})
-    return out
-
-
-def _newer_machine_records(kb, arch: str, at: str) -> int:
-    rows = kb.store.select(f"""SELECT (COUNT(DISTINCT ?m) AS ?n) WHERE {{ GRAPH ?g {{
-      ?m a <{LUMA}MachineParameters> ; <{LUMA}architecture> <{arch}> ; <{LUMA}evidenceClass> <{LUMA}Measured> .
-      ?g <{LUMA}recordKind> "machine" ; <http://www.w3.org/ns/prov#generatedAtTime> ?t }}
-      FILTER(?t > "{at}"^^<http://www.w3.org/2001/XMLSchema#dateTime>) }}""")
-    return int(rows[0]["n"]) if rows else 0
-
-
-def _norm(value):
-    return sorted(value) if isinstance(value, list) else value
-
-
-def _level(level: dict) -> str:
-    return str(level["value"]) if level.get("unit") is None else f"{level['value']:g} {level['unit']}"
+def run_requalification(req: Requalification, settings, record: bool = True,
+                        progress: Callable[[Plan], AbstractContextManager] | None = None) -> Requalified:
+    """Run the planned sprints (each inside `progress(plan)`, a context giving the sprint's
+    progress callable), then, when `record`, the rules again: which targets are still stale."""
+    done = Requalified()
+    for p, group in req.plans:
+        with (progress(p) if progress else nullcontext(None)) as on_step:
+            run = run_sprint(p, settings, record, on_step)
+        done.runs.append((run.summary, group))
+    if record:
+        with KnowledgeBase.open(settings) as kb:
+            Engine(kb).run()
+            open_now = {r["chain"] for r in stale.stale_rows(kb)}
+        done.still_stale = [t.chain for t in req.targets if t.chain in open_now]
+    return done

@@ -19,6 +19,7 @@ import re
 from dataclasses import dataclass
 
 from luma.errors import ConfigError
+from luma.experiments.endpoint import gpu
 from luma.kb import units
 from luma.kb.records.pex_chain import Level
 
@@ -96,14 +97,10 @@ def base_value(dim: str, level: Level):
     if value <= 0:
         raise ConfigError(f"level {level.value} {level.unit} of {dim} must be positive", field=dim)
     if dim == "accelerator_count":
-        from luma.experiments.endpoint import gpu
-
         if not value.is_integer() or value > gpu.count():
             raise ConfigError(f"{level.value} accelerators asked, this host has {gpu.count()} NVIDIA GPU(s) "
                               f"visible to NVML", field=dim)
     if dim == "hbm_capacity":
-        from luma.experiments.endpoint import gpu
-
         if value > gpu.memory_per_gpu():
             raise ConfigError(f"{level.value} {level.unit} is more than one GPU's memory here", field=dim)
     if dim == "compute":
@@ -154,12 +151,8 @@ def reference_level(dim: str) -> Level:
     if dim == "kv_cache":
         return Level(value=1024, unit="MiB")
     if dim == "accelerator_count":
-        from luma.experiments.endpoint import gpu
-
         return Level(value=gpu.count(), unit="accelerator")
     if dim == "hbm_capacity":
-        from luma.experiments.endpoint import gpu
-
         return Level(value=gpu.memory_per_gpu() // 2**20, unit="MiB")
     if dim == "power":
         raise ConfigError("the runner knows no power level above the one given", field=dim)

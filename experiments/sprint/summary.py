@@ -7,6 +7,8 @@ import math
 from luma.experiments.sprint.pex import Result
 from luma.experiments.sprint.states import describe
 from luma.experiments.sprint.trial import Trial
+from luma.kb import units
+from luma.kb.records.pex_chain import Level
 
 
 def _level(plan, index):
@@ -71,8 +73,6 @@ BUDGETS = ("host_memory",)
 def _deployment(result: Result) -> dict:
     """What the boundary's budget levels need in all: level + the largest runtime footprint
     measured for that variant at the sprint's base state (diagnosis restorations left out)."""
-    from luma.kb import units
-
     p = result.plan
     base = {d: v for d, v in p.base.as_dict().items() if d != p.dimension}
 
@@ -102,8 +102,6 @@ def _deployment(result: Result) -> dict:
 
 def _plain(value):
     """Levels and nested structures as JSON-ready values."""
-    from luma.kb.records.pex_chain import Level
-
     if isinstance(value, Level):
         return describe(value)
     if isinstance(value, dict):

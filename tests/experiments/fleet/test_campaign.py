@@ -54,7 +54,7 @@ def test_units_are_contracts_times_dimensions_times_classes(tmp_path):
 
 
 def test_a_unit_may_run_at_most_what_the_sprint_command_says(tmp_path):
-    from luma.cli.sprint import sprint_trials
+    from luma.experiments.sprint.run import sprint_trials
     from luma.experiments.sprint import pex as sprint
 
     c = campaign.load(_file(tmp_path))

@@ -69,7 +69,7 @@ def _ingest_optimum(home: Path, doc: dict, runner_key, tmp_path: Path) -> None:
 
 
 def test_requalify_proposes_an_optimize_after_a_hardware_change(luma_home, runner_key, tmp_path):
-    from luma.experiments.sprint.requalify import proposed_optimizations
+    from luma.experiments.sprint.stale import proposed_optimizations
 
     _ingest_optimum(luma_home, RESULT, runner_key, tmp_path)
     env = copy.deepcopy(RESULT["provenance"]["environment"])

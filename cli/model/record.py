@@ -7,6 +7,11 @@ from __future__ import annotations
 
 import click
 
+from luma.cli.model.common import calibration
+from luma.cli.project import settings
+from luma.experiments.model import effects as effects_mod, predict, record, space
+from luma.experiments.model.services import get
+
 
 def record_option(fn):
     """`--record`: the output becomes ledger records and KB facts (simulated or projected)."""
@@ -20,11 +25,6 @@ def record_predictions(command: str, contract, rows: list, sp, space_ref, *, int
                         extra: list[dict] = ()) -> dict:
     """Record predictions [(Prediction, role[, intervention applied])] of one contract (and `extra` records, e.g. a
     matrix); returns what the command prints about it."""
-    from luma.cli.model import _calibration
-    from luma.cli.project import settings
-    from luma.experiments.model import record
-    from luma.experiments.model.services import get
-
     home = settings().home
     first = rows[0][0]
     baseline = None if sp.is_llm else get(contract.service).variants[0]
@@ -32,7 +32,7 @@ def record_predictions(command: str, contract, rows: list, sp, space_ref, *, int
     states = [record.predicted_state(r[0], r[1], contract, intervention=bool(r[2]) if len(r) > 2 else False,
                                      baseline_variant=baseline, home=home) for r in rows]
     notes = list(dict.fromkeys(n for p, *_ in rows for n in p.notes))
-    model = record.model_version(_calibration(), sp.is_llm, home, str(space_ref) if space_ref else None)
+    model = record.model_version(calibration(), sp.is_llm, home, str(space_ref) if space_ref else None)
     rec = record.prediction_record(command, contract, states, first.evidence_class, model,
                                    intervention=intervention, notes=notes)
     path, report = record.save_and_ingest(settings(), [rec, *extra], command.split()[-1], command)
@@ -49,11 +49,7 @@ def recorded_line(recorded: dict | None) -> None:
 def record_explored(c, sp, space_ref, out: dict) -> dict:
     """Record the frontier's states and the proposals, each predicted again on its own (so the
     record has every clause and figure of it, as `predict` gives them)."""
-    from luma.cli.model import _calibration
-    from luma.cli.project import settings
-    from luma.experiments.model import predict, space
-
-    cal, rows, seen = _calibration(), [], set()
+    cal, rows, seen = calibration(), [], set()
     for role, items in (("frontier", out["frontier"]), ("proposal", out["proposals"])):
         for r in items:
             if not r.get("state"):
@@ -76,13 +72,10 @@ def record_partner(doc: dict, parameters, context: dict) -> dict:
     experiment-matrix record. The partner's own figures stay out of both."""
     import dataclasses
 
-    from luma.cli.model import _calibration
-    from luma.experiments.model import effects as effects_mod
-    from luma.experiments.model import predict, record, space
 
     c, state, source = context["contract"], context["state"], context["source"]
     eff = effects_mod.from_record(parameters, source)
-    cal, rows, seen = _calibration(), [], set()
+    cal, rows, seen = calibration(), [], set()
     for name, applied in (("baseline", None), ("intervention", eff)):
         side = doc[name]
         for role, row in (("at-state", side.get("at_state")), ("candidate-pass", side.get("min_state")),

@@ -9,14 +9,13 @@ from pathlib import Path
 import click
 
 from luma.cli.output import print_rows
+from luma.cli.project import settings as command_settings
+from luma.experiments.model import llm_calibrate
 
 
 def calibrate_llm(published: str | None, record: bool, fmt: str) -> None:
     """Refit on the shipped published figures (plus PUBLISHED's), write the project's LLM
     calibration, load the figures (vendor-claim) and the error facts into the KB, print the error."""
-    from luma.experiments.model import llm_calibrate
-    from luma.cli.project import settings as command_settings
-
     project = command_settings()
     home = project.home
     cal = llm_calibrate.run(home, Path(published) if published else None)
