@@ -11,12 +11,9 @@ import click
 
 from luma.cli.partner_evaluate import evaluation_options, run_evaluation
 from luma.cli.project import NONE, READ, project, require, settings, where
-from luma.errors import ConfigError, LumaError
-from luma.kb import prices
-from luma.kb.knowledge_base import KnowledgeBase
+from luma.errors import LumaError
 from luma.kb.scope import Scope
-from luma.reports import boundary, design_in, partner, pilot, pilot_data
-from luma.reports.render import write
+from luma.reports.build import boundary_report, design_in_report, partner_report, pilot_report
 
 _OUT = click.option("--out", "out", type=click.Path(file_okay=False, path_type=Path), required=True,
                     help="Folder to write report.md, report.html and plots/*.svg into (created if missing).")
@@ -41,9 +38,7 @@ def boundary_cmd(chain: str | None, sprint: str | None, latest: bool, out: Path)
     if sum(bool(x) for x in (chain, sprint, latest)) > 1:
         raise click.UsageError("give one of CHAIN, --sprint ID or --latest")
     start = time.perf_counter()
-    with KnowledgeBase.open(require(), read_only=True) as kb:
-        rep = boundary.build(kb, chain=chain, sprint=sprint)
-    _written(write(rep, out), start)
+    _written(boundary_report(require(), out, chain=chain, sprint=sprint), start)
 
 
 @click.command("design-in")
@@ -64,15 +59,12 @@ def design_in_cmd(scope: str, max_rows: int, prices_path: Path | None, out: Path
     recurring remedies, derivations, and the evidence of each class (needs `luma rules run` first)."""
     start = time.perf_counter()
     try:
-        where = Scope.parse(scope)
-        table = prices.load(prices_path, settings())  # a bad table fails before the KB is opened
-        with KnowledgeBase.open(require(), read_only=True) as kb:
-            rep = design_in.build(kb, scope=where, max_rows=max_rows, prices=table)
+        written = design_in_report(require(), out, Scope.parse(scope), max_rows, prices_path)
     except LumaError as exc:
         if exc.field != "scope":
             raise
         raise click.ClickException(f"--scope: {exc.message}") from None
-    _written(write(rep, out), start)
+    _written(written, start)
 
 
 @click.command("partner")
@@ -86,18 +78,10 @@ def partner_cmd(record_ref, contract_ref, state_text, llm_ref, space_ref, repeti
     """Partner Evaluation Report of RECORD (a record file, or an ingested record's hash prefix or
     name): the partner's stated figures, the projected frontier change after its own costs, and
     the frozen experiment matrix (also written as matrix.json) that a PEX sprint runs to prove it."""
-    import json
-
-
     start = time.perf_counter()
     wanted = Scope.parse(scope)
-    doc, record = run_evaluation(record_ref, contract_ref, state_text, llm_ref, space_ref, repetitions)
-    if wanted.partner is not None and wanted.partner != record.partner:
-        # A partner's report never shows another partner's record, whatever path it came by.
-        raise ConfigError(f"the record is {record.partner}'s, not {wanted.partner}'s", field="--scope")
-    written = write(partner.build(doc, record), out)
-    matrix = out / "matrix.json"
-    matrix.write_text(json.dumps(doc["matrix"], indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    evaluation = run_evaluation(record_ref, contract_ref, state_text, llm_ref, space_ref, repetitions)
+    written, matrix = partner_report(evaluation, out, wanted)
     _written(written, start)
     click.echo(str(matrix))
 
@@ -118,6 +102,4 @@ def pilot_cmd(run: str | None, latest: bool, out: Path | None) -> None:
         raise click.UsageError("give RUN or --latest, not both")
     start = time.perf_counter()
     # A path needs no project; a run id or --latest is looked up in the project's pilots/ folder.
-    path = pilot_data.locate(run, settings().home, source=where())
-    doc = pilot_data.load(path, settings())
-    _written(pilot.write(doc, str(path), out if out is not None else path.parent / "report"), start)
+    _written(pilot_report(settings(), run, out, source=where()), start)
