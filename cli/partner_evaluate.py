@@ -9,11 +9,12 @@ from pathlib import Path
 
 import click
 
-from luma.cli.model.record import record_option, record_partner, recorded_line
+from luma.cli.model.record import record_option, recorded_line
 from luma.cli.output import format_option, print_rows
 from luma.cli.project import WRITE, project, settings
 from luma.cli.states import parse_state
 from luma.experiments.model.partner_evaluation import evaluate_partner
+from luma.experiments.model.recording import record_partner
 from luma.reports import partner_figures as figures
 
 
@@ -60,7 +61,7 @@ def evaluate(record_ref, contract_ref, state_text, llm_ref, space_ref, repetitio
     evaluation = run_evaluation(record_ref, contract_ref, state_text, llm_ref, space_ref, repetitions)
     doc = evaluation.doc
     if record:
-        doc["recorded"] = record_partner(doc, evaluation.record, evaluation.context())
+        doc["recorded"] = record_partner(settings(), doc, evaluation.record, evaluation.context())
     if out_path:
         out_path.write_text(json.dumps(doc, indent=2, default=str) + "\n", encoding="utf-8")
     if fmt == "json":

@@ -9,10 +9,11 @@ import math
 import click
 
 from luma.cli.model.common import calibration, load_contract
-from luma.cli.model.record import record_explored, record_option, recorded_line
+from luma.cli.model.record import record_option, recorded_line
 from luma.cli.output import format_option, print_rows
 from luma.cli.project import WRITE, project, settings
 from luma.experiments.model import plot, simulate, space
+from luma.experiments.model.recording import record_explored
 
 
 @click.command("explore")
@@ -33,7 +34,7 @@ def explore_cmd(contract_ref, space_ref, plot_path, propose, record, fmt) -> Non
     if plot_path:
         out["plot"] = str(plot.frontier(out, plot_path))
     if record:
-        out["recorded"] = record_explored(c, sp, space_ref, out)
+        out["recorded"] = record_explored(settings(), c, sp, space_ref, out)
     if fmt == "json":
         click.echo(json.dumps(out, indent=2, default=str))
         return

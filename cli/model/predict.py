@@ -9,11 +9,12 @@ import math
 import click
 
 from luma.cli.model.common import calibration, figure_text, load_contract
-from luma.cli.model.record import record_option, record_predictions, recorded_line
+from luma.cli.model.record import record_option, recorded_line
 from luma.cli.output import format_option, print_rows
 from luma.cli.project import WRITE, project, settings
 from luma.cli.states import parse_state
 from luma.experiments.model import predict, space
+from luma.experiments.model.recording import record_predictions
 
 
 @click.command("predict")
@@ -33,7 +34,8 @@ def predict_cmd(contract_ref, state_text, llm_ref, space_ref, record, fmt) -> No
     base = space.load(space_ref, c, project=settings()) if space_ref else None
     one = space.from_state(levels, c, llm_ref, base, settings())
     p = predict.predict(c, one, calibration())
-    recorded = record_predictions("luma model predict", c, [(p, "state")], one, space_ref) if record else None
+    recorded = (record_predictions(settings(), "luma model predict", c, [(p, "state")], one, space_ref)
+                if record else None)
     if fmt == "json":
         click.echo(json.dumps({**p.as_dict(), **({"recorded": recorded} if recorded else {})}, indent=2, default=str))
         return
