@@ -9,10 +9,8 @@ import click
 
 from luma.cli.output import format_option, print_rows
 from luma.cli.project import NONE, OPTIONAL, project, settings
-from luma.errors import ConfigError
 from luma.experiments.endpoint import engines
-from luma.experiments.endpoint.service import EndpointService
-from luma.experiments.sprint import contract, states, trial
+from luma.experiments.endpoint.probe import probe
 
 ENGINES = ("llama.cpp",)
 
@@ -60,22 +58,9 @@ def probe_cmd(contract_ref: str, url: str | None, repetitions: int, fmt: str) ->
     runs in: the contract's load, the sprint's statistics, one verdict per trial. Nothing is
     recorded: LUMA did not set (or see) the server's machine state, so these trials qualify no
     boundary — give the contract a launch command for that (`luma sprint run`)."""
-    c = contract.load(contract_ref, settings())
-    if c.endpoint is None:
-        raise ConfigError("probe drives an openai-endpoint service; this contract's service runs in-process "
-                          "(`luma sprint run`)", field="service")
-    base = url or c.endpoint.base_url
-    if not base:
-        raise ConfigError("no server to probe: give --url, or set service.base_url in the contract", field="base_url")
-    ep = c.endpoint.model_copy(update={"launch": None, "base_url": base, "pre_launch": []})
-    c = c.model_copy(update={"endpoint": ep})
-    svc = EndpointService(ep)
-    cache = settings().home / "artifacts"
-    spec = svc.trial_spec(cache)
+    result = probe(settings(), contract_ref, url, repetitions)
     rows = []
-    for i in range(repetitions):
-        t = trial.run_trial(c, states.State.of({}), svc.model_path(ep.baseline, cache), ep.baseline, "boundary",
-                            seed=i, max_retries=0, service_spec=spec)
+    for i, t in enumerate(result.trials):
         tel = t.telemetry
         row = {"trial": i, "verdict": t.verdict, "cause": t.cause or "", "completed": tel.get("completed"),
                "throughput": _round(tel.get("throughput")), "errors": json.dumps(tel.get("errors") or {})}
@@ -85,7 +70,7 @@ def probe_cmd(contract_ref: str, url: str | None, repetitions: int, fmt: str) ->
             row["error"] = tel["error"][:200]
         rows.append(row)
     columns = list(dict.fromkeys(k for r in rows for k in r))
-    print_rows(rows, columns, fmt, title=f"{c.name} at {base} (as it runs: not recorded)")
+    print_rows(rows, columns, fmt, title=f"{result.contract.name} at {result.base_url} (as it runs: not recorded)")
     if any(r["verdict"] != "PASS" for r in rows):
         raise SystemExit(1)
 
