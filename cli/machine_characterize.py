@@ -5,22 +5,17 @@ from __future__ import annotations
 
 import json
 import re
-from datetime import datetime, timezone
 from pathlib import Path
 
 import click
 
-from luma import names
 from luma.cli.machine import print_figures
 from luma.cli.output import format_option
 from luma.cli.progress import Tracker
 from luma.cli.project import WRITE, project, settings as command_settings
-from luma.experiments import characterize as host_characterization
-from luma.experiments.characterize import TOOL, usable_cpus
+from luma.experiments.characterize import usable_cpus
+from luma.experiments.machine_record import characterize_host
 from luma.extras import require
-from luma.kb.knowledge_base import KnowledgeBase
-from luma.kb.records.loader import validate_document
-from luma.kb.runners import project_signer
 
 
 _SLUG = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
@@ -65,36 +60,11 @@ def characterize_cmd(quick, cores, name, ingest, out, fmt) -> None:
     counts = cores or list(range(1, len(usable_cpus()) + 1))
     plan = [("bandwidth", float(k)) for k in counts] + [("matmul", float(k)) for k in counts]
     with Tracker("machine characterize", plan, unit="probe") as progress:
-        doc = host_characterization.characterize(quick=quick, cores=cores, name=name, progress=progress)
-    # A key is made only for a record that goes into the project; --no-ingest signs with one it has.
-    signer = project_signer(command_settings(), create=ingest)
-    if signer is not None:
-        doc = signer.sign(doc, "luma machine characterize")
-    rec = validate_document(doc, "luma machine characterize").model
-    text = json.dumps(doc, indent=1) + "\n"
-    if out:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(text)
-    recorded = None
-    if ingest:
-        recorded = _ingest(rec.name, text)
+        measured = characterize_host(command_settings(), quick, cores, name, ingest, out, progress)
+    rec, recorded = measured.record, measured.recorded
     if fmt == "json":
         click.echo(json.dumps(rec.model_dump(mode="json", exclude_none=True), indent=2))
     else:
         print_figures(rec)
     if recorded:
         click.echo(f"recorded measured machine {rec.name} in the KB ({recorded})", err=True)
-
-
-def _ingest(name: str, text: str) -> str:
-    """Write the record under $LUMA_HOME/machines/ and ingest it; return the file's path."""
-    settings = command_settings()
-    folder = settings.home / "machines"
-    # The record's name is a checked slug; the path is checked too, as every path built from a name.
-    path = names.child(settings.home, folder, f"{datetime.now(timezone.utc).strftime('%Y%m%dT%H%M%SZ')}-{name}.json",
-                       field="name")
-    folder.mkdir(parents=True, exist_ok=True)
-    path.write_text(text)
-    with KnowledgeBase.open(settings) as kb:
-        kb.ingest([path], submitter=TOOL)
-    return str(path)
