@@ -9,6 +9,7 @@ import click
 
 from luma.cli.output import format_option, print_rows
 from luma.cli.project import NONE, OPTIONAL, project, settings
+from luma.errors import ConfigError
 from luma.experiments.endpoint import engines
 from luma.experiments.endpoint.probe import probe
 
@@ -58,7 +59,13 @@ def probe_cmd(contract_ref: str, url: str | None, repetitions: int, fmt: str) ->
     runs in: the contract's load, the sprint's statistics, one verdict per trial. Nothing is
     recorded: LUMA did not set (or see) the server's machine state, so these trials qualify no
     boundary — give the contract a launch command for that (`luma sprint run`)."""
-    result = probe(settings(), contract_ref, url, repetitions)
+    try:
+        result = probe(settings(), contract_ref, url, repetitions)
+    except ConfigError as exc:
+        if exc.field != "base_url":
+            raise
+        raise ConfigError("no server to probe: give --url, or set service.base_url in the contract",
+                          field="base_url") from None
     rows = []
     for i, t in enumerate(result.trials):
         tel = t.telemetry

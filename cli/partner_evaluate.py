@@ -13,6 +13,8 @@ from luma.cli.model.record import record_option, recorded_line
 from luma.cli.output import format_option, print_rows
 from luma.cli.project import WRITE, project, settings
 from luma.cli.states import parse_state
+from luma.errors import ConfigError
+from luma.experiments.model import space
 from luma.experiments.model.partner_evaluation import evaluate_partner
 from luma.experiments.model.recording import record_partner
 from luma.reports import partner_figures as figures
@@ -42,8 +44,16 @@ def evaluation_options(fn):
 def run_evaluation(record_ref, contract_ref, state_text, llm_ref, space_ref, repetitions):
     """The evaluation (luma.experiments.model.partner_evaluation) for the shared options; a note
     on stderr when a shipped space stands in for --space."""
-    return evaluate_partner(settings(), record_ref, contract_ref, parse_state(state_text), llm_ref, space_ref,
-                            repetitions, on_note=lambda note: click.echo(f"note: {note}", err=True))
+    levels = parse_state(state_text)
+    try:
+        return evaluate_partner(settings(), record_ref, contract_ref, levels, llm_ref, space_ref, repetitions,
+                                on_note=lambda note: click.echo(f"note: {note}", err=True))
+    except ConfigError as exc:
+        if exc.field != "space":
+            raise
+        raise ConfigError(f"no shipped space prices accelerator_type {levels.get('accelerator_type')!r}: give --space "
+                          f"SPACE.toml with a [cost] entry for it (shipped: {', '.join(sorted(space.shipped()))})",
+                          field="--space") from None
 
 
 @click.command("evaluate")

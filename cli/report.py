@@ -11,7 +11,7 @@ import click
 
 from luma.cli.partner_evaluate import evaluation_options, run_evaluation
 from luma.cli.project import NONE, READ, project, require, settings, where
-from luma.errors import LumaError
+from luma.errors import ConfigError, LumaError
 from luma.kb.scope import Scope
 from luma.reports.build import boundary_report, design_in_report, partner_report, pilot_report
 
@@ -81,7 +81,12 @@ def partner_cmd(record_ref, contract_ref, state_text, llm_ref, space_ref, repeti
     start = time.perf_counter()
     wanted = Scope.parse(scope)
     evaluation = run_evaluation(record_ref, contract_ref, state_text, llm_ref, space_ref, repetitions)
-    written, matrix = partner_report(evaluation, out, wanted)
+    try:
+        written, matrix = partner_report(evaluation, out, wanted)
+    except ConfigError as exc:
+        if exc.field != "scope":
+            raise
+        raise ConfigError(exc.message, field="--scope") from None
     _written(written, start)
     click.echo(str(matrix))
 

@@ -38,7 +38,7 @@ def partner_report(evaluation, out: Path, scope: Scope) -> tuple[Written, Path]:
     doc, record = evaluation.doc, evaluation.record
     if scope.partner is not None and scope.partner != record.partner:
         # A partner's report never shows another partner's record, whatever path it came by.
-        raise ConfigError(f"the record is {record.partner}'s, not {scope.partner}'s", field="--scope")
+        raise ConfigError(f"the record is {record.partner}'s, not {scope.partner}'s", field="scope")
     written = write(partner.build(doc, record), out)
     matrix = out / "matrix.json"
     matrix.write_text(json.dumps(doc["matrix"], indent=2, sort_keys=True) + "\n", encoding="utf-8")

@@ -30,7 +30,8 @@ def probe(settings, contract_ref: str, url: str | None = None, repetitions: int 
                           "(`luma sprint run`)", field="service")
     base = url or c.endpoint.base_url
     if not base:
-        raise ConfigError("no server to probe: give --url, or set service.base_url in the contract", field="base_url")
+        raise ConfigError("no server to probe: no URL given, and the contract sets no service.base_url",
+                          field="base_url")
     ep = c.endpoint.model_copy(update={"launch": None, "base_url": base, "pre_launch": []})
     c = c.model_copy(update={"endpoint": ep})
     svc = EndpointService(ep)

@@ -82,8 +82,8 @@ def default_space(contract, levels: dict[str, str], llm_ref: str | None, setting
                            "quality per precision and accelerator counts")
     if llm_ref:
         return None, None
-    raise ConfigError(f"no shipped space prices accelerator_type {wanted!r}: give --space SPACE.toml with a [cost] "
-                      f"entry for it (shipped: {', '.join(sorted(space.shipped()))})", field="--space")
+    raise ConfigError(f"no shipped space prices accelerator_type {wanted!r}: a space file with a [cost] entry for "
+                      f"it is needed (shipped: {', '.join(sorted(space.shipped()))})", field="space")
 
 
 @dataclass
