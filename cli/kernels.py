@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from luma.cli.output import format_option, print_rows
-from luma.cli.project import WRITE, project, settings, settings as command_settings
+from luma.cli.project import WRITE, project, settings
 from luma.errors import TensorError
 from luma.kernels import evidence
 from luma.kernels.evidence import save_and_ingest
@@ -121,7 +121,7 @@ def pareto(model_name: str, bits: str, out: Path | None, record: bool, fmt: str)
     """Per-layer sensitivity on calibration data, then the accuracy-memory Pareto front (plot + data)."""
     from luma.kernels import mixed_precision as mp  # torch (the kernels extra): `--help` works without it
 
-    out = out or command_settings().home / "results" / f"pareto-{model_name}"
+    out = out or settings().home / "results" / f"pareto-{model_name}"
     widths = _bits(bits)
     if model_name == "minilm":
         from luma.kernels import minilm  # torch (the kernels extra): `--help` works without it

@@ -86,7 +86,3 @@ class LazyGroup(click.Group):
         with formatter.section("Commands"):
             formatter.write_dl(rows)
 
-
-def lazy_group(name: str, help: str, lazy: dict[str, tuple[str, str]], **kwargs) -> LazyGroup:
-    """A sub-group (`luma kb` …) of lazy commands."""
-    return LazyGroup(name=name, help=help, lazy=lazy, **kwargs)

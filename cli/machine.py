@@ -8,7 +8,7 @@ import json
 import click
 
 from luma.cli.output import format_option, print_rows
-from luma.cli.project import NONE, OPTIONAL, project, settings as command_settings, settings
+from luma.cli.project import NONE, OPTIONAL, project, settings
 from luma.errors import UnknownName
 from luma.kb.records.machine import catalog, load_machine, read_machine, stored_machines
 
@@ -103,7 +103,7 @@ def _print_list(rows: list[dict]) -> None:
 def show_cmd(name, fmt) -> None:
     """One machine's figures: a machine in this project's KB (the latest of that name), a
     shipped catalog entry, or a machine record file."""
-    rec = load_machine(name, command_settings())
+    rec = load_machine(name, settings())
     if fmt == "json":
         click.echo(json.dumps(rec.model_dump(mode="json", exclude_none=True), indent=2))
         return

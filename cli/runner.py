@@ -8,7 +8,7 @@ import click
 
 from luma.cli.output import format_option, print_rows, slug_callback
 from luma.cli.submitter import submitter_option
-from luma.cli.project import NONE, READ, WRITE, project, require, settings as command_settings, settings
+from luma.cli.project import NONE, READ, WRITE, project, require, settings, settings as command_settings
 from luma.errors import ConfigError
 from luma.kb import attestation
 from luma.kb.attestation import parse_public_key
