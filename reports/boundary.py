@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 
 from luma.reports import boundary_data as data
 from luma.reports import budget
-from luma.reports.boundary_data import ChainFacts, Level, TrialFact
+from luma.reports.boundary_data import ChainFacts, TrialFact
+from luma.reports.chain_query import Level
 from luma.kb.synthetic import generated
 from luma.kb.vocab import LUMA
 from luma.reports.fmt import local, quantity, verdicts_text

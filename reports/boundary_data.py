@@ -13,8 +13,10 @@ import json
 from dataclasses import dataclass, field
 
 from luma.errors import UnknownName
-from luma.kb.vocab import LUMA, PROV, QUDT, RDFS
-from luma.reports.fmt import class_name, dim_key, quantity
+from luma.kb.vocab import LUMA, PROV
+from luma.reports import boundary_outcomes
+from luma.reports.chain_query import LEVEL_PATTERN, VERDICT, Level, levels_by_subject, query_rows
+from luma.reports.fmt import class_name, dim_key
 from luma.reports.render import NothingToReport
 from luma.rules.derivations import Derivation, derivation
 from luma.rules.state import DERIVED
@@ -26,26 +28,6 @@ _QUALIFIED = DERIVED + QUALIFYING_RULE
 #: runner names and revocations inside the trust and revocation records' graphs.
 _CHAIN_RECORD = '?g luma:recordKind "pex-chain"'
 _TRIAL_RECORD = '?tg luma:recordKind "pex-trial"'
-
-PREFIXES = (f"PREFIX luma: <{LUMA}>\nPREFIX prov: <{PROV}>\nPREFIX qudt: <{QUDT}>\nPREFIX rdfs: <{RDFS}>\n"
-            "PREFIX xsd: <http://www.w3.org/2001/XMLSchema#>\n")
-VERDICT = {LUMA + "Pass": "PASS", LUMA + "Fail": "FAIL", LUMA + "Inconclusive": "INCONCLUSIVE"}
-
-
-@dataclass(frozen=True)
-class Level:
-    """A level of one dimension: canonical value and unit IRI, or a category."""
-
-    value: float | None = None
-    unit: str | None = None
-    category: str | None = None
-
-    def text(self) -> str:
-        return self.category if self.category is not None else quantity(self.value, self.unit)
-
-    def order(self) -> tuple:
-        return (0, self.value, "") if self.value is not None else (1, 0.0, self.category or "")
-
 
 @dataclass
 class TrialFact:
@@ -126,10 +108,6 @@ def _lit(text: str) -> str:
     return json.dumps(text, ensure_ascii=False)
 
 
-def _select(kb, body: str) -> list[dict[str, str]]:
-    return kb.store.select(PREFIXES + body)
-
-
 # -- which chain --------------------------------------------------------------------------------
 
 def latest_qualified(kb) -> str:
@@ -138,7 +116,7 @@ def latest_qualified(kb) -> str:
     only when nothing else qualifies. NothingToReport when there is none, saying why."""
     run = derivation(kb.store, QUALIFYING_RULE)
     if run is None:
-        if not _select(kb, 'SELECT ?g WHERE { GRAPH ?g { ?g luma:recordKind "pex-chain" } } LIMIT 1'):
+        if not query_rows(kb, 'SELECT ?g WHERE { GRAPH ?g { ?g luma:recordKind "pex-chain" } } LIMIT 1'):
             raise NothingToReport("no qualified chain in this KB: it holds no PEX chain yet; run `luma sprint run "
                                   "CONTRACT` (e.g. `luma sprint run matvec-memory`) or ingest a measured PEX chain, "
                                   "then `luma rules run`")
@@ -146,7 +124,7 @@ def latest_qualified(kb) -> str:
                               "qualifies its chains); or name the chain to report")
     # The derived boundaries, and the time their chain's record came in: single-pattern subqueries
     # for hash joins (DESIGN §9).
-    rows = _select(kb, f"""SELECT ?c ?at WHERE {{
+    rows = query_rows(kb, f"""SELECT ?c ?at WHERE {{
       {{ SELECT ?c WHERE {{ GRAPH <{_QUALIFIED}> {{ ?q luma:qualifies ?c }} }} }}
       {{ SELECT ?g ?c WHERE {{ GRAPH ?g {{ ?c prov:wasDerivedFrom ?g }} }} }}
       {{ SELECT ?g ?at WHERE {{ GRAPH ?g {{ ?g luma:recordKind "pex-chain" ; prov:generatedAtTime ?at }} }} }}
@@ -165,7 +143,7 @@ def chain_of(kb, iri: str) -> str:
     from luma.rules.explain import resolve_iri
 
     iri = resolve_iri(iri)
-    rows = _select(kb, f"""SELECT DISTINCT ?c WHERE {{
+    rows = query_rows(kb, f"""SELECT DISTINCT ?c WHERE {{
       {{ BIND(<{iri}> AS ?c) GRAPH ?g {{ ?c a luma:BoundaryQualification . {_CHAIN_RECORD} }} }}
       UNION {{ GRAPH <{_QUALIFIED}> {{ <{iri}> luma:qualifies ?c }} }}
       UNION {{ GRAPH <{iri}> {{ ?c a luma:BoundaryQualification ; prov:wasDerivedFrom <{iri}> .
@@ -179,7 +157,7 @@ def chain_of(kb, iri: str) -> str:
 
 def chain_of_sprint(kb, sprint: str) -> str:
     """The chain a sprint recorded (same activity start, contract, workload, architecture)."""
-    rows = _select(kb, f"""SELECT DISTINCT ?c WHERE {{
+    rows = query_rows(kb, f"""SELECT DISTINCT ?c WHERE {{
       GRAPH ?tg {{ ?t a luma:SprintTrial ; luma:sprint {_lit(sprint)} ; luma:contract ?k ; luma:workload ?w ;
          luma:architecture ?a ; prov:wasGeneratedBy ?ta . ?ta prov:startedAtTime ?start . {_TRIAL_RECORD} }}
       GRAPH ?g {{ ?c a luma:BoundaryQualification ; luma:contract ?k ; luma:workload ?w ; luma:architecture ?a ;
@@ -187,7 +165,7 @@ def chain_of_sprint(kb, sprint: str) -> str:
     }} ORDER BY ?c""")
     if rows:
         return rows[0]["c"]
-    known = _select(kb, f"SELECT (COUNT(?t) AS ?n) WHERE {{ GRAPH ?tg {{ ?t luma:sprint {_lit(sprint)} . "
+    known = query_rows(kb, f"SELECT (COUNT(?t) AS ?n) WHERE {{ GRAPH ?tg {{ ?t luma:sprint {_lit(sprint)} . "
                         f"{_TRIAL_RECORD} }} }}")
     if not known or int(known[0]["n"]) == 0:
         raise UnknownName(f"no sprint {sprint!r} in this KB (`luma kb query` lists them: "
@@ -198,25 +176,13 @@ def chain_of_sprint(kb, sprint: str) -> str:
 
 # -- the chain's facts --------------------------------------------------------------------------
 
-def _levels(rows, key: str = "s") -> dict[str, dict[str, Level]]:
-    out: dict[str, dict[str, Level]] = {}
-    for r in rows:
-        level = Level(float(r["v"]), r["u"]) if "v" in r else Level(category=r.get("cat"))
-        out.setdefault(r[key], {})[dim_key(r["dim"])] = level
-    return out
-
-
-_LEVEL_PATTERN = """?s luma:level ?l . ?l luma:dimension ?dim .
-      OPTIONAL { ?l qudt:numericValue ?v ; qudt:unit ?u } OPTIONAL { ?l luma:category ?cat }"""
-
-
 def gather(kb, chain: str) -> ChainFacts:
     """Read one chain, its record, provenance, trials and (when it has one) its sprint."""
     props: dict[str, str] = {}
-    for r in _select(kb, f"SELECT ?p ?o WHERE {{ GRAPH ?g {{ <{chain}> ?p ?o . {_CHAIN_RECORD} }} }}"):
+    for r in query_rows(kb, f"SELECT ?p ?o WHERE {{ GRAPH ?g {{ <{chain}> ?p ?o . {_CHAIN_RECORD} }} }}"):
         if r["p"] != LUMA + "trial":
             props.setdefault(r["p"], r["o"])
-    ent = _select(kb, f"""SELECT * WHERE {{
+    ent = query_rows(kb, f"""SELECT * WHERE {{
       OPTIONAL {{ <{props[LUMA + 'workload']}> rdfs:label ?workload ; luma:task ?task ; luma:model/rdfs:label ?model }}
       OPTIONAL {{ <{props[LUMA + 'architecture']}> rdfs:label ?architecture ; luma:vendor ?vendor ;
                   luma:architectureKind ?archKind }}
@@ -224,13 +190,13 @@ def gather(kb, chain: str) -> ChainFacts:
       OPTIONAL {{ <{props[LUMA + 'intervention']}> rdfs:label ?intervention ; luma:interventionKind ?ivKind }}
     }}""")
     entity = {k: v for k, v in (ent[0] if ent else {}).items()}
-    clauses = [Clause(r["m"], r["op"], float(r["v"]), r["u"]) for r in sorted(_select(kb, f"""
+    clauses = [Clause(r["m"], r["op"], float(r["v"]), r["u"]) for r in sorted(query_rows(kb, f"""
       SELECT ?c ?m ?op ?v ?u WHERE {{ <{props[LUMA + 'contract']}> luma:clause ?c . ?c luma:metric ?m ;
         luma:operator ?op ; qudt:numericValue ?v ; qudt:unit ?u }}"""), key=lambda r: int(r["c"].rsplit("/", 1)[-1]))]
-    states = _levels(_select(kb, f"""SELECT ?s ?dim ?v ?u ?cat WHERE {{
-      VALUES ?s {{ <{props[LUMA + 'passState']}> <{props[LUMA + 'failState']}> }} {_LEVEL_PATTERN} }}"""))
+    states = levels_by_subject(query_rows(kb, f"""SELECT ?s ?dim ?v ?u ?cat WHERE {{
+      VALUES ?s {{ <{props[LUMA + 'passState']}> <{props[LUMA + 'failState']}> }} {LEVEL_PATTERN} }}"""))
     graph = props[PROV + "wasDerivedFrom"]
-    rec = _select(kb, f"""SELECT ?hash ?at ?who ?runner ?fingerprint ?revoked WHERE {{
+    rec = query_rows(kb, f"""SELECT ?hash ?at ?who ?runner ?fingerprint ?revoked WHERE {{
       GRAPH <{graph}> {{ <{graph}> luma:contentHash ?hash ; prov:generatedAtTime ?at ; prov:wasAttributedTo ?agent }}
       OPTIONAL {{ ?agent rdfs:label ?who }}
       OPTIONAL {{ GRAPH <{graph}> {{ <{graph}> luma:attestedBy ?key }}
@@ -241,9 +207,9 @@ def gather(kb, chain: str) -> ChainFacts:
     prov, env = {}, {}
     act = props.get(PROV + "wasGeneratedBy")
     if act:
-        for r in _select(kb, f"SELECT ?p ?o WHERE {{ GRAPH <{graph}> {{ <{act}> ?p ?o }} }}"):
+        for r in query_rows(kb, f"SELECT ?p ?o WHERE {{ GRAPH <{graph}> {{ <{act}> ?p ?o }} }}"):
             prov.setdefault(r["p"].rsplit("#", 1)[-1].rsplit("/", 1)[-1], r["o"])
-        for r in _select(kb, f"SELECT ?p ?o WHERE {{ GRAPH <{graph}> {{ <{act}> luma:environment ?e . ?e ?p ?o }} }}"):
+        for r in query_rows(kb, f"SELECT ?p ?o WHERE {{ GRAPH <{graph}> {{ <{act}> luma:environment ?e . ?e ?p ?o }} }}"):
             if r["p"].startswith(LUMA):
                 env.setdefault(r["p"][len(LUMA):], []).append(r["o"])
     facts = ChainFacts(chain, graph, props, entity, clauses, states.get(props[LUMA + "passState"], {}),
@@ -251,8 +217,6 @@ def gather(kb, chain: str) -> ChainFacts:
                        {k: sorted(v) for k, v in env.items()}, _chain_trials(kb, chain, props))
     _qualification(kb, facts)
     _sprint(kb, facts)
-    from luma.reports import boundary_outcomes
-
     facts.outcomes = boundary_outcomes.read(kb, chain, graph)
     return facts
 
@@ -261,10 +225,10 @@ def _chain_trials(kb, chain: str, props: dict[str, str]) -> list[TrialFact]:
     """The trials inside the chain record: pass/fail at those states (baseline), recovered at the
     FAIL state with the intervention."""
     graph = props[PROV + "wasDerivedFrom"]  # the chain's record graph (gather read the chain there)
-    heads = _select(kb, f"""SELECT ?t ?state ?rep ?verdict ?cause WHERE {{ GRAPH <{graph}> {{ <{chain}> luma:trial ?t .
+    heads = query_rows(kb, f"""SELECT ?t ?state ?rep ?verdict ?cause WHERE {{ GRAPH <{graph}> {{ <{chain}> luma:trial ?t .
       ?t luma:trialState ?state ; luma:repetitionIndex ?rep ; luma:verdict ?verdict .
       OPTIONAL {{ ?t luma:failureCause ?cause }} }} }}""")
-    obs = _observations(_select(kb, f"""SELECT ?t ?m ?v ?u WHERE {{ GRAPH <{graph}> {{ <{chain}> luma:trial ?t .
+    obs = _observations(query_rows(kb, f"""SELECT ?t ?m ?v ?u WHERE {{ GRAPH <{graph}> {{ <{chain}> luma:trial ?t .
       ?t luma:observation ?o . ?o luma:metric ?m ; qudt:numericValue ?v ; qudt:unit ?u }} }}"""))
     out = []
     for r in sorted(heads, key=lambda r: int(r["t"].rsplit("/", 1)[-1])):
@@ -307,7 +271,7 @@ def _sprint(kb, facts: ChainFacts) -> None:
     if not started:
         return
     p = facts.props
-    rows = _select(kb, f"""SELECT DISTINCT ?sprint WHERE {{ GRAPH ?tg {{ ?t a luma:SprintTrial ; luma:sprint ?sprint ;
+    rows = query_rows(kb, f"""SELECT DISTINCT ?sprint WHERE {{ GRAPH ?tg {{ ?t a luma:SprintTrial ; luma:sprint ?sprint ;
       luma:contract <{p[LUMA + 'contract']}> ; luma:workload <{p[LUMA + 'workload']}> ;
       luma:architecture <{p[LUMA + 'architecture']}> ; prov:wasGeneratedBy ?a .
       ?a prov:startedAtTime ?st . FILTER(?st = "{started}"^^xsd:dateTime) {_TRIAL_RECORD} }} }} ORDER BY ?sprint""")
@@ -315,13 +279,13 @@ def _sprint(kb, facts: ChainFacts) -> None:
         return
     facts.sprint = rows[0]["sprint"]
     sprint = _lit(facts.sprint)
-    heads = _select(kb, f"""SELECT ?t ?seq ?phase ?variant ?verdict ?cause ?attempts ?ec WHERE {{ GRAPH ?tg {{
+    heads = query_rows(kb, f"""SELECT ?t ?seq ?phase ?variant ?verdict ?cause ?attempts ?ec WHERE {{ GRAPH ?tg {{
       ?t luma:sprint {sprint} ; a luma:SprintTrial ; luma:sequence ?seq ; luma:trialPhase ?phase ;
          luma:softwareVariant ?variant ; luma:verdict ?verdict ; luma:evidenceClass ?ec .
       OPTIONAL {{ ?t luma:failureCause ?cause }} OPTIONAL {{ ?t luma:attempts ?attempts }} {_TRIAL_RECORD} }} }}""")
-    levels = _levels(_select(kb, f"""SELECT ?t ?dim ?v ?u ?cat WHERE {{ GRAPH ?tg {{ ?t luma:sprint {sprint} ;
-      luma:machineState ?s . {_TRIAL_RECORD} }} {_LEVEL_PATTERN} }}"""), key="t")
-    obs = _observations(_select(kb, f"""SELECT ?t ?m ?v ?u WHERE {{ GRAPH ?tg {{ ?t luma:sprint {sprint} ;
+    levels = levels_by_subject(query_rows(kb, f"""SELECT ?t ?dim ?v ?u ?cat WHERE {{ GRAPH ?tg {{ ?t luma:sprint {sprint} ;
+      luma:machineState ?s . {_TRIAL_RECORD} }} {LEVEL_PATTERN} }}"""), key="t")
+    obs = _observations(query_rows(kb, f"""SELECT ?t ?m ?v ?u WHERE {{ GRAPH ?tg {{ ?t luma:sprint {sprint} ;
       luma:observation ?o . ?o luma:metric ?m ; qudt:numericValue ?v ; qudt:unit ?u . {_TRIAL_RECORD} }} }}"""))
     facts.sprint_trials = sorted(
         (TrialFact(r["t"], int(r["seq"]), r["phase"], r["variant"], VERDICT.get(r["verdict"], r["verdict"]),

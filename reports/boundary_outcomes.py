@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from luma.kb.vocab import LUMA
-from luma.reports.boundary_data import _LEVEL_PATTERN, VERDICT, Level, _levels, _select
+from luma.reports.chain_query import LEVEL_PATTERN, VERDICT, Level, levels_by_subject, query_rows
 from luma.reports.fmt import dim_key
 
 VERDICT_OF = {**VERDICT, LUMA + "NotTested": "not-tested"}
@@ -64,7 +64,7 @@ class Outcomes:
 def read(kb, chain: str, graph: str) -> Outcomes:
     """The outcomes of `chain`, from its record graph `graph`."""
     out = Outcomes()
-    multi = _select(kb, f"""SELECT ?p ?o WHERE {{ GRAPH <{graph}> {{ <{chain}> ?p ?o
+    multi = query_rows(kb, f"""SELECT ?p ?o WHERE {{ GRAPH <{graph}> {{ <{chain}> ?p ?o
       FILTER(?p IN (luma:coBindingResource, luma:nextCoBindingResource, luma:nextBindingResource,
                     luma:nextBindingNone, luma:nextBindingNote)) }} }} ORDER BY ?o""")
     for r in multi:
@@ -82,24 +82,24 @@ def read(kb, chain: str, graph: str) -> Outcomes:
     out.diagnosis, out.next_diagnosis = _restorations(kb, chain, graph, "restoration"), _restorations(
         kb, chain, graph, "nextRestoration")
     out.frontier = _frontier(kb, chain, graph)
-    rows = _select(kb, f"""SELECT ?d ?sc ?variant ?s WHERE {{ GRAPH <{graph}> {{ <{chain}> luma:deploymentDecision ?d .
+    rows = query_rows(kb, f"""SELECT ?d ?sc ?variant ?s WHERE {{ GRAPH <{graph}> {{ <{chain}> luma:deploymentDecision ?d .
       ?d luma:softwareConfig ?sc ; luma:minimumState ?s }} ?sc luma:softwareVariant ?variant }}""")
     if rows:
-        levels = _levels(_select(kb, "SELECT ?s ?dim ?v ?u ?cat WHERE { VALUES ?s { "
-                                 + " ".join(f"<{r['s']}>" for r in rows) + f" }} {_LEVEL_PATTERN} }}"))
+        levels = levels_by_subject(query_rows(kb, "SELECT ?s ?dim ?v ?u ?cat WHERE { VALUES ?s { "
+                                 + " ".join(f"<{r['s']}>" for r in rows) + f" }} {LEVEL_PATTERN} }}"))
         for r in sorted(rows, key=lambda r: int(r["d"].rsplit("/", 1)[-1])):
             out.decisions.append((r["sc"], r["variant"], levels.get(r["s"], {})))
     return out
 
 
 def _restorations(kb, chain: str, graph: str, link: str) -> list[Restoration]:
-    rows = _select(kb, f"""SELECT ?r ?dim ?verdict ?reason ?v ?u ?cat WHERE {{
+    rows = query_rows(kb, f"""SELECT ?r ?dim ?verdict ?reason ?v ?u ?cat WHERE {{
       GRAPH <{graph}> {{ <{chain}> luma:{link} ?r . ?r luma:restoredDimension ?dim ; luma:restorationVerdict ?verdict .
         OPTIONAL {{ ?r luma:reason ?reason }} OPTIONAL {{ ?r luma:restoredLevel ?l }} }}
       OPTIONAL {{ ?l qudt:numericValue ?v ; qudt:unit ?u }} OPTIONAL {{ ?l luma:category ?cat }} }}""")
     if not rows:
         return []
-    trials = _select(kb, f"""SELECT ?r ?t ?verdict ?cause WHERE {{ GRAPH <{graph}> {{ <{chain}> luma:{link} ?r .
+    trials = query_rows(kb, f"""SELECT ?r ?t ?verdict ?cause WHERE {{ GRAPH <{graph}> {{ <{chain}> luma:{link} ?r .
       ?r luma:trial ?t . ?t luma:verdict ?verdict OPTIONAL {{ ?t luma:failureCause ?cause }} }} }}""")
     by_row: dict[str, list] = {}
     for t in sorted(trials, key=lambda t: int(t["t"].rsplit("/", 1)[-1])):
@@ -113,7 +113,7 @@ def _restorations(kb, chain: str, graph: str, link: str) -> list[Restoration]:
 
 
 def _frontier(kb, chain: str, graph: str) -> Frontier | None:
-    rows = _select(kb, f"""SELECT * WHERE {{ GRAPH <{graph}> {{ <{chain}> luma:frontierShift ?f .
+    rows = query_rows(kb, f"""SELECT * WHERE {{ GRAPH <{graph}> {{ <{chain}> luma:frontierShift ?f .
       ?f luma:shiftDimension ?d ; luma:belowRange ?below .
       OPTIONAL {{ ?f luma:levelBefore ?lb ; luma:levelAfter ?la }} OPTIONAL {{ ?f luma:shiftUnit ?u }}
       OPTIONAL {{ ?f luma:categoryBefore ?cb ; luma:categoryAfter ?ca }}

@@ -11,7 +11,7 @@ from __future__ import annotations
 from luma.kb.records import kinds
 from luma.kb.scope import Scope
 from luma.kb.vocab import LUMA, ONTOLOGY_GRAPH
-from luma.reports.boundary_data import PREFIXES
+from luma.reports.chain_query import PREFIXES
 from luma.reports.render import NothingToReport
 from luma.rules.state import DERIVED
 

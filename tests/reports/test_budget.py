@@ -8,7 +8,8 @@ from __future__ import annotations
 from luma.kb.vocab import DIM, LUMA
 from luma.reports import boundary
 from luma.rules.derivations import Derivation
-from luma.reports.boundary_data import ChainFacts, Level, TrialFact
+from luma.reports.boundary_data import ChainFacts, TrialFact
+from luma.reports.chain_query import Level
 
 BYTE = "http://qudt.org/vocab/unit/BYTE"
 MIB = 2**20
