@@ -12,12 +12,12 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from luma.reports import boundary_data as data
-from luma.reports import budget
-from luma.reports.boundary_data import ChainFacts, TrialFact
-from luma.reports.chain_query import Level
+from luma.experiments.sprint.stats import CONFIDENCE
 from luma.kb.synthetic import generated
 from luma.kb.vocab import LUMA
+from luma.reports import boundary_data as data, budget
+from luma.reports.boundary_data import ChainFacts, TrialFact
+from luma.reports.chain_query import Level
 from luma.reports.fmt import local, quantity, verdicts_text
 from luma.reports.md_escape import fmt, join, own, record
 from luma.reports.plots import Point, require, trial_plot
@@ -348,8 +348,6 @@ def is_synthetic(f: ChainFacts) -> bool:
 
 
 def _plots(f: ChainFacts, a: Analysis) -> list[Plot]:
-    from luma.experiments.sprint.stats import CONFIDENCE  # NumPy: imported once matplotlib is known present
-
     x = f.crossed
     levels = sorted({t.levels[x] for t in a.shown if x in t.levels}, key=Level.order)
     index = {lv: i for i, lv in enumerate(levels)}
@@ -395,8 +393,6 @@ def build(kb, chain: str | None = None, sprint: str | None = None) -> Report:
 
 
 def _report(f: ChainFacts, a: Analysis) -> Report:
-    from luma.experiments.sprint.stats import CONFIDENCE
-
     e, x = f.entity, f.crossed
     metrics = [c.metric for c in f.clauses]
     qualification = "qualified" if not a.reasons else "not qualified: " + "; ".join(a.reasons)

@@ -19,6 +19,8 @@ from luma.reports.chain_query import LEVEL_PATTERN, VERDICT, Level, levels_by_su
 from luma.reports.fmt import class_name, dim_key
 from luma.reports.render import NothingToReport
 from luma.rules.derivations import Derivation, derivation
+from luma.rules.explain import resolve_iri
+from luma.rules.loader import load_all
 from luma.rules.state import DERIVED
 
 #: The rule that qualifies chains: the report reads what it derived, never a copy of its logic.
@@ -140,7 +142,6 @@ def latest_qualified(kb) -> str:
 
 def chain_of(kb, iri: str) -> str:
     """The chain node named by `iri`: the chain itself, its record graph or its qualified boundary."""
-    from luma.rules.explain import resolve_iri
 
     iri = resolve_iri(iri)
     rows = query_rows(kb, f"""SELECT DISTINCT ?c WHERE {{
@@ -257,8 +258,6 @@ def _qualification(kb, facts: ChainFacts) -> None:
     notes = [facts.run.stale_note()]
     settings = getattr(kb, "settings", None)
     if settings is not None:
-        from luma.rules.loader import load_all
-
         current = next((r for r in load_all(settings.home / "rules") if r.id == QUALIFYING_RULE), None)
         if current is not None and current.version != facts.run.version:
             notes.append(f"this LUMA's rule is v{current.version}: run `luma rules run`")

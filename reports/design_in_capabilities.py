@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from luma.kb.prices import PriceTable
+from luma.kb.prices import PriceTable, shipped
 from luma.reports import economics
 from luma.reports.design_in_data import HR, ONTOLOGY, QB, RR, UNQUALIFIED
-from luma.reports.fmt import dim_key, num
+from luma.reports.fmt import class_name, dim_key, num
 from luma.reports.md_escape import fmt, record
 from luma.reports.render import Section, Table
 from luma.rules.derivations import derivation
@@ -192,7 +192,6 @@ def _more(n: int, what: str) -> str:
 
 def table_label(table: PriceTable) -> str:
     """The table's file, or "the shipped example table" (no install path in a report)."""
-    from luma.kb.prices import shipped
 
     return "the shipped EXAMPLE table kb/examples/prices.toml" if table.source == str(shipped()) else table.source
 
@@ -222,8 +221,6 @@ def nothing_section(r, bindings: list[dict]) -> Section:
         paras.append(f"This KB has {qualified} qualified boundar{'y' if qualified == 1 else 'ies'}; the table "
                      f"below counts them per binding resource against the thresholds.")
     if unq:
-        from luma.reports.fmt import class_name
-
         n = sum(int(x["n"]) for x in unq)
         paras.append(", ".join(f"{x['n']} {class_name(x['ec'])}" for x in unq)
                      + f" chain{' never qualifies' if n == 1 else 's never qualify'} (only measured evidence "

@@ -9,7 +9,7 @@ the store's order (DESIGN §9: Oxigraph spent 28 of 36 s sorting 36k rows by IRI
 from __future__ import annotations
 
 from luma.kb.records import kinds
-from luma.kb.scope import Scope
+from luma.kb.scope import Scope, scoped_query
 from luma.kb.vocab import LUMA, ONTOLOGY_GRAPH
 from luma.reports.chain_query import PREFIXES
 from luma.reports.render import NothingToReport
@@ -42,8 +42,6 @@ class Reader:
         return self.scope.label
 
     def select(self, body: str) -> list[dict[str, str]]:
-        from luma.kb.scope import scoped_query
-
         answer = scoped_query(self.kb, PREFIXES + body, self.scope, trusted=True).json()
         return [{k: v["value"] for k, v in row.items()} for row in answer["results"]["bindings"]]
 

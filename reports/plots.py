@@ -12,6 +12,7 @@ import io
 import re
 from dataclasses import dataclass
 
+from luma.errors import ConfigError
 from luma.reports.fmt import axis_scale
 
 PALETTE = ["#1f5fa8", "#d9730d", "#2b8a3e", "#7048e8", "#c2255c", "#5c940d"]
@@ -25,8 +26,6 @@ def require() -> None:
     try:
         import matplotlib  # noqa: F401
     except ImportError:
-        from luma.errors import ConfigError
-
         raise ConfigError("reports draw their plots with matplotlib, a dependency of luma: reinstall it "
                           "(pip install -e .)") from None
 

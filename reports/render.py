@@ -19,6 +19,7 @@ from pathlib import Path
 
 from luma.errors import LumaError
 from luma.reports import md_escape
+from luma.reports.plots import standalone
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 
@@ -196,7 +197,6 @@ def render_html(report: Report, env=None) -> str:
 
 def write(report: Report, out: Path) -> Written:
     """Render `report` into the folder `out`: report.md, report.html and plots/<id>.svg."""
-    from luma.reports.plots import standalone
 
     start = time.perf_counter()
     out = Path(out)
