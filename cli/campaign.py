@@ -11,26 +11,22 @@ import sys
 import click
 
 from luma.cli.output import format_option, print_rows
-from luma.cli.project import NONE, READ, WRITE, project, require
+from luma.cli.progress import Tracker
+from luma.cli.project import NONE, READ, WRITE, project, require, settings
+from luma.errors import ConfigError
+from luma.experiments.fleet import campaign as campaigns, planner
+from luma.experiments.fleet.head import Head, disconnect, done_units, folder, saved_states
+
 
 _UNIT_COLUMNS = ["unit", "machine_class", "status", "host", "node", "key", "wall_s", "trials", "min_pass",
                  "adjacent_fail", "recovered", "frontier", "note"]
 
 
-@click.group()
-def campaign() -> None:
-    """Campaigns: the same contracts challenged across machine classes, one sprint per contract,
-    dimension and class, placed by Ray on runners that `luma runner join` a cluster."""
-
-
 def _load(path: str):
-    from luma.cli.project import settings
-    from luma.experiments.fleet import campaign as campaigns
-
     return campaigns.load(path, settings())
 
 
-@campaign.command("plan")
+@click.command("plan")
 @click.argument("file", type=click.Path(dir_okay=False))
 @click.option("--cluster", metavar="ADDRESS", help="Count the live trusted runners of each class on this Ray "
                                                    "cluster (default: the file's `machines`).")
@@ -38,9 +34,6 @@ def _load(path: str):
 @project(NONE)
 def plan_cmd(file: str, cluster: str | None, fmt: str) -> None:
     """Sprints, most trials and expected wall time per machine class of the campaign FILE."""
-    from luma.cli.project import settings
-    from luma.experiments.fleet import planner
-
     c = _load(file)
     machines = None
     if cluster:
@@ -59,7 +52,7 @@ def plan_cmd(file: str, cluster: str | None, fmt: str) -> None:
                title=f"campaign {out['campaign']}: plan")
 
 
-@campaign.command("run")
+@click.command("run")
 @click.argument("file", type=click.Path(dir_okay=False))
 @click.option("--cluster", metavar="ADDRESS", required=True,
               help="The Ray cluster's address (host:port of its head, as `ray start --head` printed it).")
@@ -71,8 +64,6 @@ def run_cmd(file: str, cluster: str, fmt: str) -> None:
     the ledger already holds are not run again."""
     from rich.console import Console
 
-    from luma.cli.project import settings
-    from luma.experiments.fleet.head import Head, done_units
 
     c = _load(file)
     err = Console(stderr=True)
@@ -89,8 +80,6 @@ def run_cmd(file: str, cluster: str, fmt: str) -> None:
 def _progress(sprints: int, console):
     """The live line of a campaign: sprints finished of those to run, elapsed, ETA; each
     finished sprint's line stays on screen."""
-    from luma.cli.progress import Tracker
-
     class Sprints(Tracker):
         def __call__(self, message: str) -> None:
             super().__call__(message)
@@ -105,8 +94,6 @@ def ray_output_to_stderr():
     """Ray prints the cluster's own notices (a task retried after its node died; its C++ core's
     log lines at shutdown) on this process's stdout; they belong with the progress on stderr, so
     stdout stays the result (--format json). The driver leaves the cluster inside."""
-    from luma.experiments.fleet.head import disconnect
-
     sys.stdout.flush()
     saved = os.dup(1)
     os.dup2(2, 1)
@@ -133,15 +120,11 @@ def _show(state: dict, fmt: str) -> None:
 
 
 def _states(home) -> list[dict]:
-    from luma.experiments.fleet.head import saved_states
-
     return [_alive(state) for state in saved_states(home)]
 
 
 def _find(home, campaign_id: str) -> dict:
     """The state of campaign `campaign_id`; a ConfigError naming the known ones otherwise."""
-    from luma.errors import ConfigError
-
     states = _states(home)
     match = [st for st in states if st["id"] == campaign_id]
     if not match:
@@ -162,7 +145,7 @@ def _alive(state: dict) -> dict:
     return state
 
 
-@campaign.command("status")
+@click.command("status")
 @click.argument("campaign_id", metavar="ID", required=False)
 @format_option()
 @project(READ)
@@ -179,14 +162,12 @@ def status_cmd(campaign_id: str | None, fmt: str) -> None:
     _show(_find(s.home, campaign_id), fmt)
 
 
-@campaign.command("cancel")
+@click.command("cancel")
 @click.argument("campaign_id", metavar="ID")
 @project(READ)
 def cancel_cmd(campaign_id: str) -> None:
     """Stop campaign ID: its head cancels the sprints still queued or running (their records are
     never taken in); what is already recorded stays. `luma campaign run` on its file resumes it."""
-    from luma.experiments.fleet.head import folder
-
     s = require()
     st = _find(s.home, campaign_id)
     (folder(s.home, campaign_id) / "cancel").write_text("cancel\n")
@@ -197,21 +178,3 @@ def cancel_cmd(campaign_id: str) -> None:
         was, st["status"] = st["status"], "cancelled"
         (folder(s.home, campaign_id) / "state.json").write_text(json.dumps(st, indent=1))
         click.echo(f"campaign {campaign_id} was {was}: marked cancelled")
-
-
-@campaign.command("bench")
-@click.option("--cluster", metavar="ADDRESS", required=True, help="The Ray cluster's address.")
-@click.option("--repeat", type=click.IntRange(5, 1000), default=30, show_default=True,
-              help="Round trips per figure (the median is shown).")
-@format_option()
-@project(READ)
-def bench_cmd(cluster: str, repeat: int, fmt: str) -> None:
-    """What a campaign costs the fleet engine and the head, on a live cluster: a unit-shaped Ray
-    task (class labels, trusted-key selector, runner slot) against an empty task with Ray's
-    defaults measured in the same run, `ray.nodes()`, and the head's ingest per sprint."""
-    from luma.experiments.fleet import overhead
-
-    s = require()
-    with ray_output_to_stderr():
-        rows = overhead.run(s, cluster, repeat)
-    print_rows(rows, ["measure", "value", "unit", "vs_baseline", "note"], fmt, title=f"campaign bench on {cluster}")

@@ -10,8 +10,18 @@ from pathlib import Path
 
 import click
 
-from luma.cli.output import ERROR_PREFIX, print_rows, print_sparql_table
-from luma.cli.project import NONE, project
+from luma.cli.kb.query import query as query_cmd
+from luma.cli.output import ERROR_PREFIX, print_rows
+from luma.cli.sparql_table import print_table as print_sparql_table
+from luma.cli.partner import add_cmd
+from luma.cli.project import NONE, make_home, project, settings, use_settings
+from luma.cli.report import boundary_cmd, design_in_cmd, partner_cmd
+from luma.cli.rules import run_cmd as rules_run
+from luma.cli.sprint.run import run_cmd as sprint_run
+from luma.errors import LumaError
+from luma.kb.knowledge_base import KnowledgeBase
+from luma.kb.named_queries import get_named_query
+from luma.kb.vocab import LUMA
 
 
 @click.command()
@@ -28,11 +38,6 @@ def demo(ctx: click.Context, demo_home: Path | None, quick: bool) -> None:
     The example records are illustrative (their provenance says so), not measurements; the
     sprint's are measured here.
     """
-    from luma.errors import LumaError
-    from luma.kb.knowledge_base import KnowledgeBase
-    from luma.kb.named_queries import get_named_query
-
-    from luma.cli.project import make_home, settings, use_settings
 
     given = settings()
     home = demo_home or (given.home if given.home_from != "default" else Path(".luma-demo"))
@@ -81,9 +86,6 @@ _PARTNER_ARGS = {"record_ref": "kvzip", "contract_ref": "llm-long-context", "spa
 
 def _measured_before(s) -> str | None:
     """The sprint id of a matvec-memory sprint that recorded a chain in this project, if any."""
-    from luma.kb.knowledge_base import KnowledgeBase
-    from luma.kb.vocab import LUMA
-
     with KnowledgeBase.open(s, read_only=True) as kb:
         # Trials and chains inside their own record graphs (facts read where they are stated).
         rows = kb.store.select(f"""SELECT ?s WHERE {{
@@ -101,12 +103,6 @@ def _measured_before(s) -> str | None:
 
 def _loop(ctx: click.Context, s, examples) -> None:
     """Sprint → rules → query → partner → reports, each step the command a user would type."""
-    from luma.cli.kb import query as query_cmd
-    from luma.cli.partner import add_cmd
-    from luma.cli.report import boundary_cmd, design_in_cmd, partner_cmd
-    from luma.cli.rules import run_cmd as rules_run
-    from luma.cli.sprint import run_cmd as sprint_run
-
     home = s.home
     done = _measured_before(s)
     if done:

@@ -1,5 +1,5 @@
 """`luma endpoint bench`: LUMA's endpoint load generator against NVIDIA AIPerf on the same
-llama.cpp servers (experiments/endpoint/aiperf_comparison.py), figures and ratios from the same run."""
+llama.cpp servers (experiments/endpoint/bench.py), figures and ratios from the same run."""
 
 from __future__ import annotations
 
@@ -8,12 +8,13 @@ from pathlib import Path
 import click
 
 from luma.cli.output import format_option, print_rows
-from luma.cli.project import WRITE, project
+from luma.cli.progress import Tracker
+from luma.cli.project import WRITE, project, settings
+from luma.experiments.endpoint import agreement, aiperf, bench
+from luma.experiments.endpoint.aiperf_comparison import CASES
 
 
 def _cases(ctx, param, value: str) -> list[str]:
-    from luma.experiments.endpoint.aiperf_comparison import CASES
-
     names = [v.strip() for v in value.split(",") if v.strip()]
     unknown = [n for n in names if n not in CASES]
     if unknown or not names:
@@ -50,9 +51,6 @@ def bench_cmd(aiperf_path, cases, passes, requests, rate, arrivals, keep, fmt) -
     project the first time."""
     from rich.console import Console
 
-    from luma.cli.progress import Tracker
-    from luma.cli.project import settings
-    from luma.experiments.endpoint import agreement, aiperf, aiperf_comparison as bench
 
     binary = aiperf.find(aiperf_path)  # before anything slow: a missing tool is one line
     cache = settings().home / "artifacts"

@@ -8,17 +8,15 @@ import json
 import click
 
 from luma.cli.output import format_option, print_rows
-from luma.cli.project import NONE, OPTIONAL, project
+from luma.cli.project import NONE, OPTIONAL, project, settings
+from luma.errors import ConfigError
+from luma.experiments.endpoint import engines
+from luma.experiments.endpoint.probe import probe
 
 ENGINES = ("llama.cpp",)
 
 
-@click.group()
-def engine() -> None:
-    """Serving engines on this host: llama.cpp (through llama-cpp-python) and its model converter."""
-
-
-@engine.command("install")
+@click.command("install")
 @click.argument("name", type=click.Choice(ENGINES))
 @format_option(choices=("table", "json"))
 @project(NONE)
@@ -28,20 +26,17 @@ def install_cmd(name: str, fmt: str) -> None:
     extract its model converter under the engine cache (LUMA_ENGINE_CACHE)."""
     from rich.console import Console
 
-    from luma.experiments.endpoint import engines
 
     err = Console(stderr=True)
     out = engines.install_llama_cpp(progress=lambda m: err.print(f"  {m}"))
     _show(out, fmt)
 
 
-@engine.command("status")
+@click.command("status")
 @format_option(choices=("table", "json"))
 @project(NONE)
 def status_cmd(fmt: str) -> None:
     """What this environment has of each engine (version, converter, cache folder)."""
-    from luma.experiments.endpoint import engines
-
     _show(engines.status(), fmt)
 
 
@@ -52,12 +47,7 @@ def _show(out: dict, fmt: str) -> None:
         print_rows([{"item": k, "value": v} for k, v in out.items()], ["item", "value"], "table", title="engine")
 
 
-@click.group()
-def endpoint() -> None:
-    """Services behind an OpenAI-compatible HTTP endpoint (vLLM, SGLang, TGI, llama.cpp ...)."""
-
-
-@endpoint.command("probe")
+@click.command("probe")
 @click.argument("contract_ref", metavar="CONTRACT")
 @click.option("--url", help="Base URL of the running server (default: the contract's service.base_url).")
 @click.option("--repetitions", type=click.IntRange(1, 20), default=3, show_default=True,
@@ -69,27 +59,15 @@ def probe_cmd(contract_ref: str, url: str | None, repetitions: int, fmt: str) ->
     runs in: the contract's load, the sprint's statistics, one verdict per trial. Nothing is
     recorded: LUMA did not set (or see) the server's machine state, so these trials qualify no
     boundary — give the contract a launch command for that (`luma sprint run`)."""
-    from luma.cli.project import settings
-    from luma.errors import ContractError
-    from luma.experiments import contract, states, trial
-    from luma.experiments.endpoint.service import EndpointService
-
-    c = contract.load(contract_ref, settings())
-    if c.endpoint is None:
-        raise ContractError("probe drives an openai-endpoint service; this contract's service runs in-process "
-                          "(`luma sprint run`)", field="service")
-    base = url or c.endpoint.base_url
-    if not base:
-        raise ContractError("no server to probe: give --url, or set service.base_url in the contract", field="base_url")
-    ep = c.endpoint.model_copy(update={"launch": None, "base_url": base, "pre_launch": []})
-    c = c.model_copy(update={"endpoint": ep})
-    svc = EndpointService(ep)
-    cache = settings().home / "artifacts"
-    spec = svc.trial_spec(cache)
+    try:
+        result = probe(settings(), contract_ref, url, repetitions)
+    except ConfigError as exc:
+        if exc.field != "base_url":
+            raise
+        raise ConfigError("no server to probe: give --url, or set service.base_url in the contract",
+                          field="base_url") from None
     rows = []
-    for i in range(repetitions):
-        t = trial.run_trial(c, states.State.of({}), svc.model_path(ep.baseline, cache), ep.baseline, "boundary",
-                            seed=i, max_retries=0, service_spec=spec)
+    for i, t in enumerate(result.trials):
         tel = t.telemetry
         row = {"trial": i, "verdict": t.verdict, "cause": t.cause or "", "completed": tel.get("completed"),
                "throughput": _round(tel.get("throughput")), "errors": json.dumps(tel.get("errors") or {})}
@@ -99,7 +77,7 @@ def probe_cmd(contract_ref: str, url: str | None, repetitions: int, fmt: str) ->
             row["error"] = tel["error"][:200]
         rows.append(row)
     columns = list(dict.fromkeys(k for r in rows for k in r))
-    print_rows(rows, columns, fmt, title=f"{c.name} at {base} (as it runs: not recorded)")
+    print_rows(rows, columns, fmt, title=f"{result.contract.name} at {result.base_url} (as it runs: not recorded)")
     if any(r["verdict"] != "PASS" for r in rows):
         raise SystemExit(1)
 
@@ -108,6 +86,4 @@ def _round(x):
     return round(x, 4) if isinstance(x, float) else x
 
 
-from luma.cli.endpoint_bench import bench_cmd  # noqa: E402 - the command lives in its own module
 
-endpoint.add_command(bench_cmd)

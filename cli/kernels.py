@@ -8,8 +8,10 @@ from pathlib import Path
 import click
 
 from luma.cli.output import format_option, print_rows
-from luma.cli.project import WRITE, project
+from luma.cli.project import WRITE, project, settings
 from luma.errors import TensorError
+from luma.kernels import evidence
+from luma.kernels.evidence import save_and_ingest
 
 GRANULARITIES = ("per-tensor", "per-channel")
 
@@ -25,12 +27,7 @@ def _bits(text: str) -> tuple[int, ...]:
     return bits
 
 
-@click.group()
-def kernels() -> None:
-    """The int8 quantization family: accuracy and speed."""
-
-
-@kernels.command()
+@click.command()
 @click.option("--model", "model_name", type=click.Choice(["digits", "minilm"]), required=True,
               help="digits: an MLP on scikit-learn's digits; minilm: the all-MiniLM-L6-v2 sentence transformer.")
 @click.option("--bits", default="8,6,4", show_default=True, help="Comma-separated weight bit widths (2-8).")
@@ -47,25 +44,23 @@ def evaluate(model_name: str, bits: str, granularity: str, mode: str, seed: int,
     widths = _bits(bits)
     grans = GRANULARITIES if granularity == "both" else (granularity,)
     if model_name == "digits":
-        from luma.kernels import digits
+        from luma.kernels import digits  # torch (the kernels extra): `--help` works without it
 
         rows = digits.evaluate(widths, grans, mode, seed)
         columns = ["method", "granularity", "mode", "accuracy", "delta_pp", "weight_bytes"]
     else:
-        from luma.kernels import minilm
+        from luma.kernels import minilm  # torch (the kernels extra): `--help` works without it
 
         rows = minilm.evaluate(widths, grans, mode)
         columns = ["method", "granularity", "mode", "mean_cosine", "min_cosine", "sentences_per_s", "weight_bytes"]
     print_rows(rows, columns, fmt, title=f"{model_name}: fp32 vs quantized")
     if record:
-        from luma.kernels import evidence
-
         artifact = (f"luma kernels evaluate --model {model_name} --bits {bits} --granularity {granularity} "
                     f"--mode {mode} --seed {seed}")
         _record(evidence.evaluation_records(model_name, rows, artifact), f"evaluate-{model_name}")
 
 
-@kernels.command()
+@click.command()
 @click.option("--threads", type=click.IntRange(min=1), default=1, show_default=True,
               help="Torch threads (1 keeps timings comparable on a shared machine).")
 @click.option("--quick", is_flag=True, help="Small sizes only (a smoke run, not the figures).")
@@ -75,15 +70,13 @@ def evaluate(model_name: str, bits: str, granularity: str, mode: str, seed: int,
 @project(WRITE, when=lambda p: p["record"])
 def bench(threads: int, quick: bool, record: bool, fmt: str) -> None:
     """Quantize throughput vs copy bandwidth; int8 Linear vs fp32 and the peers."""
-    from luma.kernels.int8_bench import run
+    from luma.kernels.int8_bench import run  # torch (the kernels extra): `--help` works without it
 
     try:
         result = run(threads, quick)
     except RuntimeError as exc:  # torch kernels report missing support this way
         raise TensorError(f"benchmark failed: {exc}") from None
     if record:
-        from luma.kernels import evidence
-
         artifact = f"luma kernels bench --threads {threads}" + (" --quick" if quick else "")
         _record(evidence.bench_records(result, artifact), "bench")
     if fmt == "json":
@@ -100,9 +93,6 @@ def bench(threads: int, quick: bool, record: bool, fmt: str) -> None:
 
 
 def _record(records: list[dict], kind: str) -> None:
-    from luma.cli.project import settings
-    from luma.kernels.evidence import save_and_ingest
-
     path, report = save_and_ingest(records, kind, settings())
     click.echo(f"recorded {len(report.added)} measured kernel results in the KB ({len(report.duplicates)} already "
                f"there); artifact {path}", err=True)
@@ -118,7 +108,7 @@ def _fmt(row: dict) -> dict:
     return out
 
 
-@kernels.command()
+@click.command()
 @click.option("--model", "model_name", type=click.Choice(["digits", "minilm"]), default="minilm", show_default=True)
 @click.option("--bits", default="8,6,4,3,2", show_default=True, help="Candidate weight bit widths per layer.")
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=None,
@@ -129,14 +119,12 @@ def _fmt(row: dict) -> dict:
 @project(WRITE, when=lambda p: p["record"] or p["out"] is None)
 def pareto(model_name: str, bits: str, out: Path | None, record: bool, fmt: str) -> None:
     """Per-layer sensitivity on calibration data, then the accuracy-memory Pareto front (plot + data)."""
-    from luma.kernels import mixed_precision as mp
-    from luma.cli.project import settings as command_settings
+    from luma.kernels import mixed_precision as mp  # torch (the kernels extra): `--help` works without it
 
-    out = out or command_settings().home / "results" / f"pareto-{model_name}"
-
+    out = out or settings().home / "results" / f"pareto-{model_name}"
     widths = _bits(bits)
     if model_name == "minilm":
-        from luma.kernels import minilm
+        from luma.kernels import minilm  # torch (the kernels extra): `--help` works without it
 
         model = minilm.load(threads=1)
         ref_eval, ref_cal = minilm.embed(model), minilm.embed(model, minilm.CALIBRATION)
@@ -149,7 +137,7 @@ def pareto(model_name: str, bits: str, out: Path | None, record: bool, fmt: str)
 
         metric, title = "mean_cosine_to_fp32", "all-MiniLM-L6-v2: weight bits per layer (weight-only)"
     else:
-        from luma.kernels import digits
+        from luma.kernels import digits  # torch (the kernels extra): `--help` works without it
 
         data = digits.load()
         model = digits.train(data)
@@ -172,7 +160,5 @@ def pareto(model_name: str, bits: str, out: Path | None, record: bool, fmt: str)
                title=f"Pareto front ({len(study.front())} of {len(rows)} points)")
     click.echo(f"plot: {', '.join(str(p) for p in paths)}", err=True)
     if record:
-        from luma.kernels import evidence
-
         recs = evidence.pareto_records(model_name, study, f"luma kernels pareto --model {model_name} --bits {bits}")
         _record(recs, f"pareto-{model_name}")

@@ -1,115 +1,20 @@
-"""`luma machine`: machine parameter records (measured on this host, or vendor claims shipped)."""
+"""`luma machine list|show`: the shipped catalog (vendor claims) and the machines recorded in this
+project's KB."""
 
 from __future__ import annotations
 
 import json
-import re
-from datetime import datetime, timezone
-from pathlib import Path
 
 import click
 
-from luma import names
 from luma.cli.output import format_option, print_rows
-from luma.cli.project import NONE, OPTIONAL, WRITE, project
-
-_SLUG = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
-
-
-@click.group()
-def machine() -> None:
-    """Machine parameter records: measure this host, list and show machines."""
-
-
-def _core_counts(ctx, param, text: str | None) -> list[int] | None:
-    """`--cores 1,2` -> [1, 2], checked against the CPUs this process may use (usage error otherwise)."""
-    if text is None:
-        return None
-    import os
-
-    try:
-        counts = sorted({int(x) for x in text.split(",") if x.strip()})
-    except ValueError:
-        raise click.BadParameter(f"comma-separated whole numbers, got {text!r}") from None
-    usable = len(os.sched_getaffinity(0))
-    if not counts or counts[0] < 1 or counts[-1] > usable:
-        raise click.BadParameter(f"core counts must be from 1 to {usable} (the CPUs this process may use), got {text!r}")
-    return counts
-
-
-def _name(ctx, param, text: str | None) -> str | None:
-    if text is not None and not _SLUG.match(text):
-        raise click.BadParameter(f"a slug: lower-case letters, digits, '.', '_' or '-' (at most 64), got {text!r}")
-    return text
-
-
-@machine.command("characterize")
-@click.option("--quick", is_flag=True, help="Short windows and small products (~15 s); the default takes ~1 minute.")
-@click.option("--cores", callback=_core_counts, help="Core counts to measure, e.g. '1,2' (default: 1 to all usable).")
-@click.option("--name", callback=_name, help="The machine's name (default: CPU model and core count, e.g. amd-epyc-2c).")
-@click.option("--ingest/--no-ingest", default=True, show_default=True,
-              help="Record the machine in the ledger and KB of LUMA_HOME.")
-@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), help="Also write the record to this file.")
-@format_option(choices=("table", "json"))
-@project(WRITE, when=lambda p: p["ingest"])
-def characterize_cmd(quick, cores, name, ingest, out, fmt) -> None:
-    """Measure this host (memory bandwidth, fp32/bf16/int8 matmul throughput per core count,
-    usable memory) and record it as a measured machine record, signed with the project's runner
-    key (made on first use; with --no-ingest only a key the project has signs it)."""
-    from luma.cli.progress import Tracker
-    from luma.experiments.characterize import characterize, usable_cpus
-    from luma.extras import require
-    from luma.kb.records.loader import validate_document
-    from luma.kb.runners import project_signer
-    from luma.cli.project import settings as command_settings
-
-    require("kernels", "luma machine characterize")  # its matmul probes run torch in child processes
-    counts = cores or list(range(1, len(usable_cpus()) + 1))
-    plan = [("bandwidth", float(k)) for k in counts] + [("matmul", float(k)) for k in counts]
-    with Tracker("machine characterize", plan, unit="probe") as progress:
-        doc = characterize(quick=quick, cores=cores, name=name, progress=progress)
-    # A key is made only for a record that goes into the project; --no-ingest signs with one it has.
-    signer = project_signer(command_settings(), create=ingest)
-    if signer is not None:
-        doc = signer.sign(doc, "luma machine characterize")
-    rec = validate_document(doc, "luma machine characterize").model
-    text = json.dumps(doc, indent=1) + "\n"
-    if out:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(text)
-    recorded = None
-    if ingest:
-        recorded = _ingest(rec.name, text)
-    if fmt == "json":
-        click.echo(json.dumps(rec.model_dump(mode="json", exclude_none=True), indent=2))
-    else:
-        _print_figures(rec)
-    if recorded:
-        click.echo(f"recorded measured machine {rec.name} in the KB ({recorded})", err=True)
-
-
-def _ingest(name: str, text: str) -> str:
-    """Write the record under $LUMA_HOME/machines/ and ingest it; return the file's path."""
-    from luma.experiments.characterize import TOOL
-    from luma.kb.knowledge_base import KnowledgeBase
-    from luma.cli.project import settings as command_settings
-
-    settings = command_settings()
-    folder = settings.home / "machines"
-    # The record's name is a checked slug; the path is checked too, as every path built from a name.
-    path = names.child(settings.home, folder, f"{datetime.now(timezone.utc).strftime('%Y%m%dT%H%M%SZ')}-{name}.json",
-                       field="name")
-    folder.mkdir(parents=True, exist_ok=True)
-    path.write_text(text)
-    with KnowledgeBase.open(settings) as kb:
-        kb.ingest([path], submitter=TOOL)
-    return str(path)
+from luma.cli.project import NONE, OPTIONAL, project, settings
+from luma.errors import UnknownName
+from luma.kb.records.machine import catalog, load_machine, read_machine, stored_machines
 
 
 def _summary(rec, where: str) -> dict:
     """One row of `luma machine list`: the figures a sizing question reads first."""
-    from luma.errors import UnknownName
-
     def get(fn, *args, scale=1.0):
         try:
             return float(f"{fn(*args) / scale:.6g}")
@@ -143,14 +48,11 @@ _TABLE_HEADS = {"name": "name", "evidence_class": "evidence", "where": "where", 
                 "memory_gb": "GB", "memory_bw_gbs": "GB/s", "tdp_w": "W"}
 
 
-@machine.command("list")
+@click.command("list")
 @format_option()
 @project(OPTIONAL)
 def list_cmd(fmt) -> None:
     """The shipped catalog (vendor claims) and the machines recorded in this project's KB."""
-    from luma.cli.project import settings
-    from luma.kb.records.machine import catalog, read_machine, stored_machines
-
     rows = [_summary(read_machine(path), "catalog") for _, path in sorted(catalog().items())]
     latest = {}
     for content_hash, rec in stored_machines(settings()):
@@ -194,17 +96,14 @@ def _print_list(rows: list[dict]) -> None:
     console.print(table)
 
 
-@machine.command("show")
+@click.command("show")
 @click.argument("name")
 @format_option(choices=("table", "json"))
 @project(NONE)
 def show_cmd(name, fmt) -> None:
     """One machine's figures: a machine in this project's KB (the latest of that name), a
     shipped catalog entry, or a machine record file."""
-    from luma.kb.records.machine import load_machine
-    from luma.cli.project import settings as command_settings
-
-    rec = load_machine(name, command_settings())
+    rec = load_machine(name, settings())
     if fmt == "json":
         click.echo(json.dumps(rec.model_dump(mode="json", exclude_none=True), indent=2))
         return
@@ -219,7 +118,7 @@ def show_cmd(name, fmt) -> None:
     p = rec.provenance
     about.append(("provenance", ", ".join(str(x) for x in (p.tool, p.host, p.started, p.git_revision) if x)))
     print_rows([{"item": k, "value": v} for k, v in about], ["item", "value"], "table", title=f"machine {rec.name}")
-    _print_figures(rec)
+    print_figures(rec)
     for note in rec.notes:
         click.echo(f"- {note}")
 
@@ -227,7 +126,7 @@ def show_cmd(name, fmt) -> None:
 _SI_SHORT = {"FLOP / second": "FLOP/s", "byte": "B", "byte / second": "B/s", "second": "s", "watt": "W"}
 
 
-def _print_figures(rec) -> None:
+def print_figures(rec) -> None:
     rows = []
     for row in rec.figures():
         label = row["section"] + ("" if row["dense"] in (None, True) else " (sparse)")

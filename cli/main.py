@@ -1,4 +1,5 @@
-"""The `luma` command: one click group per layer; LumaError becomes one line and exit code 1."""
+"""The `luma` command: one click group per layer, each command loaded when it runs (cli/groups.py);
+LumaError becomes one line and exit code 1."""
 
 from __future__ import annotations
 
@@ -8,18 +9,20 @@ import sys
 import click
 
 from luma import __version__
+from luma.cli.groups import TOP
+from luma.cli.lazy import LazyGroup
+from luma.cli.project import remember_options
 from luma.errors import LumaError
+from luma.extras import from_import_error
 from luma.privacy import private_umask
 
 
-class LumaGroup(click.Group):
+class LumaGroup(LazyGroup):
     """Turns every LumaError raised below into a one-line message and exit code 1; so too a
     missing optional extra and an operating-system error (a file or directory that cannot be
     made, read or written), which name what to do or the path at fault."""
 
     def invoke(self, ctx):
-        from luma.extras import from_import_error
-
         try:
             return super().invoke(ctx)
         except LumaError as exc:
@@ -47,7 +50,7 @@ def _os_error(exc: OSError) -> str:
     return " ".join((f"{where}: {reason}" if where else reason).split())
 
 
-@click.group(cls=LumaGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=LumaGroup, lazy=TOP, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="luma")
 @click.option(
     "--home", type=click.Path(file_okay=False), default=None,
@@ -64,45 +67,9 @@ def cli(ctx: click.Context, home: str | None, wait: float | None) -> None:
 
     Concurrency on the embedded KB: one command writes at a time; commands that only read run
     side by side, and while a write runs they show the KB as it was when the write began."""
-    from luma.cli.project import remember_options
-
     # Project data is private (luma/privacy.py): from here on, whatever the command writes.
     private_umask()
     remember_options(ctx, home, wait)
-
-
-def _register() -> None:
-    from luma.cli.campaign import campaign
-    from luma.cli.demo import demo
-    from luma.cli.engine import endpoint, engine
-    from luma.cli.kb import kb
-    from luma.cli.kernels import kernels
-    from luma.cli.machine import machine
-    from luma.cli.model import model
-    from luma.cli.partner import partner
-    from luma.cli.pilot import pilot
-    from luma.cli.report import report
-    from luma.cli.rules import rules
-    from luma.cli.runner import runner
-    from luma.cli.sprint import sprint
-
-    cli.add_command(kb)
-    cli.add_command(kernels)
-    cli.add_command(sprint)
-    cli.add_command(rules)
-    cli.add_command(machine)
-    cli.add_command(model)
-    cli.add_command(partner)
-    cli.add_command(pilot)
-    cli.add_command(runner)
-    cli.add_command(report)
-    cli.add_command(demo)
-    cli.add_command(engine)
-    cli.add_command(endpoint)
-    cli.add_command(campaign)
-
-
-_register()
 
 
 def main() -> None:

@@ -10,6 +10,8 @@ from collections.abc import Sequence
 
 import click
 
+from luma.cli.spreadsheet_csv import rows_csv
+
 FORMATS = ("table", "json", "csv")
 
 
@@ -58,16 +60,6 @@ def raw_requested() -> bool:
     return bool(ctx is not None and ctx.meta.get(_RAW_KEY))
 
 
-def compact(value: str) -> str:
-    """Shorten IRIs with the project's prefixes for display."""
-    from luma.kb.vocab import PREFIXES
-
-    for prefix, ns in PREFIXES.items():
-        if value.startswith(ns) and len(value) > len(ns):
-            return f"{prefix}:{value[len(ns):]}"
-    return value
-
-
 def print_rows(rows: list[dict], columns: Sequence[str], fmt: str, title: str | None = None,
                raw: bool | None = None) -> None:
     """Print plain rows (dicts of scalars) as a table, a JSON array, or CSV (formula-leading text
@@ -75,8 +67,6 @@ def print_rows(rows: list[dict], columns: Sequence[str], fmt: str, title: str | 
     if fmt == "json":
         click.echo(json.dumps(rows, indent=2, default=str))
     elif fmt == "csv":
-        from luma.cli.spreadsheet_csv import rows_csv
-
         click.echo(rows_csv(rows, columns, raw_requested() if raw is None else raw), nl=False)
     else:
         from rich.console import Console
@@ -90,38 +80,6 @@ def print_rows(rows: list[dict], columns: Sequence[str], fmt: str, title: str | 
         Console(soft_wrap=False).print(table)
 
 
-def print_sparql_table(answer: dict, width: int | None = None) -> None:
-    """A SPARQL JSON answer as a table for people: human units, short IRIs, fitted to the
-    terminal (cli/sparql_table.py); json (and csv with --raw) stay the W3C results formats."""
-    from luma.cli.sparql_table import print_table
-
-    print_table(answer, width)
-
-
-_ENTITY_SLUG = re.compile(r"^id:(workload|architecture|intervention|model|agent)/(.+?)(?:-[0-9a-f]{8}){0,2}$")
-_HASHED = re.compile(r"^id:(chain|record|state|contract)/([0-9a-f]{10})[0-9a-f]+$")
-
-
-def display(value: str) -> str:
-    """Tables only: IRIs shortened for reading (`id:workload/embed-minilm-1a2b3c4d` -> `embed-minilm`)."""
-    short = compact(value)
-    m = _ENTITY_SLUG.match(short)
-    if m:
-        return m.group(2)
-    m = _HASHED.match(short)
-    if m:
-        return f"{m.group(1)}/{m.group(2)}…"
-    return short
-
-
-def _term(binding: dict | None) -> str:
-    if binding is None:
-        return ""
-    if binding["type"] == "uri":
-        return display(binding["value"])
-    return binding["value"]
-
-
 def _cell(value) -> str:
     if value is None:
         return ""
@@ -130,20 +88,6 @@ def _cell(value) -> str:
     if isinstance(value, int):
         return f"{value:,}"
     return str(value)
-
-
-def print_sparql_csv(answer) -> None:
-    """A SELECT/ASK answer spooled as SPARQL TSV, as CSV for people (formula-leading text
-    escaped, numeric literals as they are: cli/spreadsheet_csv.py), streamed."""
-    from luma.cli.spreadsheet_csv import sparql_csv
-
-    last = ""
-    for chunk in sparql_csv(answer):
-        if chunk:
-            click.echo(chunk, nl=False)
-            last = chunk
-    if not last.endswith("\n"):
-        click.echo()  # an ASK answer: every answer ends with a newline, as the raw one does
 
 
 def echo_bytes(data: bytes) -> None:
@@ -159,21 +103,3 @@ def slug_callback(ctx, param, text: str | None) -> str | None:
     if text is not None and not _SLUG.match(text):
         raise click.BadParameter(f"a slug: lower-case letters, digits, '.', '_' or '-' (at most 64), got {text!r}")
     return text
-
-
-def submitter_option(help_text: str = "Who submits (default: user@host)."):
-    """`--submitter`, checked against the ledger's column before anything is read or written."""
-
-    def check(ctx, param, value):
-        if value is None:
-            return value
-        from luma.errors import LedgerError
-        from luma.kb.ledger import check_text
-
-        try:
-            check_text("submitter", value)
-        except LedgerError as exc:
-            raise click.BadParameter(exc.message) from None
-        return value
-
-    return click.option("--submitter", default=None, callback=check, help=help_text)

@@ -7,23 +7,22 @@ from pathlib import Path
 
 import click
 
-from luma.cli.output import format_option, print_rows, slug_callback, submitter_option
-from luma.cli.project import READ, WRITE, project, require
+from luma.cli.output import format_option, print_rows, slug_callback
+from luma.cli.submitter import submitter_option
+from luma.cli.project import READ, WRITE, project, require, settings
+from luma.kb.input_files import PARTNER_FILE
+from luma.kb.knowledge_base import KnowledgeBase
+from luma.kb.ledger import Ledger
+from luma.kb.partners import add, read_ledger, read_partner_files, record_json, record_row, remove, summary
 
 
 
 def _open():
-    from luma.cli.project import settings
-    from luma.kb.knowledge_base import KnowledgeBase
-
     return KnowledgeBase.open(settings())
 
 
 def _book():
     """The project's partner records (reading creates nothing: no project is an error)."""
-    from luma.kb.ledger import Ledger
-    from luma.kb.partners import read_ledger
-
     ledger = Ledger(require().db_url)
     try:
         return read_ledger(ledger)
@@ -31,12 +30,7 @@ def _book():
         ledger.dispose()
 
 
-@click.group()
-def partner() -> None:
-    """Partner records: intervention parameters, kept in per-partner named graphs."""
-
-
-@partner.command("add")
+@click.command("add")
 @click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--partner", "name", callback=slug_callback, help="The partner: fills records that name none, refuses others.")
 @submitter_option()
@@ -45,10 +39,6 @@ def partner() -> None:
 def add_cmd(files: tuple[Path, ...], name: str | None, submitter: str | None, fmt: str) -> None:
     """Validate intervention parameter FILES (TOML, YAML, JSON; at most 1 MiB each) and add
     them, all or nothing. Any error names the file and field, and nothing is written."""
-    from luma.cli.project import settings
-    from luma.kb.input_files import PARTNER_FILE
-    from luma.kb.partners import add, read_partner_files
-
     s = settings()
     records = read_partner_files(list(files), name, s.home, PARTNER_FILE.under(s))  # before anything is opened
     with _open() as kb:
@@ -61,27 +51,23 @@ def add_cmd(files: tuple[Path, ...], name: str | None, submitter: str | None, fm
         click.echo(f"{len(report.added)} added, {len(report.duplicates)} duplicate(s)")
 
 
-@partner.command("list")
+@click.command("list")
 @format_option()
 @project(READ)
 def list_cmd(fmt: str) -> None:
     """Every partner of this project: records live and removed, interventions, data classes."""
-    from luma.kb.partners import summary
-
     rows = summary(_book())
     print_rows(rows, ["partner", "records", "removed", "interventions", "data_classes", "integration_points", "latest"],
                fmt)
 
 
-@partner.command("show")
+@click.command("show")
 @click.argument("key", metavar="NAME-or-RECORD")
 @format_option(choices=("table", "json"))
 @project(READ)
 def show_cmd(key: str, fmt: str) -> None:
     """A partner's records (NAME), or one record (a content-hash prefix or a record name) with
     its figures in the units given and in SI."""
-    from luma.kb.partners import record_json, record_row
-
     book = _book()
     if key in book.partners():
         entries = book.of(key)
@@ -131,7 +117,7 @@ def _stated(row: dict) -> str:
 _SI = {"byte": "B", "byte / second": "B/s", "second": "s", "watt": "W", "dimensionless": "", "meter ** 2": "m²"}
 
 
-@partner.command("remove")
+@click.command("remove")
 @click.argument("name", metavar="PARTNER", callback=slug_callback)
 @click.option("--record", default=None, help="Only this record (content-hash prefix or record name).")
 @click.option("--reason", default=None, help="Why (kept in the retraction record).")
@@ -140,8 +126,6 @@ _SI = {"byte": "B", "byte / second": "B/s", "second": "s", "watt": "W", "dimensi
 def remove_cmd(name: str, record: str | None, reason: str | None, submitter: str | None) -> None:
     """Withdraw a partner's records (all, or --record). The append-only ledger keeps them and
     records a retraction; the KB drops their graphs, and `luma kb rebuild` leaves them out."""
-    from luma.kb.partners import remove
-
     require()  # nothing to remove from a project that does not exist
     with _open() as kb:
         targets, report = remove(kb, name, record, reason, submitter)
@@ -151,6 +135,4 @@ def remove_cmd(name: str, record: str | None, reason: str | None, submitter: str
 
 
 # `evaluate` lives in its own module (it needs the analytical model; the rest of the group does not).
-from luma.cli.partner_evaluate import evaluate as evaluate_cmd  # noqa: E402
 
-partner.add_command(evaluate_cmd)

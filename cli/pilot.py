@@ -7,21 +7,20 @@ import json
 
 import click
 
-from luma import names
 from luma.cli.output import format_option, print_rows
-from luma.cli.project import READ, WRITE, project
-
-
-@click.group()
-def pilot() -> None:
-    """Run a live service inside the library of qualified states (Economic Control Pilot)."""
+from luma.cli.project import READ, WRITE, project, settings
+from luma.experiments.pilot import energy, library as lib, run as pilot_run
+from luma.experiments.pilot.resume import prepare_resume
+from luma.experiments.sprint import contract as contract_mod
+from luma.experiments.sprint.records import architecture
+from luma.kb import prices as prices_mod
 
 
 def _money(x, currency: str = "") -> str:
     return "-" if x is None else f"{x:.3g} {currency}".strip()
 
 
-@pilot.command("library")
+@click.command("library")
 @click.argument("contract_ref", metavar="CONTRACT")
 @click.option("--price-table", "price_path", type=click.Path(dir_okay=False), default=None,
               help="Price table (TOML) that prices each state (default: the contract's, else the shipped example).")
@@ -29,12 +28,6 @@ def _money(x, currency: str = "") -> str:
 @project(READ)
 def library_cmd(contract_ref: str, price_path: str | None, fmt: str) -> None:
     """The states a pilot of CONTRACT may apply: attested, measured, non-stale, on this machine."""
-    from luma.cli.project import settings
-    from luma.experiments import contract as contract_mod
-    from luma.experiments.pilot import energy, library as lib
-    from luma.experiments.records import architecture
-    from luma.kb import prices as prices_mod
-
     s = settings()
     c = contract_mod.load(contract_ref, s)
     spec = c.pilot or contract_mod.PilotSpec()
@@ -71,7 +64,7 @@ def library_cmd(contract_ref: str, price_path: str | None, fmt: str) -> None:
         click.echo(n, err=True)
 
 
-@pilot.command("run")
+@click.command("run")
 @click.argument("contract_ref", metavar="CONTRACT", required=False)
 @click.option("--trace", "trace_ref", help="Workload trace: a shipped name (diurnal, step-burst) or a CSV file.")
 @click.option("--duration", type=float, help="Replay the trace over this many seconds (default: its own length).")
@@ -91,32 +84,10 @@ def run_cmd(contract_ref, trace_ref, duration, rate_scale, window_s, price_path,
     """Serve CONTRACT's service under a trace, switching among qualified states to cut cost."""
     from rich.console import Console
 
-    from luma.cli.project import settings
-    from luma.errors import ConfigError, StateError
-    from luma.experiments.pilot import run as pilot_run
-
     s = settings()
     err = Console(stderr=True)
     if resume_id:
-        # The run's folder is read and written: RUN, and the run ID its run.json names, stay
-        # inside the project (luma/names.py).
-        folder = names.inside(s.home, pilot_run.folder_of(s, names.check_name(resume_id, field="resume")),
-                              field="resume")
-        if not (folder / "run.json").is_file():
-            raise ConfigError(f"no pilot run {resume_id!r} to resume (no {folder / 'run.json'})", field="resume")
-        cfg = json.loads((folder / "run.json").read_text())
-        names.check_name(cfg.get("run"), source=str(folder / "run.json"), field="run")
-        from datetime import datetime
-
-        done = len(list(folder.glob("decision-*.json")))
-        ctx = pilot_run.prepare(s, cfg["contract"], trace_ref=cfg["trace"], duration=cfg["duration"],
-                                rate_scale=cfg["rate_scale"], window_s=cfg["window_s"], price_path=cfg["price_table"],
-                                seed=cfg["seed"], margin=cfg["margin"], run_id=cfg["run"], orphan_s=cfg["orphan_s"],
-                                started=datetime.fromisoformat(cfg["started"]), decisions_done=done)
-        missing = sorted(set(cfg["library"]) - {x.key for x in ctx.library})
-        if missing:
-            raise StateError(f"state(s) {', '.join(missing)} of the run left the library since it started "
-                              "(stale or revoked): the run cannot resume", field="resume")
+        ctx = prepare_resume(s, resume_id)
     else:
         if not contract_ref:
             raise click.UsageError("give CONTRACT (or --resume RUN)")

@@ -168,3 +168,17 @@ def sizes_plan(sizes: list[int], rdflib_max: int) -> list[tuple[str, float]]:
         if n <= rdflib_max:
             plan.append(("rdflib", float(n)))
     return plan
+
+
+def trials(title: str, expected: int, console: Console) -> Tracker:
+    """The progress line of a command that runs physical trials: a message with `->` is a
+    trial's verdict (kept on screen), any other says what runs."""
+
+    class Trials(Tracker):
+        def __call__(self, message: str) -> None:
+            super().__call__(message)
+            if "->" in str(message):
+                self.log(f"  {message}")
+
+    return Trials(title, [("trial", 1.0)] * max(expected, 1), unit="trial", ends=lambda m: "->" in str(m),
+                  console=console)

@@ -15,7 +15,9 @@ from pathlib import Path
 import click
 
 from luma.errors import ConfigError
+from luma.extras import from_import_error
 from luma.privacy import make_private
+from luma.settings import Settings
 
 #: The uses a command may declare.
 READ, WRITE, OPTIONAL, NONE = "read", "write", "optional", "none"
@@ -34,8 +36,6 @@ def settings():
     """The command's Settings: built once per invocation, on first use (so `--help` and usage
     errors never trip over a bad variable), from the environment and the root's --home/--wait;
     every layer below gets them passed explicitly."""
-    from luma.settings import Settings
-
     ctx = click.get_current_context(silent=True)
     if ctx is None:  # a command function called outside click (a test): the environment alone
         return Settings.from_env()
@@ -146,8 +146,6 @@ def project(use: str, when=None, announce: bool = True):
             try:
                 return _run(fn, args, kwargs)
             except ModuleNotFoundError as exc:
-                from luma.extras import from_import_error
-
                 ctx = click.get_current_context(silent=True)
                 what = " ".join(["luma", *ctx.command_path.split()[1:]]) if ctx else None
                 missing = from_import_error(exc, what)

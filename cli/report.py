@@ -11,14 +11,12 @@ import click
 
 from luma.cli.partner_evaluate import evaluation_options, run_evaluation
 from luma.cli.project import NONE, READ, project, require, settings, where
+from luma.errors import ConfigError, LumaError
+from luma.kb.scope import Scope
+from luma.reports.build import boundary_report, design_in_report, partner_report, pilot_report
 
 _OUT = click.option("--out", "out", type=click.Path(file_okay=False, path_type=Path), required=True,
                     help="Folder to write report.md, report.html and plots/*.svg into (created if missing).")
-
-
-@click.group()
-def report() -> None:
-    """Reports rendered from the knowledge base (Markdown + self-contained HTML)."""
 
 
 def _written(written, start: float) -> None:
@@ -27,7 +25,7 @@ def _written(written, start: float) -> None:
     click.echo(f"read, drew and rendered in {time.perf_counter() - start:.2f} s", err=True)
 
 
-@report.command("boundary")
+@click.command("boundary")
 @click.argument("chain", required=False)
 @click.option("--sprint", "sprint", default=None, help="The chain recorded by this sprint (its id, as `luma sprint "
               "run` prints it).")
@@ -37,19 +35,13 @@ def _written(written, start: float) -> None:
 def boundary_cmd(chain: str | None, sprint: str | None, latest: bool, out: Path) -> None:
     """Resource Boundary Report of one PEX chain: CHAIN (an IRI such as id:chain/…), --sprint ID,
     or --latest qualified chain."""
-    from luma.kb.knowledge_base import KnowledgeBase
-    from luma.reports import boundary
-    from luma.reports.render import write
-
     if sum(bool(x) for x in (chain, sprint, latest)) > 1:
         raise click.UsageError("give one of CHAIN, --sprint ID or --latest")
     start = time.perf_counter()
-    with KnowledgeBase.open(require(), read_only=True) as kb:
-        rep = boundary.build(kb, chain=chain, sprint=sprint)
-    _written(write(rep, out), start)
+    _written(boundary_report(require(), out, chain=chain, sprint=sprint), start)
 
 
-@report.command("design-in")
+@click.command("design-in")
 @click.option("--scope", default="owner", show_default=True,
               help="Whose view: owner (everything) or partner:NAME (public graphs and that partner's own). "
                    "A view, not access control: see docs/security.md.")
@@ -65,27 +57,17 @@ def design_in_cmd(scope: str, max_rows: int, prices_path: Path | None, out: Path
     """Design-In Report: hardware requirements, their candidate capability classes ranked by support x
     economic gain, the lifetime economics (projected, with every price's source), counter-evidence,
     recurring remedies, derivations, and the evidence of each class (needs `luma rules run` first)."""
-    from luma.errors import LumaError
-    from luma.kb import prices
-    from luma.kb.knowledge_base import KnowledgeBase
-    from luma.kb.scope import Scope
-    from luma.reports import design_in
-    from luma.reports.render import write
-
     start = time.perf_counter()
     try:
-        where = Scope.parse(scope)
-        table = prices.load(prices_path, settings())  # a bad table fails before the KB is opened
-        with KnowledgeBase.open(require(), read_only=True) as kb:
-            rep = design_in.build(kb, scope=where, max_rows=max_rows, prices=table)
+        written = design_in_report(require(), out, Scope.parse(scope), max_rows, prices_path)
     except LumaError as exc:
         if exc.field != "scope":
             raise
         raise click.ClickException(f"--scope: {exc.message}") from None
-    _written(write(rep, out), start)
+    _written(written, start)
 
 
-@report.command("partner")
+@click.command("partner")
 @evaluation_options
 @click.option("--scope", default="owner", show_default=True,
               help="Whose view: owner, or partner:NAME (then RECORD must be that partner's). "
@@ -96,27 +78,20 @@ def partner_cmd(record_ref, contract_ref, state_text, llm_ref, space_ref, repeti
     """Partner Evaluation Report of RECORD (a record file, or an ingested record's hash prefix or
     name): the partner's stated figures, the projected frontier change after its own costs, and
     the frozen experiment matrix (also written as matrix.json) that a PEX sprint runs to prove it."""
-    import json
-
-    from luma.errors import ConfigError
-    from luma.kb.scope import Scope
-    from luma.reports import partner
-    from luma.reports.render import write
-
     start = time.perf_counter()
     wanted = Scope.parse(scope)
-    doc, record = run_evaluation(record_ref, contract_ref, state_text, llm_ref, space_ref, repetitions)
-    if wanted.partner is not None and wanted.partner != record.partner:
-        # A partner's report never shows another partner's record, whatever path it came by.
-        raise ConfigError(f"the record is {record.partner}'s, not {wanted.partner}'s", field="--scope")
-    written = write(partner.build(doc, record), out)
-    matrix = out / "matrix.json"
-    matrix.write_text(json.dumps(doc["matrix"], indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    evaluation = run_evaluation(record_ref, contract_ref, state_text, llm_ref, space_ref, repetitions)
+    try:
+        written, matrix = partner_report(evaluation, out, wanted)
+    except ConfigError as exc:
+        if exc.field != "scope":
+            raise
+        raise ConfigError(exc.message, field="--scope") from None
     _written(written, start)
     click.echo(str(matrix))
 
 
-@report.command("pilot")
+@click.command("pilot")
 @click.argument("run", required=False)
 @click.option("--latest", is_flag=True, help="The newest run under $LUMA_HOME/pilots/ (the default).")
 @click.option("--out", "out", type=click.Path(file_okay=False, path_type=Path), default=None,
@@ -128,12 +103,8 @@ def pilot_cmd(run: str | None, latest: bool, out: Path | None) -> None:
     (a run id under $LUMA_HOME/pilots/, or a pilot.json or its folder), or the --latest run. The
     acceptance figures, setup, a timeline plot, every decision, the realized value against the
     static-largest and hindsight-best baselines, the state library and each figure's evidence class."""
-    from luma.reports import pilot, pilot_data
-
     if run and latest:
         raise click.UsageError("give RUN or --latest, not both")
     start = time.perf_counter()
     # A path needs no project; a run id or --latest is looked up in the project's pilots/ folder.
-    path = pilot_data.locate(run, settings().home, source=where())
-    doc = pilot_data.load(path, settings())
-    _written(pilot.write(doc, str(path), out if out is not None else path.parent / "report"), start)
+    _written(pilot_report(settings(), run, out, source=where()), start)

@@ -7,26 +7,25 @@ import json
 import click
 
 from luma.cli.output import format_option, print_rows
-from luma.cli.project import NONE, READ, project
-
-
-@click.group()
-def rules() -> None:
-    """Declarative rules: qualification, recurrences, hardware requirements."""
+from luma.cli.progress import Tracker, sizes_plan
+from luma.cli.project import NONE, READ, project, require, settings as command_settings
+from luma.errors import ConfigError
+from luma.kb.knowledge_base import KnowledgeBase
+from luma.rules import bench as rules_bench, exploratory as explore
+from luma.rules.analysis import analyse, strata
+from luma.rules.isolated_run import RuleProcess, RunLimits, run_rules, runs_isolated
+from luma.rules.loader import BadParam, BelowFloor, RuleError, load_all, resolve_params
+from luma.rules.sealing import refuse_unsealed
+from luma.settings import MIN_QUERY_MEMORY, parse_size
 
 
 def _load():
-    from luma.rules.analysis import analyse, strata
-    from luma.rules.loader import load_all
-    from luma.rules.sealing import refuse_unsealed
-    from luma.cli.project import settings as command_settings
-
     analysed = [analyse(r) for r in load_all(command_settings().home / "rules")]
     refuse_unsealed(analysed)
     return analysed, strata(analysed)
 
 
-@rules.command("list")
+@click.command("list")
 @format_option(choices=("table", "json"))
 @project(NONE)
 def list_cmd(fmt: str) -> None:
@@ -41,7 +40,7 @@ def list_cmd(fmt: str) -> None:
     print_rows(rows, ["stratum", "id", "version", "parameters", "description"], fmt, title="rules")
 
 
-@rules.command("check")
+@click.command("check")
 @project(NONE)
 def check_cmd() -> None:
     """Validate every rule file and the dependency graph (no cycle through negation)."""
@@ -59,7 +58,7 @@ def _overrides(values: tuple[str, ...]) -> dict[str, str]:
     return out
 
 
-@rules.command("run")
+@click.command("run")
 @click.option("--param", "params", multiple=True, help="Override a parameter: name=value or rule-id.name=value. "
               "A value below the rule's floor (see `luma rules list`) is refused unless --exploratory.")
 @click.option("--full", is_flag=True, help="Recompute every rule from the store (ignore what the last run kept).")
@@ -83,16 +82,6 @@ def run_cmd(params: tuple[str, ...], full: bool, exploratory: bool, workers: int
     Rule files are checked as queries are (no SERVICE, no update). On the embedded store the run
     goes to a child process without network access, stopped at --timeout or --memory; a stopped
     or failed run leaves the derived facts as they were."""
-    from luma.cli.project import require
-    from luma.errors import ConfigError
-    from luma.kb.knowledge_base import KnowledgeBase
-    from luma.rules import exploratory as explore
-    from luma.rules.isolated_run import RuleProcess, RunLimits, run_rules, runs_isolated
-    from luma.errors import BadParam, BelowFloor, RuleError
-    from luma.rules.loader import load_all, resolve_params
-    from luma.cli.project import settings as command_settings
-    from luma.settings import MIN_QUERY_MEMORY, parse_size
-
     overrides = _overrides(params)
     settings = command_settings()
     try:
@@ -137,7 +126,7 @@ def run_cmd(params: tuple[str, ...], full: bool, exploratory: bool, workers: int
     click.echo(f"{report.new} new and {report.removed} removed fact(s) in {report.seconds:.2f} s")
 
 
-@rules.command("bench")
+@click.command("bench")
 @click.option("--records", default="1000,10000", show_default=True, help="Comma-separated chain counts.")
 @click.option("--incremental", default=1000, show_default=True, help="Chains added before each incremental run.")
 @click.option("--repeat", default=5, show_default=True, type=click.IntRange(1, 50),
@@ -148,15 +137,12 @@ def run_cmd(params: tuple[str, ...], full: bool, exploratory: bool, workers: int
 @project(NONE)
 def bench_cmd(records: str, incremental: int, repeat: int, rdflib_max: int, rdflib_timeout: float, fmt: str) -> None:
     """The rule set to fixpoint on synthetic chains: full run, re-run, incremental run, rdflib beside it."""
-    from luma.cli.progress import Tracker, sizes_plan
-    from luma.rules.engine_bench import run_bench
-
     try:
         sizes = [int(x) for x in records.split(",") if x.strip()]
     except ValueError:
         raise click.BadParameter(f"expected comma-separated whole numbers, got {records!r}") from None
     with Tracker("rules bench", sizes_plan(sizes, rdflib_max)) as progress:
-        results = run_bench(sizes, incremental, rdflib_max, rdflib_timeout, progress=progress, repeat=repeat)
+        results = rules_bench.run_bench(sizes, incremental, rdflib_max, rdflib_timeout, progress=progress, repeat=repeat)
     if fmt == "json":
         click.echo(json.dumps(results, indent=2))
         return

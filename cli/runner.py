@@ -6,35 +6,32 @@ from pathlib import Path
 
 import click
 
-from luma.cli.output import format_option, print_rows, slug_callback, submitter_option
-from luma.cli.project import NONE, READ, WRITE, project, require
-from luma.cli.runner_join import join_cmd
+from luma.cli.output import format_option, print_rows, slug_callback
+from luma.cli.submitter import submitter_option
+from luma.cli.project import NONE, READ, WRITE, project, require, settings, settings as command_settings
+from luma.errors import ConfigError
+from luma.kb import attestation
+from luma.kb.attestation import parse_public_key
+from luma.kb.input_files import PARTNER_FILE, read_text
+from luma.kb.knowledge_base import KnowledgeBase
+from luma.kb.ledger import Ledger
+from luma.kb.runners import keygen, revoke, signer, trust, trusted_keys
+from luma.kb.signed_files import sign_files
 
 _COLUMNS = ["name", "fingerprint", "partner", "since", "revoked"]
 
 
 def _open():
-    from luma.cli.project import settings
-    from luma.kb.knowledge_base import KnowledgeBase
-
     return KnowledgeBase.open(settings())
 
 
-@click.group()
-def runner() -> None:
-    """Runner keys: the Ed25519 keys that sign measured records, and which of them this project trusts."""
-
-
-@runner.command("keygen")
+@click.command("keygen")
 @click.option("--name", callback=slug_callback, help="The key's name (default: user@host as a slug).")
 @submitter_option()
 @project(WRITE)
 def keygen_cmd(name: str | None, submitter: str | None) -> None:
     """Make an Ed25519 key pair under $LUMA_HOME/keys/ (private key mode 0600, never printed)
     and trust it in this project. The first key is the one runners sign with."""
-    from luma.kb import attestation
-    from luma.kb.runners import keygen
-
     with _open() as kb:
         key = keygen(kb, name, submitter)
         home = kb.settings.home
@@ -43,7 +40,7 @@ def keygen_cmd(name: str | None, submitter: str | None) -> None:
                f"this runner: `luma runner trust {key.name}.pub --name {key.name}`)")
 
 
-@runner.command("trust")
+@click.command("trust")
 @click.argument("pubkey", metavar="PUBKEY")
 @click.option("--name", required=True, callback=slug_callback, help="What to call the runner (a slug).")
 @click.option("--partner", callback=slug_callback, help="The partner lab the key belongs to.")
@@ -52,8 +49,6 @@ def keygen_cmd(name: str | None, submitter: str | None) -> None:
 def trust_cmd(pubkey: str, name: str, partner: str | None, submitter: str | None) -> None:
     """Trust the runner key PUBKEY: base64 of the raw 32-byte Ed25519 public key, or a file
     holding it (a .pub file from `luma runner keygen`, or a PEM public key)."""
-    from luma.kb.runners import trust
-
     key = _public_key(pubkey)
     with _open() as kb:
         trusted = trust(kb, key, name, partner, submitter)
@@ -64,23 +59,17 @@ def trust_cmd(pubkey: str, name: str, partner: str | None, submitter: str | None
 def _public_key(text: str) -> bytes:
     """Raw public key from PUBKEY: a file when one of that name exists, else base64 text. The
     file is read as untrusted, within the partner file limit (it is usually a partner lab's)."""
-    from luma.kb.attestation import parse_public_key
-    from luma.kb.input_files import PARTNER_FILE, read_text
-
     path = Path(text)
     if text.endswith(".pub") or path.exists():
         return parse_public_key(read_text(path, PARTNER_FILE), str(path))
     return parse_public_key(text, "PUBKEY")
 
 
-@runner.command("list")
+@click.command("list")
 @format_option()
 @project(READ)
 def list_cmd(fmt: str) -> None:
     """Every runner key this project has trusted: name, fingerprint, partner, since, revoked."""
-    from luma.kb.ledger import Ledger
-    from luma.kb.runners import trusted_keys
-
     ledger = Ledger(require().db_url)  # reading creates nothing: no project is an error
     try:
         keys = trusted_keys(ledger)
@@ -95,7 +84,7 @@ def list_cmd(fmt: str) -> None:
     print_rows([k.row() for k in ordered], [*_COLUMNS, "reason"], fmt)
 
 
-@runner.command("revoke")
+@click.command("revoke")
 @click.argument("name")
 @click.option("--reason", help="Why (kept in the revocation record).")
 @submitter_option("Who revokes (default: user@host).")
@@ -103,9 +92,6 @@ def list_cmd(fmt: str) -> None:
 def revoke_cmd(name: str, reason: str | None, submitter: str | None) -> None:
     """Stop trusting runner key NAME (or fingerprint). The ledger keeps its records; they stop
     qualifying as measured at the next `luma rules run`."""
-    from luma.kb import attestation
-    from luma.kb.runners import revoke
-
     require()  # nothing to revoke in a project that does not exist
     with _open() as kb:
         key = revoke(kb, name, reason, submitter)
@@ -115,7 +101,7 @@ def revoke_cmd(name: str, reason: str | None, submitter: str | None) -> None:
         click.echo("it was this project's signing key: `luma runner keygen --name NEW` makes a new one", err=True)
 
 
-@runner.command("sign")
+@click.command("sign")
 @click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--key", "key_name", callback=slug_callback, help="Sign with this key of $LUMA_HOME/keys/ (default: the "
                                                          "project's signing key, or LUMA_RUNNER_KEY's).")
@@ -127,16 +113,10 @@ def sign_cmd(files: tuple[Path, ...], key_name: str | None, out: Path | None, fm
     """Sign every record of FILES (JSON, JSON Lines, YAML) over its content hash, adding an
     attestation block. Every record is validated first; any error names the file and field,
     and nothing is written."""
-    from luma.errors import TrustError
-    from luma.kb import attestation
-    from luma.kb.runners import signer
-    from luma.kb.signed_files import sign_files
-    from luma.cli.project import settings as command_settings
-
     settings = command_settings()
     name = key_name or attestation.default_key(settings.home, settings.runner_key)
     if name is None:
-        raise TrustError("this project has no runner key (`luma runner keygen` makes one)", source="--key")
+        raise ConfigError("this project has no runner key (`luma runner keygen` makes one)", source="--key")
     s = signer(settings.home, name)
     written = sign_files(list(files), s, out)
     rows = [{"file": str(path), "records": n, "key": s.name, "fingerprint": s.fingerprint} for path, n in written]
@@ -149,4 +129,3 @@ def sign_cmd(files: tuple[Path, ...], key_name: str | None, out: Path | None, fm
         print_rows(rows, ["file", "records", "key", "fingerprint"], fmt)
 
 
-runner.add_command(join_cmd)

@@ -11,13 +11,16 @@ from pathlib import Path
 
 import click
 
-from luma.cli.project import WRITE, project
+from luma.cli.project import WRITE, project, settings
+from luma.errors import ConfigError, LumaError
+from luma.experiments.fleet import labels as node_labels
+from luma.experiments.fleet.labels import SLOT, ray_labels
+from luma.kb import attestation
+from luma.kb.runners import project_signer
 
 
 def ray_executable() -> str:
     """The `ray` command of this Python environment (Ray's own CLI starts and joins nodes)."""
-    from luma.errors import ConfigError
-
     here = Path(sys.executable).parent / "ray"
     found = str(here) if here.is_file() else shutil.which("ray")
     if not found:
@@ -28,8 +31,6 @@ def ray_executable() -> str:
 def start_command(address: str | None, labels: dict[str, str], *, head: bool, port: int, node_ip: str | None,
                   block: bool, cpus: int | None) -> list[str]:
     """The `ray start` command line of a runner node."""
-    from luma.experiments.fleet.labels import SLOT, ray_labels
-
     cmd = [ray_executable(), "start"]
     if head:
         cmd += ["--head", "--port", str(port), "--include-dashboard=false"]
@@ -66,11 +67,6 @@ def join_cmd(address, as_head, port, extra, node_ip, cpus, block, dry_run) -> No
     so campaigns place one sprint at a time here. The runner key (made and trusted in this
     project on first use) signs every record this machine measures; the head's project must
     trust it (`luma runner trust KEY.pub`) before it gets work."""
-    from luma.cli.project import settings
-    from luma.experiments.fleet import labels as node_labels
-    from luma.kb import attestation
-    from luma.kb.runners import project_signer
-
     if bool(address) == as_head:
         raise click.UsageError("give the cluster's ADDRESS, or --head to start a new cluster (not both)")
     own = node_labels.parse(extra)
@@ -87,6 +83,4 @@ def join_cmd(address, as_head, port, extra, node_ip, cpus, block, dry_run) -> No
         return
     done = subprocess.run(cmd, stdin=subprocess.DEVNULL)
     if done.returncode != 0:
-        from luma.errors import LumaError
-
         raise LumaError(f"ray start exited with {done.returncode}", source="luma runner join")

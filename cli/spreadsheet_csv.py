@@ -27,7 +27,10 @@ from collections.abc import Iterable, Iterator, Sequence
 from decimal import Decimal
 from numbers import Real
 
-from luma.cli.sparql_table import NUMERIC_DATATYPES
+import click
+
+from luma.cli.terms import NUMERIC_DATATYPES
+from luma.errors import StoreError
 
 #: First characters a spreadsheet reads as a formula (OWASP "CSV Injection": =, +, -, @, tab, CR).
 FORMULA_START = frozenset("=+-@\t\r")
@@ -74,8 +77,6 @@ def sparql_csv(answer) -> Iterator[str]:
     not CSV, is read because it keeps each term's kind and datatype, which escaping needs."""
     import pyoxigraph as ox
 
-    from luma.errors import StoreError
-
     tsv = ox.QueryResultsFormat.TSV
     try:
         parsed = (ox.parse_query_results(path=answer.file, format=tsv) if answer.file is not None
@@ -96,6 +97,18 @@ def sparql_csv(answer) -> Iterator[str]:
     except SyntaxError as exc:  # an endpoint's answer that broke off, or is not TSV
         raise StoreError(f"the store's answer broke off or is not SPARQL TSV: {exc}") from None
     yield buf.getvalue()
+
+
+def print_sparql_csv(answer) -> None:
+    """A SELECT/ASK answer spooled as SPARQL TSV, as CSV for people (formula-leading text
+    escaped, numeric literals as they are: cli/spreadsheet_csv.py), streamed."""
+    last = ""
+    for chunk in sparql_csv(answer):
+        if chunk:
+            click.echo(chunk, nl=False)
+            last = chunk
+    if not last.endswith("\n"):
+        click.echo()  # an ASK answer: every answer ends with a newline, as the raw one does
 
 
 def _term_cell(ox):

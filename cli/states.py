@@ -15,3 +15,8 @@ def parse_state(text: str | None) -> dict[str, str]:
             raise click.BadParameter(f"expected DIMENSION=LEVEL, got {part.strip()!r}", param_hint="--state")
         levels[dim.strip()] = value.strip()
     return levels
+
+
+def parse_levels(text: str | None) -> list[str] | None:
+    """`--levels '64 MiB,96 MiB'` as a list (None when not given)."""
+    return [x.strip() for x in text.split(",") if x.strip()] if text else None

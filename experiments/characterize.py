@@ -196,7 +196,8 @@ def probe_matmul(spec: dict) -> dict:
         good = [t for t in tried if "flops" in t]
         out["figures"][precision] = {"best": max(good, key=lambda t: t["flops"]) if good else None, "tried": tried}
     if spec.get("environment"):
-        from luma.experiments.records import environment
+        # loaded only when asked, after the probe set its CPU affinity (torch, NumPy size their pools from it)
+        from luma.experiments.sprint.records import environment
 
         out["environment"] = environment()
     return out
@@ -294,8 +295,8 @@ def characterize(quick: bool = False, cores: list[int] | None = None, name: str 
             others = [t for t in fig["tried"] if t != fig["best"] and "flops" in t]
             notes += [f"{precision} on {_cores(k)}, slower path: {t['method']}: {t['flops'] / 1e9:.2f} GFLOP/s"
                       for t in others]
-    from luma.experiments.records import architecture
-    from luma.experiments.host import git_revision
+    from luma.experiments.sprint.records import architecture  # not in a probe's process: see the docstring
+    from luma.experiments.host import git_revision  # not in a probe's process: see the docstring
 
     arch = architecture()
     notes.append(f"Measured in {'quick' if quick else 'full'} mode on CPUs {cpus}; figures are per core count "

@@ -16,7 +16,7 @@ A **pex-chain** record, trial by trial (`trials[i]`):
   trial) or `fail_state` (a `fail` or `recovered` trial: the intervention runs at the FAIL
   state, as in the sprint), with the chain's verdict for it; and it is re-judged too.
 
-and as a whole (the sprint's own rules, `luma.experiments.search` / `sprint`):
+and as a whole (the sprint's own rules, `luma.experiments.sprint.search` / `sprint`):
 
 * it carries trials at all;
 * the pass state: every trial PASS (a PASS that does not reproduce is not a PASS), at least

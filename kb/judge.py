@@ -1,7 +1,7 @@
 """The verdict rules of a PEX trial, in one place: the sprint judges its trials with them
-(`luma.experiments.trial`) and ingest re-judges measured records with them
+(`luma.experiments.sprint.trial`) and ingest re-judges measured records with them
 (`luma.kb.consistency`), so the two can never disagree. Pure arithmetic: no NumPy, no
-sampling (the bootstrap that produces an interval stays in `luma.experiments.stats`).
+sampling (the bootstrap that produces an interval stays in `luma.experiments.sprint.stats`).
 
 **The request-count rule.** A (1 − α) confidence interval for the q-quantile that makes no
 assumption about the latency distribution (an order-statistic interval) only exists once the

@@ -4,7 +4,7 @@ A record's contract clause must name a metric registered here, in a unit of its 
 (`p99_latency <= 200 GiB` is refused); an observation may carry telemetry of any name, but a
 registered one must be in a unit of its kind too. The names are those LUMA's tools write
 (sprints, `luma kernels`, the model) and its example records use; percentiles match a pattern
-(`p99_latency`, `p99.9_ttft`, or `ttft_p99`). `luma.experiments.contract` takes the units of the
+(`p99_latency`, `p99.9_ttft`, or `ttft_p99`). `luma.experiments.sprint.contract` takes the units of the
 metrics a sprint judges from here.
 """
 

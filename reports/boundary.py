@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from luma.experiments.stats import CONFIDENCE
+from luma.experiments.sprint.stats import CONFIDENCE
 from luma.reports import boundary_data as data
 from luma.reports import budget
 from luma.reports.boundary_data import ChainFacts, TrialFact

@@ -2,7 +2,7 @@
 
 `luma sprint` enforces a host_memory level as a budget *on top of* the runtime's own footprint:
 the trial process gets RLIMIT_DATA = the runtime's data segment measured after its imports + the
-level (experiments/worker.py), so the level means the same thing whatever the runtime costs. A
+level (experiments/sprint/worker.py), so the level means the same thing whatever the runtime costs. A
 buyer who provisions only the level under-provisions by the footprint (tens to hundreds of MiB),
 so every place that prints a host_memory decision says what the level is and the total the
 deployment needs: level + the largest footprint measured for that software variant.

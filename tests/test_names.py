@@ -83,7 +83,7 @@ def test_sprint_run_refuses_a_contract_name_that_leaves_the_project(tmp_path, mo
 def test_a_dumped_contract_is_checked_too():
     """A sprint folder's contract_spec (`luma sprint requalify`) and a campaign unit's contract
     (re-read on the runner node) go through the same model."""
-    from luma.experiments import contract
+    from luma.experiments.sprint import contract
 
     spec = contract.load("matvec-memory").model_dump(mode="json")
     with pytest.raises(ValueError, match="a name is"):
@@ -91,8 +91,8 @@ def test_a_dumped_contract_is_checked_too():
 
 
 def test_the_recorder_refuses_a_sprint_id_that_leaves_the_project(tmp_path):
-    from luma.experiments import contract, sprint
-    from luma.experiments.records import Recorder
+    from luma.experiments.sprint import contract, pex as sprint
+    from luma.experiments.sprint.records import Recorder
     from luma.settings import Settings
 
     plan = sprint.plan(contract.load("matvec-memory"))

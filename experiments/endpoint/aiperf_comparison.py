@@ -34,7 +34,8 @@ from pathlib import Path
 import numpy as np
 
 from luma.errors import ConfigError, ContractError, LumaError
-from luma.experiments import contract, services
+from luma.experiments import services
+from luma.experiments.sprint import contract
 from luma.experiments.endpoint import aiperf, client, engines, launch
 from luma.experiments.endpoint.client import schedule  # the arrivals both tools send
 from luma.kernels.sentences import CALIBRATION, SENTENCES

@@ -7,7 +7,7 @@ latency from the *scheduled* arrival (a late send is the generator's delay, and 
 the schedule keeps it from hiding the server's: no coordinated omission), time to the first
 streamed token (TTFT), the gaps between streamed tokens (ITL; TPOT = their mean per request),
 tokens, and errors by cause. The figures land in the same `LoadResult` the in-process load
-generator fills (`luma.experiments.load`), so a trial is judged by the same statistics.
+generator fills (`luma.experiments.sprint.load`), so a trial is judged by the same statistics.
 
 Error causes: `timeout` (no answer within the request timeout), `connection` (refused, reset,
 the server died mid-stream), `http-<status>`, `server-error` (an error object in the body or the
@@ -29,7 +29,7 @@ import numpy as np
 
 from luma.errors import ContractError
 from luma.experiments.endpoint.sse import Parser
-from luma.experiments.load import LoadResult
+from luma.experiments.sprint.load import LoadResult
 
 APIS = {"embeddings": "/v1/embeddings", "completions": "/v1/completions", "chat": "/v1/chat/completions"}
 

@@ -1,4 +1,4 @@
-"""One trial of an endpoint service, inside the trial worker (`luma.experiments.worker`):
+"""One trial of an endpoint service, inside the trial worker (`luma.experiments.sprint.worker`):
 launch the server at the state, warm it up, drive the contract's load through the HTTP client,
 score quality through the same server, stop it. The telemetry has the worker's form, so the
 sprint judges it with the same statistics.
@@ -20,7 +20,7 @@ from luma.experiments.endpoint import client, launch
 from luma.experiments.endpoint.service import texts
 from luma.experiments.endpoint.spec import EndpointSpec
 from luma.experiments.energy import Meter
-from luma.experiments.worker import proc_status
+from luma.experiments.sprint.procfs import proc_status
 
 #: What an engine says when the data-segment limit refuses it memory (a thread's stack included:
 #: Python's "can't start new thread" under RLIMIT_DATA is a refused stack mapping).

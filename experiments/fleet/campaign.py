@@ -31,8 +31,8 @@ from pydantic import Field, StrictInt, ValidationError, field_validator
 
 from luma import names
 from luma.errors import ConfigError, ContractError, StateError
-from luma.experiments import contract as contracts, states
-from luma.experiments.sprint import max_trials
+from luma.experiments.sprint import contract as contracts, states
+from luma.experiments.sprint.pex import max_trials
 from luma.kb.input_files import CONFIG_FILE, read_text
 from luma.kb.records.documents import parse_toml
 from luma.kb.records.loader import first_error
@@ -124,7 +124,7 @@ class CampaignSpec(StrictModel):
 class Unit:
     """One sprint of the campaign: a contract along one dimension on one machine class."""
 
-    contract: object  # luma.experiments.contract.Contract
+    contract: object  # luma.experiments.sprint.contract.Contract
     dimension: str
     machine_class: str
     levels: tuple[str, ...]

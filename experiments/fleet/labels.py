@@ -18,7 +18,7 @@ from luma.errors import ConfigError
 from luma.experiments.endpoint import gpu
 from luma.experiments.fleet.campaign import RESERVED, label_problem
 from luma.experiments.host import cpu
-from luma.experiments.states import total_memory
+from luma.experiments.sprint.states import total_memory
 
 KEY_LABEL = RESERVED[0]
 #: The custom Ray resource every runner offers exactly one of: a sprint takes it whole, so a

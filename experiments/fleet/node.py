@@ -6,12 +6,12 @@ to the head, which verifies and ingests them all at once or not at all.
 
 from __future__ import annotations
 
-import shutil
 import socket
 import time
 
-from luma.experiments import contract as contracts, sprint, summary
-from luma.experiments.records import Recorder
+from luma.experiments.sprint import contract as contracts
+from luma.experiments.sprint import pex as sprint
+from luma.experiments.sprint.run import run_sprint
 from luma.kb.runners import project_signer
 from luma.privacy import private_umask
 from luma.settings import Settings
@@ -20,7 +20,7 @@ from luma.settings import Settings
 def run_unit(spec: dict) -> dict:
     """Run the unit `spec` (`campaign.Unit.spec`); its record files (name -> JSON text), the
     sprint's summary, and who ran it. Raises what the sprint raises (the head reports it)."""
-    import ray
+    import ray  # the fleet extra: loaded on the node only
 
     settings = Settings.from_env()
     private_umask()  # the sprint's folder and records on this node are private (luma/privacy.py)
@@ -32,14 +32,12 @@ def run_unit(spec: dict) -> dict:
     c = contracts.Contract.model_validate(spec["contract"])
     plan = sprint.plan(c, spec["dimension"], spec["levels"], spec["intervention"], spec["repetitions"])
     fleet = {"campaign": spec["campaign"], "machine_class": spec["machine_class"], "node": node_id, "labels": labels}
-    recorder = Recorder(settings, plan, spec["sprint_id"], ingest=False, fleet=fleet)
-    # A head that died (or a node that was killed) may have left an earlier attempt's files here.
-    shutil.rmtree(recorder.folder, ignore_errors=True)
     started = time.monotonic()
-    result = sprint.Sprint(plan, settings.home / "artifacts", recorder.trial, None, spec["sprint_id"]).run()
-    out = summary.summarize(result)
-    recorder.finish(result, out)
-    files = {p.name: p.read_text() for p in sorted(recorder.folder.glob("*.json"))}
+    # Nothing is ingested here (record=False); `fresh`: a head that died (or a node that was
+    # killed) may have left an earlier attempt's files in the sprint's folder.
+    run = run_sprint(plan, settings, record=False, sprint_id=spec["sprint_id"], fleet=fleet, fresh=True)
+    out = run.summary
+    files = {p.name: p.read_text() for p in sorted(run.folder.glob("*.json"))}
     return {"unit": spec["unit"], "files": files, "node": node_id, "host": socket.gethostname(),
             "key": signer.fingerprint if signer else None, "wall_s": time.monotonic() - started,
             "summary": {k: out.get(k) for k in ("min_pass", "adjacent_fail", "binding", "recovered",

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from luma.experiments import contract as contract_mod
+from luma.experiments.sprint import contract as contract_mod
 from luma.experiments.model import space as space_mod
 from luma.experiments.model.evaluate import Evaluator
 from luma.experiments.model.services import get

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from luma.experiments import stats
+from luma.experiments.sprint import stats
 
 RESOURCES = ("host_memory", "hbm_capacity", "kv_cache", "compute", "memory_bandwidth", "interconnect", "runtime",
              "quality", "unsupported")

@@ -17,7 +17,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from luma.experiments import worker
+from luma.experiments.sprint import worker
 
 
 def _status() -> dict[str, int]:

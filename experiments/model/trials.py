@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from luma.experiments import states
+from luma.experiments.sprint import states
 from luma.experiments.model import probe
 from luma.experiments.services import get
 

@@ -22,9 +22,9 @@ import json
 from dataclasses import dataclass, field
 
 from luma.errors import StateError
-from luma.experiments import stats
-from luma.experiments.records import architecture, environment
-from luma.experiments.states import State, describe, resolve
+from luma.experiments.sprint import stats
+from luma.experiments.sprint.records import architecture, environment
+from luma.experiments.sprint.states import State, describe, resolve
 from luma.kb import units
 from luma.kb.ledger import Ledger
 from luma.kb.prices import NotPriced, state_cost

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from luma.experiments.pilot.controller import write_atomic
 from luma.experiments.pilot.window import ratio_ci
-from luma.experiments.records import architecture, provenance
+from luma.experiments.sprint.records import architecture, provenance
 from luma.experiments.services import get
 from luma.kb.judge import combine
 from luma.kb.knowledge_base import KnowledgeBase

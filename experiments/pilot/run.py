@@ -19,15 +19,15 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from luma.errors import ContractError, StateError
-from luma.experiments import contract as contract_mod, stats
+from luma.experiments.sprint import contract as contract_mod, stats
 from luma.experiments.host import cpu
 from luma.experiments.pilot import control, energy, library as lib, trace as trace_mod, window as win
 from luma.experiments.pilot.controller import Segment, write_atomic
 from luma.experiments.pilot.predict import Predictor
 from luma.experiments.pilot.records import DecisionWriter, decision_record
-from luma.experiments.records import architecture
+from luma.experiments.sprint.records import architecture
 from luma.experiments.services import get
-from luma.experiments.states import describe
+from luma.experiments.sprint.states import describe
 from luma.kb import prices as prices_mod
 from luma.kb.records.loader import validate_document
 from luma.kb.records.pex_chain import Level

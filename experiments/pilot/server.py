@@ -1,6 +1,6 @@
 """One running service at one library state: `python -m luma.experiments.pilot.server SPEC.json`.
 
-It starts like a trial's worker (`luma.experiments.worker`): CPU affinity before torch loads,
+It starts like a trial's worker (`luma.experiments.sprint.worker`): CPU affinity before torch loads,
 torch's threads warmed, RLIMIT_DATA = runtime footprint + the state's host_memory level, then the
 artifact of the state's variant. It then serves requests on a Unix socket until told to stop —
 and outlives the pilot that started it: a pilot killed with SIGKILL leaves its service running
@@ -41,7 +41,7 @@ import time
 from luma.errors import BadRequest, UnsafeSocketFolder
 from luma.experiments.services import get
 from luma.experiments.services.replicas import make_engine
-from luma.experiments.worker import prepare_runtime, threads_of
+from luma.experiments.sprint.worker import prepare_runtime, threads_of
 
 POOL = 64  # payloads prepared per context length (requests cycle through them)
 MAX_LINE = 1 << 16  # bytes in one request line: the pilot's longest (an apply, token included) is ~300

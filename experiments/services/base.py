@@ -1,12 +1,12 @@
 """What every service a sprint qualifies provides, and the engine the load generator drives.
 
-A trial runs in its own subprocess (`luma.experiments.worker`). The parent prepares artifacts
+A trial runs in its own subprocess (`luma.experiments.sprint.worker`). The parent prepares artifacts
 once per variant (`Service.prepare`, cached on disk) so that a trial only *loads* what it serves:
 an int8 variant is loaded as int8 and never materialises its fp32 weights inside the memory
 limit. Inside the worker, the order is: imports -> memory limit -> `load` -> warm-up -> load test
 (`engine`) -> `quality`.
 
-Engines are stepped by one thread (the load generator, `luma.experiments.load`): `submit`
+Engines are stepped by one thread (the load generator, `luma.experiments.sprint.load`): `submit`
 queues a request, `step` does one unit of real work and reports what finished. Nothing here
 sleeps or simulates time: the latencies are wall-clock times of real computation.
 """

@@ -1,6 +1,6 @@
 """Ingest checks a measured chain's outcomes (issue 16) against its trials
 (`luma.kb.consistency_outcomes`): diagnosis verdicts, co-binding, frontier shift, next binding and
-decision. The chains are what the real sprint logic writes (tests/experiments/fake_sprint.py);
+decision. The chains are what the real sprint logic writes (tests/experiments/sprint/fake_sprint.py);
 each case edits one field and must be refused with one line naming it, and the CLI leaves the
 ledger and KB as they were."""
 
@@ -17,7 +17,7 @@ from luma.cli.main import cli
 from luma.errors import RecordError
 from luma.kb.consistency import check_measured
 from luma.kb.records.loader import validate_document
-from tests.experiments.fake_sprint import chain_of, run_sprint
+from tests.experiments.sprint.fake_sprint import chain_of, run_sprint
 
 
 @pytest.fixture

@@ -23,7 +23,7 @@ from click.testing import CliRunner
 
 from luma.cli.main import cli
 from luma.errors import ConfigError, RecordError
-from luma.experiments import contract as contracts
+from luma.experiments.sprint import contract as contracts
 from luma.experiments.model import space as spaces
 from luma.kb.partners import read_partner_files
 from luma.kb.records.documents import MAX_DEPTH, parse_json

@@ -29,7 +29,7 @@ TRIAL = {
     "observations": [{"metric": "ttft_p99", "value": 0.4, "unit": "s"}], "provenance": {"tool": "pytest"},
 }
 #: Python sources that write metrics with literal units (`{"metric": ..., "value": ..., "unit": ...}`).
-WRITERS = ("kernels/evidence.py", "experiments/records.py", "experiments/trial.py", "kb/synthetic.py")
+WRITERS = ("kernels/evidence.py", "experiments/sprint/records.py", "experiments/sprint/trial.py", "kb/synthetic.py")
 _PAIR = re.compile(r"""["']metric["']\s*:\s*["']([A-Za-z][\w.-]*)["'][^{}]*?["']unit["']\s*:\s*["']([^"']+)["']""")
 
 
@@ -82,7 +82,7 @@ def test_every_shipped_clause_and_written_metric_is_registered_and_fits():
 
 
 def test_the_synthetic_records_and_a_sprint_trials_observations_fit_the_registry():
-    from luma.experiments.trial import Trial
+    from luma.experiments.sprint.trial import Trial
 
     from luma.kb.attestation import generate
     from luma.kb.runners import Signer
@@ -120,7 +120,7 @@ def test_names_outside_the_registry_are_unknown(name):
 
 
 def test_the_sprint_contracts_take_their_units_from_the_registry():
-    from luma.experiments import contract
+    from luma.experiments.sprint import contract
 
     assert not hasattr(contract, "METRIC_UNITS") and not hasattr(contract, "metric_unit")
     for name in contract.JUDGED + tuple(f"p95_{k}" for k in contract.PERCENTILE_KINDS):

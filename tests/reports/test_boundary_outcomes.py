@@ -14,7 +14,7 @@ from luma.kb.vocab import ID
 from luma.reports import boundary
 from luma.reports import boundary_data as data
 from luma.settings import Settings
-from tests.experiments.fake_sprint import chain_of, run_sprint
+from tests.experiments.sprint.fake_sprint import chain_of, run_sprint
 
 
 def _report_of(doc: dict, runner_key, evidence, tmp_path):

@@ -80,7 +80,7 @@ def test_model_inputs_have_units(evaluated):
 
 
 def test_explore_puts_the_resources_margin_under_the_resource(tmp_path, monkeypatch):
-    from luma.experiments import contract as contract_mod
+    from luma.experiments.sprint import contract as contract_mod
     from luma.experiments.model import predict, simulate, space
     from luma.experiments.model.contracts import __name__ as _  # noqa: F401 - the package exists
 
@@ -135,7 +135,7 @@ def test_predict_lists_every_contract_it_resolves(tmp_path, monkeypatch):
 
 def test_a_space_with_prices_must_name_their_currency(tmp_path):
     from luma.errors import ConfigError
-    from luma.experiments import contract as contract_mod
+    from luma.experiments.sprint import contract as contract_mod
     from luma.experiments.model import space
 
     c = contract_mod.load(ROOT / "experiments" / "model" / "contracts" / "llm-chat.toml")

@@ -9,7 +9,7 @@ import importlib.util
 import pytest
 
 from luma.errors import ConfigError
-from luma.experiments import contract, sprint, trial
+from luma.experiments.sprint import contract, pex as sprint, trial
 from luma.experiments.endpoint import gpu
 from luma.experiments.services import for_contract
 

@@ -9,11 +9,11 @@ import sys
 
 import pytest
 
-from luma.experiments import contract, trial
+from luma.experiments.sprint import contract, trial
 from luma.experiments.endpoint import launch
 from luma.experiments.endpoint.service import EndpointService
 from luma.experiments.endpoint.spec import EndpointSpec
-from luma.experiments.states import State, parse_level
+from luma.experiments.sprint.states import State, parse_level
 
 SPEC = {"kind": "openai-endpoint", "api": "embeddings", "engine": "test", "baseline": "a",
         "workload": {"name": "w", "model": "m", "task": "embedding"},

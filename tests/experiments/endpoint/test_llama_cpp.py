@@ -13,7 +13,7 @@ import uuid
 
 import pytest
 
-from luma.experiments import contract, sprint, trial
+from luma.experiments.sprint import contract, pex as sprint, trial
 from luma.experiments.endpoint import engines
 from luma.experiments.services import for_contract
 
@@ -54,7 +54,7 @@ def test_gguf_variants_are_made_by_llama_cpps_converter(cache):
 def test_a_trial_on_llama_cpp_passes_and_names_its_engine(cache):
     from datetime import datetime, timezone
 
-    from luma.experiments.records import trial_record
+    from luma.experiments.sprint.records import trial_record
 
     plan = _plan()
     t = _trial(plan, cache, 1, "f16")

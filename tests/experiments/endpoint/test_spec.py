@@ -10,8 +10,8 @@ import tomllib
 import pytest
 
 from luma.errors import ConfigError
-from luma.experiments import contract, sprint
-from luma.experiments.contract import shipped
+from luma.experiments.sprint import contract, pex as sprint
+from luma.experiments.sprint.contract import shipped
 
 BASE = shipped()["llamacpp-minilm-memory"]
 

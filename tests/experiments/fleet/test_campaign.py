@@ -54,8 +54,8 @@ def test_units_are_contracts_times_dimensions_times_classes(tmp_path):
 
 
 def test_a_unit_may_run_at_most_what_the_sprint_command_says(tmp_path):
-    from luma.cli.sprint import sprint_trials
-    from luma.experiments import sprint
+    from luma.experiments.sprint.run import sprint_trials
+    from luma.experiments.sprint import pex as sprint
 
     c = campaign.load(_file(tmp_path))
     for u in c.units:
@@ -89,7 +89,7 @@ def test_the_same_contract_twice_is_refused(tmp_path):
 
 
 def test_a_contract_file_next_to_the_campaign_is_found(tmp_path):
-    from luma.experiments import contract
+    from luma.experiments.sprint import contract
 
     (tmp_path / "mine.toml").write_text(contract.shipped()["matvec-memory"].read_text().replace(
         'name = "matvec-memory"', 'name = "mine"'))
@@ -123,7 +123,7 @@ def test_lpt_is_between_the_lower_bounds_and_four_thirds_of_them(jobs, machines)
 def test_a_hundred_machines_and_twenty_contracts_plan(tmp_path):
     """The size the issue names; `luma campaign plan` prints it (its time: docs/fleet.md)."""
     from luma.cli.main import cli
-    from luma.experiments import contract
+    from luma.experiments.sprint import contract
 
     body = ["name = \"big\"", "trial_budget = 100000"]
     for i in range(20):

@@ -115,7 +115,7 @@ def cluster(tmp_path_factory):
 
 
 def _contracts(folder: Path) -> None:
-    from luma.experiments import contract
+    from luma.experiments.sprint import contract
 
     text = contract.shipped()["matvec-memory"].read_text()
     (folder / "matvec-memory-2c.toml").write_text(

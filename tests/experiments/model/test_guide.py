@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from luma.cli.main import cli
-from luma.experiments import contract, search, sprint
+from luma.experiments.sprint import contract, search, pex as sprint
 from luma.experiments.model import guide
 
 

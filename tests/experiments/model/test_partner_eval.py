@@ -14,7 +14,7 @@ from click.testing import CliRunner
 
 from luma.cli.partner_evaluate import evaluate as evaluate_cmd
 from luma.errors import ConfigError, LumaError
-from luma.experiments import contract
+from luma.experiments.sprint import contract
 from luma.experiments.model import effects, partner, predict, space
 from luma.experiments.model.evaluate import Evaluator
 from luma.kb.partners import read_partner_files

@@ -10,7 +10,7 @@ from click.testing import CliRunner
 
 from luma.cli.main import cli
 from luma.errors import ConfigError, UnknownName
-from luma.experiments import contract
+from luma.experiments.sprint import contract
 from luma.experiments.model import hardware, predict, space
 
 FIXTURE_SPACE = """

@@ -36,7 +36,7 @@ def refit(doc):
 
 
 def _chat():
-    from luma.cli.model import _contract
+    from luma.cli.model.common import load_contract as _contract
 
     return _contract("llm-chat")
 

@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from luma.cli.main import cli
-from luma.experiments import contract
+from luma.experiments.sprint import contract
 from luma.experiments.model import simulate, space
 from luma.experiments.model.evaluate import Evaluator
 

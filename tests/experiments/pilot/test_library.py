@@ -12,9 +12,9 @@ from click.testing import CliRunner
 
 from luma.cli.main import cli
 from luma.errors import ConfigError
-from luma.experiments import contract as contract_mod
+from luma.experiments.sprint import contract as contract_mod
 from luma.experiments.pilot import library as lib
-from luma.experiments.records import architecture, provenance
+from luma.experiments.sprint.records import architecture, provenance
 from luma.kb import prices
 
 

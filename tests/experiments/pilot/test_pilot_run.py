@@ -28,7 +28,7 @@ TRACE = "time_s,rate\n0,100\n9,100\n9,350\n18,350\n18,100\n27,100\n"
 
 @pytest.fixture
 def library(luma_home, signed, pilot_contract):
-    from luma.experiments import contract as contract_mod
+    from luma.experiments.sprint import contract as contract_mod
 
     c = contract_mod.load(pilot_contract)
     _ingest([signed(_trial(c, 1, seq=0, throughput=400)), signed(_trial(c, 1, seq=1, throughput=400)),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from luma.experiments import contract as contract_mod
+from luma.experiments.sprint import contract as contract_mod
 from luma.experiments.pilot import window as win
 from luma.experiments.pilot.serving import Request
 

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from luma.errors import ConfigError
-from luma.experiments.optimize import layouts
+from luma.experiments.sprint.optimize import layouts
 from luma.experiments.services.base import BatchEngine, Loaded
 from luma.experiments.services.replicas import ReplicatedEngine, make_engine
 
@@ -172,6 +172,6 @@ class _Contract:
     (_Contract(mode="poisson"), 4, [1, 2, 4, 8, 16, 32]),
 ])
 def test_batches_a_replica_can_fill(contract, replicas, expected):
-    from luma.experiments.optimize import BATCHES, batches_for
+    from luma.experiments.sprint.optimize import BATCHES, batches_for
 
     assert batches_for(contract, BATCHES, replicas) == expected

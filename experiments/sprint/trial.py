@@ -1,0 +1,147 @@
+"""Run one physical trial in a subprocess and judge it against the contract.
+
+A trial that crashes, runs out of memory or out of time is a FAIL with its cause, never an
+exception here. An INCONCLUSIVE trial (a percentile's interval straddles its threshold) is run
+again with twice the requests, up to `max_retries` times, before its verdict is taken.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from luma.experiments.sprint import states, stats
+from luma.experiments.sprint.contract import Contract
+from luma.experiments.sprint.states import State
+from luma.kb import judge as verdict_rules
+
+#: Seconds a worker may spend beyond its load test's own time-out (imports, loading, quality).
+GRACE_S = 60
+
+
+@dataclass
+class Trial:
+    """One judged trial (telemetry kept whole; `observations` is what records carry)."""
+
+    state: State
+    variant: str
+    phase: str
+    verdict: str
+    cause: str | None
+    clauses: list[dict]
+    telemetry: dict
+    requests: int
+    attempts: int = 1
+    index: int = 0  # position in the sprint, filled by the sprint
+    extra: dict = field(default_factory=dict)
+
+    def observations(self) -> list[dict]:
+        tel, out = self.telemetry, []
+        for metric, unit, key in (("throughput", "1/s", "throughput"), ("quality", "dimensionless", "quality"),
+                                  ("peak_rss", "B", "peak_rss_bytes"), ("weight_memory", "B", "weight_bytes"),
+                                  ("runtime_footprint", "B", "runtime_footprint_bytes"),
+                                  ("token_throughput", "token/s", "token_throughput"),
+                                  ("completed_requests", "request", "completed"), ("wall_time", "s", "wall_s"),
+                                  ("energy", "J", "energy_j")):
+            if isinstance(tel.get(key), (int, float)):
+                out.append({"metric": metric, "value": float(tel[key]), "unit": unit})
+        for c in self.clauses:
+            if "ci_low" in c:
+                out += [{"metric": c["metric"], "value": c["value"], "unit": "s"},
+                        {"metric": c["metric"] + ".ci_low", "value": c["ci_low"], "unit": "s"},
+                        {"metric": c["metric"] + ".ci_high", "value": c["ci_high"], "unit": "s"}]
+            if "samples" in c:
+                # The sample count the request-count rule judged (TTFT / TPOT samples need not
+                # number the completed requests): ingest re-judges the clause from it.
+                out.append({"metric": c["metric"] + ".samples", "value": c["samples"], "unit": "request"})
+        return out
+
+
+def judge(contract: Contract, tel: dict, seed: int = 0) -> tuple[str, str | None, list[dict]]:
+    """(verdict, failure cause, per-clause results) of one trial's telemetry, by the rules of
+    `luma.kb.judge` (ingest re-judges the trial's record with the same rules)."""
+    if tel.get("failure_cause"):
+        return "FAIL", tel["failure_cause"], []
+    rows, verdicts, causes = [], [], []
+    for clause in contract.service_clauses():
+        threshold = contract.threshold(clause)
+        q = verdict_rules.quantile_of(clause.metric)
+        if q is not None:
+            samples = tel.get(clause.metric.split("_", 1)[1], [])
+            if not samples:
+                verdict = verdict_rules.sampled_verdict(None, None, 0, q, clause.op, threshold)  # FAIL
+                row = {"metric": clause.metric, "verdict": verdict, "samples": 0}
+                rows.append(row)
+                verdicts.append(row["verdict"])
+                causes.append(verdict_rules.clause_cause(clause.metric))
+                continue
+            row = {"metric": clause.metric, **stats.percentile_verdict(samples, q, clause.op, threshold, seed)}
+        else:
+            value = float(tel.get(clause.metric, 0.0))
+            row = {"metric": clause.metric, "value": value,
+                   "verdict": verdict_rules.interval_verdict(value, value, clause.op, threshold)}
+        row["threshold"] = threshold
+        row["op"] = clause.op
+        rows.append(row)
+        verdicts.append(row["verdict"])
+        if row["verdict"] == "FAIL":
+            causes.append(verdict_rules.clause_cause(clause.metric))
+    verdict = verdict_rules.combine(verdicts)
+    return verdict, verdict_rules.failure_cause(causes) if verdict == "FAIL" else None, rows
+
+
+def spawn(spec: dict, timeout_s: float) -> dict:
+    """Run the worker on `spec`; the telemetry it wrote, or a failure telemetry if it did not."""
+    env = dict(os.environ)
+    isa = spec["state"].get("runtime")
+    if isa:
+        env["ATEN_CPU_CAPABILITY"] = isa
+    env.setdefault("MALLOC_ARENA_MAX", "2")  # fewer malloc arenas: less address space noise per thread
+    with tempfile.TemporaryDirectory(prefix="luma-trial-") as tmp:
+        spec_path, out_path = Path(tmp) / "spec.json", Path(tmp) / "out.json"
+        spec_path.write_text(json.dumps(spec))
+        proc = subprocess.Popen([sys.executable, "-m", "luma.experiments.sprint.worker", str(spec_path), str(out_path)],
+                                env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+        try:
+            _, err = proc.communicate(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.communicate()
+            return {"failure_cause": "timeout", "error": f"worker killed after {timeout_s:.0f} s", "state": spec["state"]}
+        if out_path.exists():
+            return json.loads(out_path.read_text())
+        text = err.decode(errors="replace")[-1500:]
+        memory_limited = bool(spec["state"].get("host_memory"))
+        oom = memory_limited and any(s in text.lower() for s in ("memory", "bad_alloc", "cannot allocate"))
+        how = f"signal {-proc.returncode}" if proc.returncode < 0 else f"exit code {proc.returncode}"
+        return {"failure_cause": "oom" if oom or (memory_limited and proc.returncode < 0) else "crash",
+                "error": f"worker ended with {how}: {text.strip().splitlines()[-1] if text.strip() else ''}"[:500],
+                "state": spec["state"]}
+
+
+def run_trial(contract: Contract, state: State, artifact: Path, variant: str, phase: str, *, seed: int = 0,
+              max_retries: int = 2, threads: int | None = None, replicas: int | None = None,
+              service_spec: dict | None = None) -> Trial:
+    """One judged trial of `state`; INCONCLUSIVE ones re-run with doubled requests first.
+    `service_spec`: what the service adds to the worker's spec (an endpoint's [service] table)."""
+    requests = contract.requests_needed()
+    load = contract.load.model_dump()
+    attempts = 0
+    while True:
+        attempts += 1
+        spec = {"service": contract.service, "artifact": str(artifact), "variant": variant, "state": state.enforced(),
+                "load": load, "requests": requests, "seed": seed, "timeout_s": float(contract.load.timeout_s),
+                "threads": threads, **({"replicas": replicas} if replicas and replicas > 1 else {}),
+                "units": {dim: states.unit_kind(dim, lv) for dim, lv in state.levels},
+                **(service_spec or {})}
+        tel = spawn(spec, contract.load.timeout_s + GRACE_S)
+        verdict, cause, rows = judge(contract, tel, seed)
+        if verdict != "INCONCLUSIVE" or attempts > max_retries:
+            return Trial(state, variant, phase, verdict, cause, rows, tel, requests, attempts)
+        requests *= 2
