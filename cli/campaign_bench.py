@@ -7,7 +7,7 @@ import click
 from luma.cli.campaign import ray_output_to_stderr
 from luma.cli.output import format_option, print_rows
 from luma.cli.project import READ, project, require
-from luma.experiments.fleet import bench
+from luma.experiments.fleet import overhead
 
 
 @click.command("bench")
@@ -22,5 +22,5 @@ def bench_cmd(cluster: str, repeat: int, fmt: str) -> None:
     defaults measured in the same run, `ray.nodes()`, and the head's ingest per sprint."""
     s = require()
     with ray_output_to_stderr():
-        rows = bench.run(s, cluster, repeat)
+        rows = overhead.run(s, cluster, repeat)
     print_rows(rows, ["measure", "value", "unit", "vs_baseline", "note"], fmt, title=f"campaign bench on {cluster}")

@@ -1,5 +1,5 @@
 """`luma endpoint bench`: LUMA's endpoint load generator against NVIDIA AIPerf on the same
-llama.cpp servers (experiments/endpoint/bench.py), figures and ratios from the same run."""
+llama.cpp servers (experiments/endpoint/aiperf_comparison.py), figures and ratios from the same run."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import click
 from luma.cli.output import format_option, print_rows
 from luma.cli.progress import Tracker
 from luma.cli.project import WRITE, project, settings
-from luma.experiments.endpoint import agreement, aiperf, bench
+from luma.experiments.endpoint import agreement, aiperf, aiperf_comparison as bench
 from luma.experiments.endpoint.aiperf_comparison import CASES
 
 

@@ -9,12 +9,12 @@ import click
 from luma.cli.output import format_option, print_rows
 from luma.cli.progress import Tracker, sizes_plan
 from luma.cli.project import NONE, READ, project, require, settings as command_settings
-from luma.errors import ConfigError
+from luma.errors import BadParam, BelowFloor, ConfigError, RuleError
 from luma.kb.knowledge_base import KnowledgeBase
-from luma.rules import bench as rules_bench, exploratory as explore
+from luma.rules import engine_bench as rules_bench, exploratory as explore
 from luma.rules.analysis import analyse, strata
 from luma.rules.isolated_run import RuleProcess, RunLimits, run_rules, runs_isolated
-from luma.rules.loader import BadParam, BelowFloor, RuleError, load_all, resolve_params
+from luma.rules.loader import load_all, resolve_params
 from luma.rules.sealing import refuse_unsealed
 from luma.settings import MIN_QUERY_MEMORY, parse_size
 

@@ -19,7 +19,6 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
-from luma.kb.stores.embedded import EmbeddedStore
 from luma.kb.vocab import LUMA, PROV
 from luma.rules.state import DERIVED
 
@@ -51,6 +50,9 @@ def run(kb, overrides: dict[str, str], workers: int | None = None):
     on_disk = getattr(kb.store, "raw", None) is not None and getattr(kb.store, "path", None) is not None
     if on_disk:
         kb.store.raw.backup(str(store_path(kb.settings.home)))  # hard links: cheap at any size
+    # pyoxigraph: `luma kb query --help` imports this module for store_path/last_run
+    from luma.kb.stores.embedded import EmbeddedStore
+
     copy = EmbeddedStore(store_path(kb.settings.home))
     if not on_disk:  # an in-memory store or an endpoint: its quads, copied
         copy.bulk_load_nquads([kb.store.dump("nquads")])

@@ -101,7 +101,7 @@ def run(spec: dict) -> dict:
     # after prepare_runtime (CPU affinity, RLIMIT_DATA): what these load counts in the trial's runtime
     from luma.experiments.sprint import load as loadgen
     from luma.experiments.energy import Meter  # after prepare_runtime, as above
-    from luma.experiments.services.base import CapacityError  # after prepare_runtime, as above
+    from luma.errors import CapacityError  # after prepare_runtime, as above
     from luma.experiments.services.replicas import make_engine  # after prepare_runtime, as above
 
     load = spec["load"]

@@ -87,7 +87,7 @@ def test_other_dimensions_get_no_budget_text():
 
 
 def test_the_sprint_table_gives_the_total():
-    from luma.cli.sprint import _boundary_rows
+    from luma.cli.sprint.run import boundary_rows
 
     out = {"min_pass": "8 MiB", "adjacent_fail": "6 MiB", "binding": "host_memory", "diagnosis": None,
            "intervention": "int8-weights", "recovered": True, "recovery_verdicts": ["PASS"],
@@ -98,7 +98,7 @@ def test_the_sprint_table_gives_the_total():
                                        "total_bytes": 88.8 * MIB},
                           "requalified_min_pass": {"variant": "int8-weights", "runtime_footprint_bytes": None,
                                                    "total_bytes": None}}}
-    rows = {r["item"]: r["value"] for r in _boundary_rows(out)}
+    rows = {r["item"]: r["value"] for r in boundary_rows(out)}
     assert rows["minimum PASS"] == "8 MiB over the runtime's 80.8 MiB footprint = 88.8 MiB in all (fp32)"
     assert rows["re-qualified minimum PASS"] == "6 MiB (over the runtime's footprint, not measured: add it)"
 
