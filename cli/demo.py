@@ -30,7 +30,7 @@ def demo(ctx: click.Context, demo_home: Path | None, quick: bool) -> None:
     """
     from luma.errors import LumaError
     from luma.kb.knowledge_base import KnowledgeBase
-    from luma.kb.named_queries import get_named_query
+    from luma.kb.query.named import get_named_query
 
     from luma.cli.project import make_home, settings, use_settings
 

@@ -86,9 +86,9 @@ def _total_bytes(files) -> int:
 @project(WRITE)
 def ingest(files: tuple[Path, ...], submitter: str | None, fmt: str) -> None:
     """Validate record FILES (JSON, JSONL, YAML) and add them, all or nothing."""
-    from luma.kb.evidence_gate import check_before_open
+    from luma.kb.ingest.evidence_gate import check_before_open
     from luma.cli.project import settings as command_settings
-    from luma.kb.input_files import RECORD_FILE
+    from luma.kb.records.input_files import RECORD_FILE
     from luma.kb.records.loader import iter_records
 
     if _total_bytes(files) <= PREVALIDATE_BYTES:
@@ -155,7 +155,7 @@ def _maybe_exploratory(base, exploratory: bool):
     if not exploratory:
         yield base
         return
-    from luma.kb.stores.embedded import EmbeddedStore
+    from luma.kb.store.embedded import EmbeddedStore
     from luma.rules import exploratory as explore
 
     path = explore.store_path(base.settings.home)
@@ -217,13 +217,13 @@ def query(sparql, query_file, query_name, list_names, timeout, memory, scope, ex
     import tempfile
 
     from luma.errors import LumaError
-    from luma.kb.isolated_query import QueryLimits
-    from luma.kb.named_queries import get_named_query, named_queries
-    from luma.kb.paging import paged
-    from luma.kb.query_safety import check_user_query
+    from luma.kb.store.isolated_query import QueryLimits
+    from luma.kb.query.named import get_named_query, named_queries
+    from luma.kb.query.paging import paged
+    from luma.kb.query.safety import check_user_query
     from luma.cli.project import require
     from luma.cli.project import settings as command_settings
-    from luma.kb.scope import Scope, scoped_query
+    from luma.kb.query.scope import Scope, scoped_query
     from luma.settings import MIN_QUERY_MEMORY, parse_size
 
     if list_names:
@@ -236,7 +236,7 @@ def query(sparql, query_file, query_name, list_names, timeout, memory, scope, ex
     source, named = "query", None
     try:
         if query_file:
-            from luma.kb.input_files import QUERY_FILE, read_text
+            from luma.kb.records.input_files import QUERY_FILE, read_text
 
             sparql = read_text(query_file, QUERY_FILE.under(command_settings()))  # untrusted: no FIFO, no device, 1 MiB
             source = str(query_file)
@@ -461,7 +461,7 @@ def rebuild() -> None:
 
 
 def _safe(url: str) -> str:
-    from luma.kb.ledger import _safe_url
+    from luma.kb.store.ledger import _safe_url
 
     return _safe_url(url)
 
@@ -477,7 +477,7 @@ def _safe(url: str) -> str:
 def bench(records: str, repeat: int, rdflib_max: int, rdflib_timeout: float, keep: Path | None, fmt: str) -> None:
     """Benchmark ingest and named queries on synthetic records against raw Oxigraph and rdflib."""
     from luma.cli.progress import Tracker, sizes_plan
-    from luma.kb.bench import run_bench
+    from luma.rules.pipeline_bench import run_bench
 
     try:
         sizes = [int(x) for x in records.split(",") if x.strip()]

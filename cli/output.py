@@ -168,7 +168,7 @@ def submitter_option(help_text: str = "Who submits (default: user@host)."):
         if value is None:
             return value
         from luma.errors import LedgerError
-        from luma.kb.ledger import check_text
+        from luma.kb.store.ledger import check_text
 
         try:
             check_text("submitter", value)

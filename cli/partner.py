@@ -21,8 +21,8 @@ def _open():
 
 def _book():
     """The project's partner records (reading creates nothing: no project is an error)."""
-    from luma.kb.ledger import Ledger
-    from luma.kb.partners import read_ledger
+    from luma.kb.store.ledger import Ledger
+    from luma.kb.trust.partners import read_ledger
 
     ledger = Ledger(require().db_url)
     try:
@@ -46,8 +46,8 @@ def add_cmd(files: tuple[Path, ...], name: str | None, submitter: str | None, fm
     """Validate intervention parameter FILES (TOML, YAML, JSON; at most 1 MiB each) and add
     them, all or nothing. Any error names the file and field, and nothing is written."""
     from luma.cli.project import settings
-    from luma.kb.input_files import PARTNER_FILE
-    from luma.kb.partners import add, read_partner_files
+    from luma.kb.records.input_files import PARTNER_FILE
+    from luma.kb.trust.partners import add, read_partner_files
 
     s = settings()
     records = read_partner_files(list(files), name, s.home, PARTNER_FILE.under(s))  # before anything is opened
@@ -66,7 +66,7 @@ def add_cmd(files: tuple[Path, ...], name: str | None, submitter: str | None, fm
 @project(READ)
 def list_cmd(fmt: str) -> None:
     """Every partner of this project: records live and removed, interventions, data classes."""
-    from luma.kb.partners import summary
+    from luma.kb.trust.partners import summary
 
     rows = summary(_book())
     print_rows(rows, ["partner", "records", "removed", "interventions", "data_classes", "integration_points", "latest"],
@@ -80,7 +80,7 @@ def list_cmd(fmt: str) -> None:
 def show_cmd(key: str, fmt: str) -> None:
     """A partner's records (NAME), or one record (a content-hash prefix or a record name) with
     its figures in the units given and in SI."""
-    from luma.kb.partners import record_json, record_row
+    from luma.kb.trust.partners import record_json, record_row
 
     book = _book()
     if key in book.partners():
@@ -140,7 +140,7 @@ _SI = {"byte": "B", "byte / second": "B/s", "second": "s", "watt": "W", "dimensi
 def remove_cmd(name: str, record: str | None, reason: str | None, submitter: str | None) -> None:
     """Withdraw a partner's records (all, or --record). The append-only ledger keeps them and
     records a retraction; the KB drops their graphs, and `luma kb rebuild` leaves them out."""
-    from luma.kb.partners import remove
+    from luma.kb.trust.partners import remove
 
     require()  # nothing to remove from a project that does not exist
     with _open() as kb:

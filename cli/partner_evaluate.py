@@ -22,8 +22,8 @@ def _record(ref: str):
     settings = command_settings()
     path = Path(ref)
     if path.is_file():
-        from luma.kb.input_files import PARTNER_FILE
-        from luma.kb.partners import read_partner_files
+        from luma.kb.records.input_files import PARTNER_FILE
+        from luma.kb.trust.partners import read_partner_files
 
         loaded = read_partner_files([path], None, settings.home, PARTNER_FILE.under(settings))
         if len(loaded) != 1:
@@ -31,8 +31,8 @@ def _record(ref: str):
 
             raise RecordError(f"holds {len(loaded)} records; evaluate one at a time", source=str(path))
         return loaded[0].model, str(path)
-    from luma.kb.ledger import Ledger
-    from luma.kb.partners import read_ledger
+    from luma.kb.store.ledger import Ledger
+    from luma.kb.trust.partners import read_ledger
 
     from luma.errors import UnknownName
 

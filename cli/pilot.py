@@ -33,7 +33,7 @@ def library_cmd(contract_ref: str, price_path: str | None, fmt: str) -> None:
     from luma.experiments import contract as contract_mod
     from luma.experiments.pilot import energy, library as lib
     from luma.experiments.records import architecture
-    from luma.kb import prices as prices_mod
+    from luma.experiments import prices as prices_mod
 
     s = settings()
     c = contract_mod.load(contract_ref, s)

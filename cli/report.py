@@ -66,9 +66,9 @@ def design_in_cmd(scope: str, max_rows: int, prices_path: Path | None, out: Path
     economic gain, the lifetime economics (projected, with every price's source), counter-evidence,
     recurring remedies, derivations, and the evidence of each class (needs `luma rules run` first)."""
     from luma.errors import LumaError
-    from luma.kb import prices
+    from luma.experiments import prices
     from luma.kb.knowledge_base import KnowledgeBase
-    from luma.kb.scope import Scope
+    from luma.kb.query.scope import Scope
     from luma.reports import design_in
     from luma.reports.render import write
 
@@ -99,7 +99,7 @@ def partner_cmd(record_ref, contract_ref, state_text, llm_ref, space_ref, repeti
     import json
 
     from luma.errors import ConfigError
-    from luma.kb.scope import Scope
+    from luma.kb.query.scope import Scope
     from luma.reports import partner
     from luma.reports.render import write
 

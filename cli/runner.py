@@ -32,8 +32,8 @@ def runner() -> None:
 def keygen_cmd(name: str | None, submitter: str | None) -> None:
     """Make an Ed25519 key pair under $LUMA_HOME/keys/ (private key mode 0600, never printed)
     and trust it in this project. The first key is the one runners sign with."""
-    from luma.kb import attestation
-    from luma.kb.runners import keygen
+    from luma.kb.trust import attestation
+    from luma.kb.trust.runners import keygen
 
     with _open() as kb:
         key = keygen(kb, name, submitter)
@@ -52,7 +52,7 @@ def keygen_cmd(name: str | None, submitter: str | None) -> None:
 def trust_cmd(pubkey: str, name: str, partner: str | None, submitter: str | None) -> None:
     """Trust the runner key PUBKEY: base64 of the raw 32-byte Ed25519 public key, or a file
     holding it (a .pub file from `luma runner keygen`, or a PEM public key)."""
-    from luma.kb.runners import trust
+    from luma.kb.trust.runners import trust
 
     key = _public_key(pubkey)
     with _open() as kb:
@@ -64,8 +64,8 @@ def trust_cmd(pubkey: str, name: str, partner: str | None, submitter: str | None
 def _public_key(text: str) -> bytes:
     """Raw public key from PUBKEY: a file when one of that name exists, else base64 text. The
     file is read as untrusted, within the partner file limit (it is usually a partner lab's)."""
-    from luma.kb.attestation import parse_public_key
-    from luma.kb.input_files import PARTNER_FILE, read_text
+    from luma.kb.trust.attestation import parse_public_key
+    from luma.kb.records.input_files import PARTNER_FILE, read_text
 
     path = Path(text)
     if text.endswith(".pub") or path.exists():
@@ -78,8 +78,8 @@ def _public_key(text: str) -> bytes:
 @project(READ)
 def list_cmd(fmt: str) -> None:
     """Every runner key this project has trusted: name, fingerprint, partner, since, revoked."""
-    from luma.kb.ledger import Ledger
-    from luma.kb.runners import trusted_keys
+    from luma.kb.store.ledger import Ledger
+    from luma.kb.trust.runners import trusted_keys
 
     ledger = Ledger(require().db_url)  # reading creates nothing: no project is an error
     try:
@@ -103,8 +103,8 @@ def list_cmd(fmt: str) -> None:
 def revoke_cmd(name: str, reason: str | None, submitter: str | None) -> None:
     """Stop trusting runner key NAME (or fingerprint). The ledger keeps its records; they stop
     qualifying as measured at the next `luma rules run`."""
-    from luma.kb import attestation
-    from luma.kb.runners import revoke
+    from luma.kb.trust import attestation
+    from luma.kb.trust.runners import revoke
 
     require()  # nothing to revoke in a project that does not exist
     with _open() as kb:
@@ -128,9 +128,9 @@ def sign_cmd(files: tuple[Path, ...], key_name: str | None, out: Path | None, fm
     attestation block. Every record is validated first; any error names the file and field,
     and nothing is written."""
     from luma.errors import ConfigError
-    from luma.kb import attestation
-    from luma.kb.runners import signer
-    from luma.kb.signed_files import sign_files
+    from luma.kb.trust import attestation
+    from luma.kb.trust.runners import signer
+    from luma.kb.records.signed_files import sign_files
     from luma.cli.project import settings as command_settings
 
     settings = command_settings()

@@ -17,11 +17,11 @@ from luma import names
 from luma.errors import ConfigError
 from luma.experiments import stats
 from luma.experiments.endpoint.spec import KIND as ENDPOINT, EndpointSpec
-from luma.kb import units
+from luma.kb.records import units
 from luma.kb.records.pex_chain import Clause, Level, Name, StrictModel
 
 #: Metrics a sprint can judge (its worker measures them); their units are the record layer's
-#: (`luma.kb.metrics`), which the clause itself checks.
+#: (`luma.kb.records.metrics`), which the clause itself checks.
 JUDGED = ("quality", "throughput", "token_throughput")
 #: Percentile metrics a sprint judges: `pNN_<kind>` (the worker keeps every sample of these).
 PERCENTILE_KINDS = ("latency", "ttft", "tpot")
@@ -196,7 +196,7 @@ def shipped() -> dict[str, Path]:
 def load(ref: str | Path, project=None) -> Contract:
     """A contract from a TOML file path (within the config-file limit of `project`, the
     command's Settings), or a shipped contract's name."""
-    from luma.kb.input_files import CONFIG_FILE, read_text
+    from luma.kb.records.input_files import CONFIG_FILE, read_text
     from luma.kb.records.documents import parse_toml
 
     path = Path(ref)

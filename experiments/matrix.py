@@ -36,7 +36,7 @@ def digest(matrix: dict) -> str:
 def read(path: Path, project) -> dict:
     """The matrix in `path`: a bare matrix, or an evaluation written by `luma partner evaluate
     --out` (its `matrix`). Checked to be one and to be unedited."""
-    from luma.kb.input_files import RECORD_FILE, read_text
+    from luma.kb.records.input_files import RECORD_FILE, read_text
     from luma.kb.records.documents import parse_json
 
     source = str(path)

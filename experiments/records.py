@@ -3,7 +3,7 @@ PEX-chain record for the boundary (ingested once, at the end, all or nothing).
 
 Files live under `$LUMA_HOME/sprints/<sprint id>/` (the artifact the records cite): one JSON
 file per trial, `chain.json`, and `sprint.json` (the full result, telemetry included). Every
-record is signed with the project's runner key (kb/runners.py), made on first use.
+record is signed with the project's runner key (kb/trust/runners.py), made on first use.
 """
 
 from __future__ import annotations
@@ -102,7 +102,7 @@ def trial_record(plan: Plan, sprint_id: str, trial: Trial, started: datetime, ar
 def chain_record(result: Result, started: datetime) -> dict | None:
     """The PEX chain of a sprint that found a boundary and tried an intervention; None otherwise.
     A chain whose recovery failed is still written (recovered: false) — it is evidence too. The
-    chain satisfies what ingest checks of a measured chain (`luma.kb.consistency`): so a sprint
+    chain satisfies what ingest checks of a measured chain (`luma.kb.ingest.consistency`): so a sprint
     whose adjacent FAIL level never FAILed (only INCONCLUSIVE) writes no chain."""
     from luma.experiments.services import for_contract
     from luma.experiments.software import software_config
@@ -228,7 +228,7 @@ class Recorder:
         """The record with the project runner key's attestation. The key is made on first use
         when the sprint records into the project; without --record only a key it has signs."""
         if not self._signer:
-            from luma.kb.runners import project_signer
+            from luma.kb.trust.runners import project_signer
 
             self._signer.append(project_signer(self.project, create=self.ingest_records))
         signer = self._signer[0]

@@ -46,7 +46,7 @@ class Target:
 
 def stale_rows(kb) -> list[dict]:
     """The open stale boundaries (the `stale-boundaries` named query's rows)."""
-    from luma.kb.named_queries import get_named_query
+    from luma.kb.query.named import get_named_query
 
     return kb.store.select(get_named_query("stale-boundaries").sparql)
 

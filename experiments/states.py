@@ -19,7 +19,7 @@ import re
 from dataclasses import dataclass
 
 from luma.errors import ConfigError
-from luma.kb import units
+from luma.kb.records import units
 from luma.kb.records.pex_chain import Level
 
 ENFORCED = ("compute", "host_memory", "kv_cache", "runtime")

@@ -71,7 +71,7 @@ BUDGETS = ("host_memory",)
 def _deployment(result: Result) -> dict:
     """What the boundary's budget levels need in all: level + the largest runtime footprint
     measured for that variant at the sprint's base state (diagnosis restorations left out)."""
-    from luma.kb import units
+    from luma.kb.records import units
 
     p = result.plan
     base = {d: v for d, v in p.base.as_dict().items() if d != p.dimension}

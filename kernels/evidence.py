@@ -3,7 +3,7 @@
 Every `luma kernels evaluate|bench` run writes its records (JSON Lines) under
 `$LUMA_HOME/results/` — the artifact — and ingests them like any other submission, so they carry
 the ledger's provenance and can be rebuilt from it. Each record is signed with the project's
-runner key (kb/runners.py), made on first use.
+runner key (kb/trust/runners.py), made on first use.
 """
 
 from __future__ import annotations
@@ -123,7 +123,7 @@ def save_and_ingest(records: list[dict], kind: str, project):
     """Sign the records with the project's runner key, write them as JSON Lines under
     $LUMA_HOME/results/ and ingest them into `project` (Settings); return (path, IngestReport)."""
     from luma.kb.knowledge_base import KnowledgeBase
-    from luma.kb.runners import project_signer
+    from luma.kb.trust.runners import project_signer
     settings = project
     signer = project_signer(settings)  # before the KB opens: a first key is trusted through it
     records = [signer.sign(r, f"luma kernels {kind}: record {i}") for i, r in enumerate(records, 1)]

@@ -24,7 +24,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from luma.errors import ConfigError
-from luma.kb.input_files import RECORD_FILE, read_text
+from luma.kb.records.input_files import RECORD_FILE, read_text
 
 #: The format this report reads (the file's `format`).
 FORMAT = 1
@@ -249,7 +249,7 @@ class Pilot(_Model):
             if finite(w.slo) is not None:
                 return w.slo
         from luma.errors import LumaError
-        from luma.kb.units import normalise
+        from luma.kb.records.units import normalise
 
         latency = [c for c in self.contract.clauses if c.metric.startswith("p") and c.metric.endswith("_latency")]
         clause = next((c for c in latency if c.metric == "p95_latency"), latency[0] if latency else None)

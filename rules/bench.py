@@ -14,7 +14,7 @@ import tempfile
 import time
 from pathlib import Path
 
-#: Share of the synthetic chains that name their software (kb/synthetic.py).
+#: Share of the synthetic chains that name their software (kb/records/synthetic.py).
 SOFTWARE_SHARE = 0.3
 
 
@@ -32,11 +32,11 @@ def _runs(report) -> dict:
 
 def child_luma(n: int, extra: int, workdir: Path, dump: bool, repeat: int = 5) -> dict:
     from luma.kb.knowledge_base import KnowledgeBase
-    from luma.kb.synthetic import BENCH_NOTE, mark_bench_project, write_jsonl
+    from luma.kb.records.synthetic import BENCH_NOTE, mark_bench_project, write_jsonl
     from luma.rules.engine import Engine
     from luma.settings import Settings
 
-    from luma.kb import runners
+    from luma.kb.trust import runners
 
     home = workdir / "project"
     settings = Settings.local(home)
@@ -137,7 +137,7 @@ def run_bench(sizes: list[int], extra: int = 1000, rdflib_max: int = 1000, rdfli
 
 
 def _child(args: list[str], timeout: float | None = None) -> dict:
-    from luma.kb.bench import run_child
+    from luma.rules.pipeline_bench import run_child
 
     return run_child("luma.rules.bench", args, timeout)
 

@@ -41,7 +41,7 @@ def store_path(home: Path) -> Path:
 def run(kb, overrides: dict[str, str], workers: int | None = None):
     """Copy the KB, run every rule on the copy with `overrides` (floors not applied), mark each
     derivation exploratory; returns the engine's RunReport."""
-    from luma.kb.stores.embedded import EmbeddedStore
+    from luma.kb.store.embedded import EmbeddedStore
     from luma.rules.engine import Engine
 
     folder = Path(kb.settings.home) / FOLDER

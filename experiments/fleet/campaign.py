@@ -175,7 +175,7 @@ class Campaign:
 def load(path: str | Path, project=None) -> Campaign:
     """Read and check a campaign file (every contract loaded, every level parsed); a ConfigError
     naming the file and field otherwise."""
-    from luma.kb.input_files import CONFIG_FILE, read_text
+    from luma.kb.records.input_files import CONFIG_FILE, read_text
     from luma.kb.records.documents import parse_toml
     from luma.kb.records.loader import first_error
 

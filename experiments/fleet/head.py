@@ -120,8 +120,8 @@ def eligible(required: dict[str, str], fleet: list[Node]) -> list[Node]:
 
 
 def trusted_fingerprints(settings) -> set[str]:
-    from luma.kb.ledger import Ledger
-    from luma.kb.runners import trusted_keys
+    from luma.kb.store.ledger import Ledger
+    from luma.kb.trust.runners import trusted_keys
 
     ledger = Ledger(settings.db_url)
     try:
@@ -132,7 +132,7 @@ def trusted_fingerprints(settings) -> set[str]:
 
 def done_units(settings, campaign: Campaign) -> set[str]:
     """The units whose records the ledger already holds (ingested by this campaign's head)."""
-    from luma.kb.ledger import Ledger
+    from luma.kb.store.ledger import Ledger
 
     ledger = Ledger(settings.db_url)
     try:

@@ -33,7 +33,7 @@ MODELLED = ("kv-cache", "weights")
 def _si(q) -> float | None:
     if q is None:
         return None
-    from luma.kb import units
+    from luma.kb.records import units
 
     return float(units.normalise(q.value, q.unit)[0])
 

@@ -35,7 +35,7 @@ def turtle(cal: dict) -> str:
     """The calibration's error figures as Turtle (deterministic for the same calibration)."""
     key = hashlib.sha256(json.dumps(cal["errors"], sort_keys=True).encode() + cal["created"].encode()).hexdigest()[:16]
     # A relative IRI: it resolves under the loaded document's own graph, since a plain RDF document
-    # describes only the nodes it brings, never a node LUMA mints (kb/sealed.py).
+    # describes only the nodes it brings, never a node LUMA mints (kb/records/sealed.py).
     root = f"model-calibration/{key}"
     lines = [_PREFIXES, f"<{root}> a luma:ModelCalibration, prov:Entity ;",
              '    rdfs:label "analytical model calibrated on this host (luma model calibrate)" ;',
@@ -64,7 +64,7 @@ def record(project, cal: dict) -> Path:
 
 
 def _trials(project) -> list[dict]:
-    from luma.kb.ledger import payloads_of_kind
+    from luma.kb.store.ledger import payloads_of_kind
 
     return [json.loads(payload) for _, payload in payloads_of_kind(project, "pex-trial")]
 

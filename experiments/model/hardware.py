@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
 from luma.errors import ConfigError, LumaError, UnknownName
-from luma.kb import units
+from luma.kb.records import units
 
 #: Bytes per element of each precision the model knows.
 PRECISION_BYTES = {"fp32": 4.0, "tf32": 4.0, "fp16": 2.0, "bf16": 2.0, "fp8": 1.0, "int8": 1.0, "int4": 0.5}

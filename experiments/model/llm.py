@@ -159,7 +159,7 @@ def config(ref: str | dict, project=None) -> ModelConfig:
         return PRESETS[ref.lower()]
     path = Path(ref)
     if path.exists():
-        from luma.kb.input_files import CONFIG_FILE, read_text
+        from luma.kb.records.input_files import CONFIG_FILE, read_text
         from luma.kb.records.documents import parse_json
 
         # Untrusted like any file a user names: regular, at most 1 MiB, no duplicate keys, not deep.

@@ -9,7 +9,7 @@ axis of the model (variant, precision, parallelism, load) is kept as the state's
 Evidence class: the model's own (experiments/model/evaluate.py) — `simulated` for the services
 of this host, whose model is calibrated on trials measured here, `projected` for LLMs on
 hardware the model has not measured and for partner evaluations. The records are not signed:
-only `measured` is earned by a runner key (kb/evidence_gate.py).
+only `measured` is earned by a runner key (kb/ingest/evidence_gate.py).
 """
 
 from __future__ import annotations
@@ -82,7 +82,7 @@ def _number_level(axis: str, label: str) -> dict | None:
 def split_state(labels: dict[str, str], home: Path | None = None) -> tuple[dict, dict[str, str]]:
     """({"dimensions": {dimension: level}}, {setting: label}) of a state in the model's labels:
     machine levels as a record carries them, everything else as the configuration."""
-    from luma.kb.dimensions import record_dimensions
+    from luma.kb.records.dimensions import record_dimensions
     from luma.kb.records.pex_chain import Level, _check_level
 
     dims = record_dimensions(home)

@@ -35,7 +35,7 @@ import numpy as np
 
 from luma.errors import ConfigError
 from luma.experiments.model import hardware, llm
-from luma.kb.input_files import CONFIG_FILE, read_text
+from luma.kb.records.input_files import CONFIG_FILE, read_text
 from luma.kb.records.documents import parse_toml
 
 #: axis -> (kind, applies to: "llm", "service" or "both")

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 from luma.errors import ConfigError
 from luma.experiments import stats
-from luma.kb import units
+from luma.kb.records import units
 
 MIN_PASS = 2
 #: The two record kinds a library reads.
@@ -108,8 +108,8 @@ def build(project, contract, prices=None) -> tuple[list[LibraryState], list[str]
     from collections import Counter
 
     from luma.experiments.records import architecture
-    from luma.kb.ledger import Ledger
-    from luma.kb.runners import trusted_keys
+    from luma.kb.store.ledger import Ledger
+    from luma.kb.trust.runners import trusted_keys
 
     wanted = contract.record_contract()
     arch = architecture()["name"]
@@ -203,7 +203,7 @@ def build(project, contract, prices=None) -> tuple[list[LibraryState], list[str]
 
 def price_all(library: list[LibraryState], prices) -> None:
     """Each state's cost per hour from the price table (ConfigError if it cannot be priced)."""
-    from luma.kb.prices import NotPriced, state_cost
+    from luma.experiments.prices import NotPriced, state_cost
 
     for s in library:
         levels = {"compute": float(s.cores)}

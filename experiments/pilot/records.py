@@ -75,7 +75,7 @@ def decision_record(ctx, pending, outcome: str, window_index: int, windows: list
                  _fig("p95_latency", p.get("p95_latency"), "s", "projected"),
                  _fig("cost_per_accepted", p.get("cost_per_accepted"), f"{cur}/request", "projected")]
     verdicts = [w["verdict"] for w in pending.windows]
-    from luma.kb.judge import combine
+    from luma.kb.records.judge import combine
 
     doc = {
         "record_type": "pilot-decision", "evidence_class": "measured", "pilot": ctx.run_id,
@@ -104,7 +104,7 @@ class DecisionWriter:
         self.hashes: list[str] = []
 
     def __call__(self, doc: dict) -> str | None:
-        from luma.kb.runners import project_signer
+        from luma.kb.trust.runners import project_signer
 
         signer = project_signer(self.project, create=self.record)
         if signer is not None:

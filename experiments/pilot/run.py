@@ -67,7 +67,7 @@ def prepare(project, contract_ref: str, *, trace_ref: str | None = None, duratio
     """Check every input and build the run's context; ConfigError before anything starts."""
     from luma.experiments import contract as contract_mod
     from luma.experiments.services import get
-    from luma.kb import prices as prices_mod
+    from luma.experiments import prices as prices_mod
 
     contract = contract_mod.load(contract_ref, project)
     spec = contract.pilot or contract_mod.PilotSpec()

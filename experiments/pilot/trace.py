@@ -184,7 +184,7 @@ def parse(text: str, source: str, name: str, max_context: int | None = None) -> 
 
 def load(ref: str | Path, project=None, max_context: int | None = None) -> Trace:
     """A trace by shipped name or CSV path (within the config-file size limit)."""
-    from luma.kb.input_files import CONFIG_FILE, read_text
+    from luma.kb.records.input_files import CONFIG_FILE, read_text
 
     path = Path(ref)
     if not path.is_file():

@@ -17,7 +17,7 @@ def record_schema(kind: str, model, title: str, description: str, *, state_dimen
         "description": description,
     }
     if state_dimensions:
-        from luma.kb.dimensions import record_dimensions
+        from luma.kb.records.dimensions import record_dimensions
 
         schema["$defs"]["MachineState"]["properties"]["dimensions"]["propertyNames"] = {"enum": sorted(record_dimensions())}
     return schema

@@ -20,7 +20,7 @@ class RecordKind:
     name: str
     #: "module:Class" of the pydantic model that validates it.
     model: str
-    #: Function of luma.kb.projection that turns it into quads.
+    #: Function of luma.kb.ingest.projection that turns it into quads.
     projector: str
     #: Function of luma.kb.records.schema that gives its JSON Schema (None: no published schema).
     schema: str | None = None

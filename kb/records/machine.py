@@ -5,7 +5,7 @@ storage, power and price. `luma machine characterize` measures this host and rec
 **measured**; `experiments/machines/*.json` ship public spec sheets as **vendor-claim** records
 that name their source. Figures are per device; `count` is how many devices a node has.
 
-Every quantity is `{"value": number, "unit": text}` (unit names joined by `*` and `/`, small powers: kb/unit_grammar.py) and must have the dimension
+Every quantity is `{"value": number, "unit": text}` (unit names joined by `*` and `/`, small powers: kb/records/unit_grammar.py) and must have the dimension
 of its field: a bandwidth given in `Gbit/s` converts to bytes per second, one given in `GB` is
 refused, as are negative, zero, NaN and infinite values. The analytical model reads figures
 through `compute_flops`, `memory_capacity`, `memory_bandwidth`, `power_w`, `count`,
@@ -22,8 +22,8 @@ from typing import Annotated, Literal
 from pydantic import AfterValidator, Field, StrictBool, StrictInt, StrictStr, model_validator
 
 from luma.errors import RecordError, UnknownName
-from luma.kb import units
-from luma.kb.attestation import SCHEMA_NOTE, Attestation
+from luma.kb.records import units
+from luma.kb.trust.attestation import SCHEMA_NOTE, Attestation
 from luma.kb.records.envelope import record_schema
 from luma.kb.records.pex_chain import (
     Architecture,
@@ -366,7 +366,7 @@ def read_machine(path: Path) -> MachineRecord:
 def stored_machines(project) -> list[tuple[str, MachineRecord]]:
     """(content hash, record) of every machine record in the ledger of `project` (Settings),
     oldest first. Reads nothing (and creates nothing) when the project has no ledger yet."""
-    from luma.kb.ledger import payloads_of_kind
+    from luma.kb.store.ledger import payloads_of_kind
 
     return [(h, MachineRecord.model_validate_json(payload)) for h, payload in payloads_of_kind(project, "machine")]
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Literal
 
-from luma.kb import metrics, units
-from luma.kb.attestation import Attestation
-from luma.kb.dimensions import Dimension, record_dimensions
+from luma.kb.records import metrics, units
+from luma.kb.trust.attestation import Attestation
+from luma.kb.records.dimensions import Dimension, record_dimensions
 from luma.kb.vocab import EvidenceClass
 from pydantic import (
     BaseModel,

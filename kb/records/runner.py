@@ -14,7 +14,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, StrictStr, model_validator
 
-from luma.kb.attestation import Fingerprint, fingerprint, strict_b64
+from luma.kb.trust.attestation import Fingerprint, fingerprint, strict_b64
 from luma.kb.records.intervention_params import Text
 from luma.kb.records.machine import Slug
 from luma.kb.records.pex_chain import Provenance, StrictModel

@@ -18,7 +18,7 @@ from luma.experiments import contract as contracts
 from luma.experiments import optimize
 from luma.experiments.states import State
 from luma.experiments.trial import Trial
-from luma.kb.consistency import check_measured
+from luma.kb.ingest.consistency import check_measured
 from luma.kb.knowledge_base import KnowledgeBase
 from luma.kb.records.loader import validate_document
 from luma.rules.engine import Engine

@@ -12,7 +12,7 @@ from sqlalchemy import text
 
 from luma.cli.main import cli
 from luma.kb.knowledge_base import KnowledgeBase
-from luma.kb.synthetic import mark_bench_project, write_jsonl
+from luma.kb.records.synthetic import mark_bench_project, write_jsonl
 from luma.rules.engine import Engine
 from luma.settings import Settings
 
@@ -77,7 +77,7 @@ TRUST_RECORDS = 1
 def _build_project(home: Path, evidence, synthetic: int, rdf: bool = False):
     """A project at `home` with its own runner key, the valid chain and `synthetic` synthetic
     chains signed by it, and optionally a Turtle document; returns the key. With synthetic chains
-    it is a marked benchmark project (kb/synthetic.py), so that the would-be measured ones are
+    it is a marked benchmark project (kb/records/synthetic.py), so that the would-be measured ones are
     measured and the rules have boundaries to derive from."""
     with pytest.MonkeyPatch.context() as mp:
         use_home(mp, home)

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from luma.errors import ConfigError, RdfSyntaxError, RecordError
-from luma.kb.synthetic import write_jsonl
+from luma.kb.records.synthetic import write_jsonl
 from luma.kb.vocab import ID, LUMA
 from luma.rules.engine import Engine
 

@@ -12,10 +12,11 @@ import pyoxigraph as ox
 import pytest
 from rdflib import OWL, RDF, RDFS, Graph, Namespace, URIRef
 
-from luma.kb import projection, projection_model, units
-from luma.kb.dimensions import all_dimensions, record_dimensions
-from luma.kb.projection import LedgerMeta, project
-from luma.kb.projection_outcomes import RESTORATION_VERDICTS
+from luma.kb.ingest import projection, projection_model
+from luma.kb.records import units
+from luma.kb.records.dimensions import all_dimensions, record_dimensions
+from luma.kb.ingest.projection import LedgerMeta, project
+from luma.kb.ingest.projection_outcomes import RESTORATION_VERDICTS
 from luma.kb.records.loader import validate_document
 from luma.kb.vocab import EVIDENCE_CLASSES, LUMA, LUNIT
 
@@ -177,7 +178,7 @@ def test_every_canonical_unit_is_a_labelled_qudt_unit():
 
 
 def test_only_dimensions_ttl_declares_resource_dimensions():
-    # kb/dimensions.py reads every *.ttl file here and takes each such individual as a dimension.
+    # kb/records/dimensions.py reads every *.ttl file here and takes each such individual as a dimension.
     for name in ("luma.ttl", "shapes.ttl"):
         assert not individuals(graph(name), L.ResourceDimension), name
     assert set(all_dimensions()) == individuals(graph("dimensions.ttl"), L.ResourceDimension)

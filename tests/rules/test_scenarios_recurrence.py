@@ -14,7 +14,8 @@ import json
 import random
 import pytest
 
-from luma.kb import runners, synthetic
+from luma.kb.trust import runners
+from luma.kb.records import synthetic
 from luma.kb.knowledge_base import KnowledgeBase
 from luma.kb.vocab import LUMA
 from luma.rules.engine import Engine
