@@ -60,7 +60,7 @@ def characterize_cmd(quick, cores, name, ingest, out, fmt) -> None:
     from luma.experiments.characterize import characterize, usable_cpus
     from luma.extras import require
     from luma.kb.records.loader import validate_document
-    from luma.kb.trust.runners import project_signer
+    from luma.kb.operations.runner_keys import project_signer
     from luma.cli.project import settings as command_settings
 
     require("kernels", "luma machine characterize")  # its matmul probes run torch in child processes

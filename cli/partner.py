@@ -47,7 +47,8 @@ def add_cmd(files: tuple[Path, ...], name: str | None, submitter: str | None, fm
     them, all or nothing. Any error names the file and field, and nothing is written."""
     from luma.cli.project import settings
     from luma.kb.records.input_files import PARTNER_FILE
-    from luma.kb.trust.partners import add, read_partner_files
+    from luma.kb.operations.partners import add
+    from luma.kb.trust.partners import read_partner_files
 
     s = settings()
     records = read_partner_files(list(files), name, s.home, PARTNER_FILE.under(s))  # before anything is opened
@@ -140,7 +141,7 @@ _SI = {"byte": "B", "byte / second": "B/s", "second": "s", "watt": "W", "dimensi
 def remove_cmd(name: str, record: str | None, reason: str | None, submitter: str | None) -> None:
     """Withdraw a partner's records (all, or --record). The append-only ledger keeps them and
     records a retraction; the KB drops their graphs, and `luma kb rebuild` leaves them out."""
-    from luma.kb.trust.partners import remove
+    from luma.kb.operations.partners import remove
 
     require()  # nothing to remove from a project that does not exist
     with _open() as kb:

@@ -33,7 +33,7 @@ def keygen_cmd(name: str | None, submitter: str | None) -> None:
     """Make an Ed25519 key pair under $LUMA_HOME/keys/ (private key mode 0600, never printed)
     and trust it in this project. The first key is the one runners sign with."""
     from luma.kb.trust import attestation
-    from luma.kb.trust.runners import keygen
+    from luma.kb.operations.runner_keys import keygen
 
     with _open() as kb:
         key = keygen(kb, name, submitter)
@@ -52,7 +52,7 @@ def keygen_cmd(name: str | None, submitter: str | None) -> None:
 def trust_cmd(pubkey: str, name: str, partner: str | None, submitter: str | None) -> None:
     """Trust the runner key PUBKEY: base64 of the raw 32-byte Ed25519 public key, or a file
     holding it (a .pub file from `luma runner keygen`, or a PEM public key)."""
-    from luma.kb.trust.runners import trust
+    from luma.kb.operations.runner_keys import trust
 
     key = _public_key(pubkey)
     with _open() as kb:
@@ -104,7 +104,7 @@ def revoke_cmd(name: str, reason: str | None, submitter: str | None) -> None:
     """Stop trusting runner key NAME (or fingerprint). The ledger keeps its records; they stop
     qualifying as measured at the next `luma rules run`."""
     from luma.kb.trust import attestation
-    from luma.kb.trust.runners import revoke
+    from luma.kb.operations.runner_keys import revoke
 
     require()  # nothing to revoke in a project that does not exist
     with _open() as kb:

@@ -69,7 +69,7 @@ def join_cmd(address, as_head, port, extra, node_ip, cpus, block, dry_run) -> No
     from luma.cli.project import settings
     from luma.experiments.fleet import labels as node_labels
     from luma.kb.trust import attestation
-    from luma.kb.trust.runners import project_signer
+    from luma.kb.operations.runner_keys import project_signer
 
     if bool(address) == as_head:
         raise click.UsageError("give the cluster's ADDRESS, or --head to start a new cluster (not both)")

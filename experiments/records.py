@@ -228,7 +228,7 @@ class Recorder:
         """The record with the project runner key's attestation. The key is made on first use
         when the sprint records into the project; without --record only a key it has signs."""
         if not self._signer:
-            from luma.kb.trust.runners import project_signer
+            from luma.kb.operations.runner_keys import project_signer
 
             self._signer.append(project_signer(self.project, create=self.ingest_records))
         signer = self._signer[0]

@@ -123,7 +123,7 @@ def save_and_ingest(records: list[dict], kind: str, project):
     """Sign the records with the project's runner key, write them as JSON Lines under
     $LUMA_HOME/results/ and ingest them into `project` (Settings); return (path, IngestReport)."""
     from luma.kb.knowledge_base import KnowledgeBase
-    from luma.kb.trust.runners import project_signer
+    from luma.kb.operations.runner_keys import project_signer
     settings = project
     signer = project_signer(settings)  # before the KB opens: a first key is trusted through it
     records = [signer.sign(r, f"luma kernels {kind}: record {i}") for i, r in enumerate(records, 1)]

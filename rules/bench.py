@@ -36,6 +36,7 @@ def child_luma(n: int, extra: int, workdir: Path, dump: bool, repeat: int = 5) -
     from luma.rules.engine import Engine
     from luma.settings import Settings
 
+    from luma.kb.operations import runner_keys
     from luma.kb.trust import runners
 
     home = workdir / "project"
@@ -44,7 +45,7 @@ def child_luma(n: int, extra: int, workdir: Path, dump: bool, repeat: int = 5) -
     # it trusts), which the rules need to derive anything at scale.
     mark_bench_project(home)
     with KnowledgeBase.open(settings) as kb:
-        signer = runners.signer(home, runners.keygen(kb, "synthetic-bench").name)
+        signer = runners.signer(home, runner_keys.keygen(kb, "synthetic-bench").name)
     with KnowledgeBase.open(settings) as kb:
         kb.ingest([write_jsonl(workdir / "records.jsonl", n, signer=signer, software_share=SOFTWARE_SHARE)], submitter="bench")
         quads = kb.store.count()

@@ -48,6 +48,7 @@ def child_luma(n: int, workdir: Path, repeat: int) -> dict:
     from luma.kb.query.named import named_queries
     from luma.kb.records.synthetic import BENCH_NOTE, mark_bench_project, write_jsonl
     from luma.kb.vocab import ONTOLOGY_GRAPH
+    from luma.kb.operations import runner_keys
     from luma.kb.trust import runners
     from luma.kb.ingest.evidence_gate import MeasuredGate
     from luma.rules.engine import Engine
@@ -60,7 +61,7 @@ def child_luma(n: int, workdir: Path, repeat: int) -> dict:
     # trials: ingest verifies and re-judges them as it would a runner's (kb/ingest/evidence_gate.py).
     mark_bench_project(home)
     with KnowledgeBase.open(settings) as base:
-        key = runners.keygen(base, "synthetic-bench")
+        key = runner_keys.keygen(base, "synthetic-bench")
     src = write_jsonl(workdir / "records.jsonl", n, signer=runners.signer(home, key.name))
     rss0 = _rss_mb()
     t0 = time.perf_counter()

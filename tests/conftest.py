@@ -295,7 +295,8 @@ def trust_runner(settings, key=None, name: str = RUNNER):
     `name` (`luma runner trust`), or else a new key made there (`luma runner keygen --name`)."""
     from luma.kb.trust import attestation
     from luma.kb.knowledge_base import KnowledgeBase
-    from luma.kb.trust.runners import keygen, signer, trust
+    from luma.kb.operations.runner_keys import keygen, trust
+    from luma.kb.trust.runners import signer
 
     with KnowledgeBase.open(settings) as kb:
         if key is not None:

@@ -20,7 +20,7 @@ def run_unit(spec: dict) -> dict:
 
     from luma.experiments import contract as contracts, sprint, summary
     from luma.experiments.records import Recorder
-    from luma.kb.trust.runners import project_signer
+    from luma.kb.operations.runner_keys import project_signer
     from luma.settings import Settings
 
     settings = Settings.from_env()

@@ -104,7 +104,7 @@ class DecisionWriter:
         self.hashes: list[str] = []
 
     def __call__(self, doc: dict) -> str | None:
-        from luma.kb.trust.runners import project_signer
+        from luma.kb.operations.runner_keys import project_signer
 
         signer = project_signer(self.project, create=self.record)
         if signer is not None:

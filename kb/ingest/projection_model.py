@@ -3,7 +3,7 @@
 A `model-prediction` becomes one `luma:ModelRun` (the command, the model's code and calibration
 hashes, the notes) and one `luma:ModelPrediction` per predicted state. A prediction names the
 contract and the machine state through the very entities a PEX chain or trial names
-(`projection._contract`, `projection._state`: same contract, same levels in canonical units ->
+(`projection_nodes.contract_node`, `state_node`: same contract, same levels in canonical units ->
 same IRI), so the model-agreement rule joins them without comparing levels itself. An
 `experiment-matrix` becomes one `luma:ExperimentMatrix` with a node per state of each
 configuration.
@@ -12,6 +12,8 @@ configuration.
 from __future__ import annotations
 
 from luma.kb.ingest import nquads as nq
+from luma.kb.ingest import projection_nodes as nodes
+from luma.kb.ingest.projection_nodes import projects
 from luma.kb.records import units
 from luma.kb.vocab import EVIDENCE_CLASSES, ID, LUMA, QUDT, RDF, short_hash
 
@@ -20,13 +22,12 @@ TYPE = RDF + "type"
 PREDICTED = {"PASS": "Pass", "FAIL": "Fail", "UNKNOWN": "Unknown"}
 
 
+@projects("model-prediction")
 def project_model_prediction(w: nq.QuadWriter, rec, meta, dims) -> None:
     """The run and one node per predicted state."""
-    from luma.kb.ingest.projection import _activity, _contract, _state, _workload, record_node
-
     run = ID + "model-run/" + meta.content_hash[:32]
     ec = nq.iri(EVIDENCE_CLASSES[rec.evidence_class])
-    record_node(w, run, "ModelRun", ec)
+    nodes.record_node(w, run, "ModelRun", ec)
     w.add(run, LUMA + "command", nq.string(rec.command))
     m = rec.model
     w.add(run, LUMA + "modelName", nq.string(m.name))
@@ -36,9 +37,9 @@ def project_model_prediction(w: nq.QuadWriter, rec, meta, dims) -> None:
         w.add(run, LUMA + "calibrationHash", nq.string(m.calibration))
     if m.space:
         w.add(run, LUMA + "spaceName", nq.string(m.space))
-    contract = _contract(w, rec.contract)
+    contract = nodes.contract_node(w, rec.contract)
     w.add(run, LUMA + "contract", nq.iri(contract))
-    workload = _workload(w, rec.workload) if rec.workload is not None else None
+    workload = nodes.workload_node(w, rec.workload) if rec.workload is not None else None
     if workload:
         w.add(run, LUMA + "workload", nq.iri(workload))
     if rec.intervention:
@@ -48,11 +49,11 @@ def project_model_prediction(w: nq.QuadWriter, rec, meta, dims) -> None:
     for i, p in enumerate(rec.predictions):
         node = f"{run}/prediction/{i}"
         w.add(run, LUMA + "prediction", nq.iri(node))
-        record_node(w, node, "ModelPrediction", ec)
+        nodes.record_node(w, node, "ModelPrediction", ec)
         w.add(node, LUMA + "contract", nq.iri(contract))
         if workload:
             w.add(node, LUMA + "workload", nq.iri(workload))
-        state = _state(w, p.state, dims)[0]
+        state = nodes.state_node(w, p.state, dims)[0]
         w.add(node, LUMA + "predictedState", nq.iri(state))
         # The same prediction recorded twice (same contract, state, settings, model code and
         # calibration) has the same key, so model-vs-pex counts it once.
@@ -98,17 +99,16 @@ def project_model_prediction(w: nq.QuadWriter, rec, meta, dims) -> None:
             w.add(fig, QUDT + "numericValue", nq.double(value))
             w.add(fig, QUDT + "unit", nq.iri(units.unit_iri(canonical)))
     pv = rec.provenance
-    _activity(w, run, pv.tool, pv.git_revision, pv.host, pv.started, pv.environment)
+    nodes.add_activity(w, run, pv.tool, pv.git_revision, pv.host, pv.started, pv.environment)
 
 
+@projects("experiment-matrix")
 def project_experiment_matrix(w: nq.QuadWriter, rec, meta, dims) -> None:
     """The matrix and one node per state of each configuration."""
-    from luma.kb.ingest.projection import _activity, _contract, record_node
-
     mx = ID + "experiment-matrix/" + meta.content_hash[:32]
-    record_node(w, mx, "ExperimentMatrix", nq.iri(EVIDENCE_CLASSES[rec.evidence_class]))
+    nodes.record_node(w, mx, "ExperimentMatrix", nq.iri(EVIDENCE_CLASSES[rec.evidence_class]))
     w.add(mx, LUMA + "matrixHash", nq.string(rec.sha256))
-    w.add(mx, LUMA + "contract", nq.iri(_contract(w, rec.contract)))
+    w.add(mx, LUMA + "contract", nq.iri(nodes.contract_node(w, rec.contract)))
     w.add(mx, LUMA + "matrixDimension", nq.string(rec.dimension))
     w.add(mx, LUMA + "matrixRepetitions", nq.integer(rec.repetitions))
     if rec.model:
@@ -128,4 +128,4 @@ def project_experiment_matrix(w: nq.QuadWriter, rec, meta, dims) -> None:
             if s.binding:
                 w.add(node, LUMA + "predictedBinding", nq.string(s.binding))
     pv = rec.provenance
-    _activity(w, mx, pv.tool, pv.git_revision, pv.host, pv.started, pv.environment)
+    nodes.add_activity(w, mx, pv.tool, pv.git_revision, pv.host, pv.started, pv.environment)

@@ -19,7 +19,9 @@ graph (names fixed by the issue's contract; kb/ingest/projection.py calls `proje
 from __future__ import annotations
 
 from luma.kb.ingest import nquads as nq
+from luma.kb.ingest import projection_nodes as nodes
 from luma.kb.records import units
+from luma.kb.vocab import LUMA
 
 TYPE = "http://www.w3.org/1999/02/22-rdf-syntax-ns#type"
 RESTORATION_VERDICTS = {"PASS": "Pass", "FAIL": "Fail", "INCONCLUSIVE": "Inconclusive", "not-tested": "NotTested"}
@@ -27,9 +29,7 @@ RESTORATION_VERDICTS = {"PASS": "Pass", "FAIL": "Fail", "INCONCLUSIVE": "Inconcl
 
 def project_outcomes(w: nq.QuadWriter, c: str, rec, dims) -> None:
     """The outcome facts of chain `rec` on its node `c` (nothing for a chain without them)."""
-    from luma.kb.ingest import projection as p
-
-    L = p.LUMA
+    L = LUMA
     if rec.co_binding:
         w.add(c, L + "coBinding", nq.boolean(True))
         for key in rec.co_binding:
@@ -55,7 +55,7 @@ def project_outcomes(w: nq.QuadWriter, c: str, rec, dims) -> None:
                 w.add(node, L + prop, nq.double(float(value)))
         w.add(node, L + "belowRange", nq.boolean(f.below_range))
         if rec.intervention.software is not None:
-            w.add(node, L + "softwareConfig", nq.iri(p.software_config(w, rec.intervention.software)))
+            w.add(node, L + "softwareConfig", nq.iri(nodes.software_config(w, rec.intervention.software)))
     n = rec.next_binding
     if n is not None:
         if n.resource is None:
@@ -72,14 +72,12 @@ def project_outcomes(w: nq.QuadWriter, c: str, rec, dims) -> None:
         node = f"{c}/decision/{i}"
         w.add(c, L + "deploymentDecision", nq.iri(node))
         w.add(node, TYPE, nq.iri(L + "DeploymentDecision"))
-        w.add(node, L + "softwareConfig", nq.iri(p.software_config(w, d.software)))
-        w.add(node, L + "minimumState", nq.iri(p._state(w, d.state, dims)[0]))
+        w.add(node, L + "softwareConfig", nq.iri(nodes.software_config(w, d.software)))
+        w.add(node, L + "minimumState", nq.iri(nodes.state_node(w, d.state, dims)[0]))
 
 
 def _restoration(w: nq.QuadWriter, c: str, node: str, link: str, r, dims) -> None:
-    from luma.kb.ingest import projection as p
-
-    L = p.LUMA
+    L = LUMA
     w.add(c, L + link, nq.iri(node))
     w.add(node, TYPE, nq.iri(L + "Restoration"))
     w.add(node, L + "restoredDimension", nq.iri(dims[r.dimension].iri))
@@ -87,6 +85,6 @@ def _restoration(w: nq.QuadWriter, c: str, node: str, link: str, r, dims) -> Non
     if r.reason:
         w.add(node, L + "reason", nq.string(r.reason))
     if r.restored_level is not None:
-        w.add(node, L + "restoredLevel", nq.iri(p._level(w, dims[r.dimension], r.restored_level)))
+        w.add(node, L + "restoredLevel", nq.iri(nodes.level_node(w, dims[r.dimension], r.restored_level)))
     for j, trial in enumerate(r.trials):
-        p.project_trial(w, node, f"{node}/trial/{j}", trial)
+        nodes.project_trial(w, node, f"{node}/trial/{j}", trial)

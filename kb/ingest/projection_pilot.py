@@ -15,6 +15,8 @@ KB keeps their verdict, which ingest re-judged.
 from __future__ import annotations
 
 from luma.kb.ingest import nquads as nq
+from luma.kb.ingest import projection_nodes as nodes
+from luma.kb.ingest.projection_nodes import projects
 from luma.kb.records import units
 from luma.kb.records.pilot_decision import Figure, PilotDecision, PilotState
 from luma.kb.vocab import EVIDENCE_CLASSES, ID, LUMA
@@ -23,11 +25,10 @@ from luma.kb.vocab import EVIDENCE_CLASSES, ID, LUMA
 FIGURE_LISTS = (("predictedFigure", "prediction"), ("realizedBefore", "before"), ("realizedAfter", "after"))
 
 
-def _pilot_decision(w: nq.QuadWriter, rec: PilotDecision, meta, dims) -> None:
-    from luma.kb.ingest import projection as p
-
+@projects("pilot-decision")
+def project_pilot_decision(w: nq.QuadWriter, rec: PilotDecision, meta, dims) -> None:
     d = ID + "pilot-decision/" + meta.content_hash[:32]
-    p.record_node(w, d, "PilotDecision", nq.iri(EVIDENCE_CLASSES[rec.evidence_class]))
+    nodes.record_node(w, d, "PilotDecision", nq.iri(EVIDENCE_CLASSES[rec.evidence_class]))
     w.add(d, LUMA + "pilotRun", nq.string(rec.pilot))
     w.add(d, LUMA + "decisionSequence", nq.integer(rec.sequence))
     w.add(d, LUMA + "windowStart", nq.double(float(rec.window.start_s)))
@@ -35,15 +36,15 @@ def _pilot_decision(w: nq.QuadWriter, rec: PilotDecision, meta, dims) -> None:
     w.add(d, LUMA + "pilotAction", nq.string(rec.action))
     w.add(d, LUMA + "pilotOutcome", nq.string(rec.outcome))
     w.add(d, LUMA + "decisionReason", nq.string(rec.reason))
-    w.add(d, LUMA + "workload", nq.iri(p._workload(w, rec.workload)))
-    w.add(d, LUMA + "architecture", nq.iri(p._architecture(w, rec.architecture)))
-    w.add(d, LUMA + "contract", nq.iri(p._contract(w, rec.contract)))
+    w.add(d, LUMA + "workload", nq.iri(nodes.workload_node(w, rec.workload)))
+    w.add(d, LUMA + "architecture", nq.iri(nodes.architecture_node(w, rec.architecture)))
+    w.add(d, LUMA + "contract", nq.iri(nodes.contract_node(w, rec.contract)))
     w.add(d, LUMA + "candidateState", nq.iri(pilot_state(w, rec.candidate, dims)))
     if rec.from_state is not None:
         w.add(d, LUMA + "fromState", nq.iri(pilot_state(w, rec.from_state, dims)))
-    w.add(d, LUMA + "predictedVerdict", nq.iri(LUMA + p.VERDICTS[rec.prediction.verdict]))
+    w.add(d, LUMA + "predictedVerdict", nq.iri(LUMA + nodes.VERDICTS[rec.prediction.verdict]))
     w.add(d, LUMA + "predictedMargin", nq.double(float(rec.prediction.margin)))
-    w.add(d, LUMA + "verificationVerdict", nq.iri(LUMA + p.VERDICTS[rec.verification.verdict]))
+    w.add(d, LUMA + "verificationVerdict", nq.iri(LUMA + nodes.VERDICTS[rec.verification.verdict]))
     w.add(d, LUMA + "verificationWindows", nq.integer(rec.verification.windows))
     lists = {"prediction": rec.prediction.figures, "before": rec.realized.before, "after": rec.realized.after}
     for prop, part in FIGURE_LISTS:
@@ -52,18 +53,16 @@ def _pilot_decision(w: nq.QuadWriter, rec: PilotDecision, meta, dims) -> None:
             w.add(d, LUMA + prop, nq.iri(f))
             _figure(w, f, figure)
     pv = rec.provenance
-    p._activity(w, d, pv.tool, pv.git_revision, pv.host, pv.started, pv.environment)
+    nodes.add_activity(w, d, pv.tool, pv.git_revision, pv.host, pv.started, pv.environment)
 
 
 def pilot_state(w: nq.QuadWriter, ps: PilotState, dims) -> str:
     """The luma:PilotState entity of a library state (described once per batch); its IRI. Named by
     its content (key, machine state, variant, settings), so a key two controllers gave different
     states never merges them."""
-    from luma.kb.ingest import projection as p
-
-    state = p._state(w, ps.state, dims)[0]  # described first: `entity` below opens another description
+    state = nodes.state_node(w, ps.state, dims)[0]  # described first: `entity` below opens another description
     settings = [f"{name}={value}" for name, value in ps.settings.items()]
-    iri = ID + "pilot-state/" + p._hash(" ".join([ps.key, state, ps.variant, *settings]))
+    iri = ID + "pilot-state/" + nodes.text_hash(" ".join([ps.key, state, ps.variant, *settings]))
     if w.entity(iri, LUMA + "PilotState"):
         w.describe(iri, LUMA + "stateKey", nq.string(ps.key))
         w.describe(iri, LUMA + "machineState", nq.iri(state))
@@ -74,10 +73,8 @@ def pilot_state(w: nq.QuadWriter, ps: PilotState, dims) -> str:
 
 
 def _figure(w: nq.QuadWriter, f: str, figure: Figure) -> None:
-    from luma.kb.ingest import projection as p
-
-    w.add(f, p.TYPE, nq.iri(LUMA + "PilotFigure"))
-    p._quantity(w.add, f, figure.metric, figure.value, figure.unit)
+    w.add(f, nodes.TYPE, nq.iri(LUMA + "PilotFigure"))
+    nodes.add_quantity(w.add, f, figure.metric, figure.value, figure.unit)
     w.add(f, LUMA + "figureEvidence", nq.string(figure.evidence_class))
     if figure.ci_low is not None:
         # The bounds in the value's canonical unit, as the value.

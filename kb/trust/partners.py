@@ -1,4 +1,5 @@
-"""Partner records in the ledger: reading partner files, adding, listing, finding and removing.
+"""Partner records in the ledger: reading partner files, listing and finding them (adding and
+removing open a knowledge base: `luma.kb.operations.partners`).
 
 `luma partner add` validates every file before anything is written (a file over the partner size
 limit, a record of another type, another partner than `--partner`, a record that was removed
@@ -13,17 +14,19 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import datetime
 from pathlib import Path
 
 from luma.errors import RecordError, UnknownName
 from luma.kb.records.input_files import PARTNER_FILE
 from luma.kb.records.intervention_params import InterventionParameters, PartnerRetraction
+from luma.kb.records.dimensions import record_dimensions
 from luma.kb.records.kinds import PARTNER_KINDS
+from luma.kb.records.loader import read_documents, validate_document
+from luma.kb.store.ledger import as_utc
 
 #: Largest partner record file (bytes; kb/records/input_files.py): LUMA_MAX_PARTNER_FILE_BYTES overrides it.
 DEFAULT_MAX_PARTNER_FILE_BYTES = PARTNER_FILE.default
-TOOL = "luma partner"
 _KINDS = PARTNER_KINDS
 
 
@@ -33,9 +36,6 @@ def read_partner_files(paths: list[Path], partner: str | None = None, home: Path
     `limit`); return the
     LoadedRecords. `partner`: records that name none get it, records naming another are refused.
     RecordError (naming file and field) at the first problem; nothing is written."""
-    from luma.kb.records.dimensions import record_dimensions
-    from luma.kb.records.loader import read_documents, validate_document
-
     dims = record_dimensions(home)
     out = []
     for path in paths:
@@ -104,8 +104,6 @@ class PartnerLedger:
 def read_ledger(ledger) -> PartnerLedger:
     """The partner side of a Ledger (reads payloads of partner records only). A ledger without its
     table yet has no partners; a ledger that cannot be read is a LedgerError."""
-    from luma.kb.store.ledger import as_utc
-
     rows = ledger.rows_of_kinds(_KINDS, "kind", "content_hash", "payload", "submitter", "ingested_at")
     out = PartnerLedger()
     by_hash: dict[str, PartnerEntry] = {}
@@ -128,53 +126,6 @@ def read_ledger(ledger) -> PartnerLedger:
 def known_partners(ledger) -> set[str]:
     """Partners with at least one record in the ledger (removed ones included)."""
     return set(read_ledger(ledger).partners())
-
-
-def add(kb, records: list, submitter: str | None = None):
-    """Ingest validated partner records, all or nothing; a record removed earlier is refused
-    (its bytes are in the ledger already, so it could never come back). Returns the IngestReport."""
-    book = read_ledger(kb.ledger)
-    removed = {e.content_hash: e for e in book.entries if e.removed_by}
-    for rec in records:
-        e = removed.get(rec.content_hash)
-        if e is not None:
-            raise RecordError(f"this record ({rec.content_hash[:12]}) of partner {e.record.partner!r} was removed on "
-                              f"{e.removed_at:%Y-%m-%d %H:%M}Z; the ledger keeps one copy of each record, so add a "
-                              "changed one (e.g. a new version)", source=rec.source)
-    return kb.ingest_records(records, submitter)
-
-
-def remove(kb, partner: str, record: str | None = None, reason: str | None = None, submitter: str | None = None):
-    """Retract every live record of `partner` (or the one `record` names); return
-    (retracted entries, the retraction's IngestReport)."""
-    from luma.kb.knowledge_base import default_submitter
-    from luma.kb.records.loader import validate_document
-
-    book = read_ledger(kb.ledger)
-    if partner not in book.partners():
-        raise UnknownName(f"unknown partner {partner!r} (known: {', '.join(book.partners()) or 'none'})")
-    if record is not None:
-        entry = book.find(record, partner)
-        if entry.removed_by:
-            raise RecordError(f"record {entry.content_hash[:12]} was removed already, on {entry.removed_at:%Y-%m-%d}",
-                              source=partner)
-        targets = [entry]
-    else:
-        targets = [e for e in book.of(partner) if e.removed_by is None]
-        if not targets:
-            raise RecordError("has no record left to remove", source=f"partner {partner}")
-    doc = {"record_type": "partner-retraction", "partner": partner, "records": [e.content_hash for e in targets],
-           "provenance": {"tool": TOOL, "host": _host(), "started": datetime.now(timezone.utc).isoformat()}}
-    if reason:
-        doc["reason"] = reason
-    rec = validate_document(doc, f"luma partner remove {partner}", kb.settings.home)
-    return targets, kb.ingest_records([rec], submitter or default_submitter())
-
-
-def _host() -> str:
-    import socket
-
-    return socket.gethostname() or "unknown"
 
 
 def summary(book: PartnerLedger) -> list[dict]:

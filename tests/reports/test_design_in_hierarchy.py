@@ -12,7 +12,8 @@ import pytest
 
 from luma.kb.knowledge_base import KnowledgeBase
 from luma.kb.query.named import get_named_query
-from luma.kb.trust.partners import add, read_partner_files, remove
+from luma.kb.operations.partners import add, remove
+from luma.kb.trust.partners import read_partner_files
 from luma.rules.engine import Engine
 from luma.settings import Settings
 from tests.rules.test_scenarios import PREFIXES, UNIT, Chain

@@ -45,7 +45,7 @@ def full_home(tmp_path_factory, env) -> dict:
     derive requirements from them; the reports must still label them."""
     from luma.experiments.model.facts import turtle
     from luma.kb.knowledge_base import KnowledgeBase
-    from luma.kb.trust.runners import project_signer
+    from luma.kb.operations.runner_keys import project_signer
     from luma.kb.records.synthetic import mark_bench_project, write_jsonl
     from luma.rules.engine import Engine
     from luma.settings import Settings

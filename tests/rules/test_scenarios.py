@@ -276,11 +276,12 @@ def test_a_with_ingested_records(luma_home, tmp_path):
     from click.testing import CliRunner
 
     from luma.cli.main import cli
+    from luma.kb.operations import runner_keys
     from luma.kb.trust import runners
     from luma.kb.records import synthetic
 
     with KnowledgeBase.open(Settings.from_env(home=luma_home)) as kb:
-        key = runners.keygen(kb, "lab-one")
+        key = runner_keys.keygen(kb, "lab-one")
     signer = runners.signer(luma_home, key.name)
     rnd = random.Random(5)
     lines = []

@@ -14,6 +14,7 @@ import json
 import random
 import pytest
 
+from luma.kb.operations import runner_keys
 from luma.kb.trust import runners
 from luma.kb.records import synthetic
 from luma.kb.knowledge_base import KnowledgeBase
@@ -53,7 +54,7 @@ def chain(workload: int, arch: int, crossed: str, levels: dict[str, float], *, n
 def derive(home, tmp_path, records: list[dict]):
     """Sign and ingest the records, run the rules; the open KB (read-only)."""
     with KnowledgeBase.open(Settings.from_env(home=home)) as kb:
-        key = runners.keygen(kb, "lab-one")
+        key = runner_keys.keygen(kb, "lab-one")
     signer = runners.signer(home, key.name)
     rnd = random.Random(5)
     lines = []

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from rdflib import RDF, Graph, Namespace, URIRef
 
 from luma.errors import ConfigError, RecordError
-from luma.kb.ingest import projection
+from luma.kb.ingest import projection_nodes
 from luma.kb.records import units
 from luma.kb.ingest.projection import LedgerMeta, project
 from luma.kb.ingest.projection_outcomes import RESTORATION_VERDICTS
@@ -130,9 +130,9 @@ def _in_lists(path: str, model: bool = False) -> list[set[str]]:
     [
         (QUDT + "unit", set(units.CANONICAL_UNITS.values())),
         (LUMA + "evidenceClass", set(EVIDENCE_CLASSES.values())),
-        (LUMA + "architectureKind", {LUMA + v for v in projection.ARCH_KINDS.values()}),
-        (LUMA + "interventionKind", {LUMA + v for v in projection.INTERVENTION_KINDS.values()}),
-        (LUMA + "verdict", {LUMA + v for v in projection.VERDICTS.values()}),
+        (LUMA + "architectureKind", {LUMA + v for v in projection_nodes.ARCH_KINDS.values()}),
+        (LUMA + "interventionKind", {LUMA + v for v in projection_nodes.INTERVENTION_KINDS.values()}),
+        (LUMA + "verdict", {LUMA + v for v in projection_nodes.VERDICTS.values()}),
         (LUMA + "restorationVerdict", {LUMA + v for v in RESTORATION_VERDICTS.values()}),
     ],
 )

@@ -11,7 +11,8 @@ import pytest
 from luma.errors import QueryError, QueryRefused, UnknownName
 from luma.kb.store import pending
 from luma.kb.knowledge_base import KnowledgeBase
-from luma.kb.trust.partners import add, read_partner_files, remove
+from luma.kb.operations.partners import add, remove
+from luma.kb.trust.partners import read_partner_files
 from luma.kb.query.scope import PARTNER_GRAPHS, Scope, ScopedView, partner_graph, scoped_query
 from luma.kb.store import open_store
 from luma.rules.analysis import analyse

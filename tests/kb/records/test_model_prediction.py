@@ -81,16 +81,16 @@ def test_every_term_is_declared_and_shaped(doc):
 
 def test_a_prediction_names_the_state_entity_a_trial_at_the_same_levels_names():
     # 4 MiB in the prediction, 4096 KiB in a trial: one level, one state, one contract entity.
-    from luma.kb.ingest.projection import _contract, _state
+    from luma.kb.ingest.projection_nodes import contract_node, state_node
     from luma.kb.ingest import nquads as nq
     from luma.kb.records.dimensions import record_dimensions
     from luma.kb.records.pex_chain import Contract, MachineState
 
     triples = projected(PREDICTION)
     w = nq.QuadWriter("urn:g", "urn:e", nq.Batch())
-    state, _ = _state(w, MachineState.model_validate(TRIAL_STATE, context={"dimensions": record_dimensions()}),
-                      record_dimensions())
-    contract = _contract(w, Contract.model_validate(PREDICTION["contract"]))
+    state, _ = state_node(w, MachineState.model_validate(TRIAL_STATE, context={"dimensions": record_dimensions()}),
+                          record_dimensions())
+    contract = contract_node(w, Contract.model_validate(PREDICTION["contract"]))
     assert any(s.startswith(ID + "model-run/") and p == LUMA + "predictedState" and o == f"<{state}>"
                for s, p, o in triples)
     assert any(p == LUMA + "contract" and o == f"<{contract}>" for _, p, o in triples)

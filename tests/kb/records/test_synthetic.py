@@ -17,7 +17,8 @@ from luma.kb.records import synthetic
 from luma.kb.ingest.evidence_gate import check_before_open
 from luma.kb.knowledge_base import KnowledgeBase
 from luma.kb.records.loader import iter_records
-from luma.kb.trust.runners import keygen, signer
+from luma.kb.operations.runner_keys import keygen
+from luma.kb.trust.runners import signer
 from luma.rules.engine import Engine
 from luma.settings import Settings
 

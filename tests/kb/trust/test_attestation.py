@@ -237,7 +237,8 @@ def test_projection_of_runners_and_attested_records_conforms_under_both_checkers
 
 def test_trusted_keys_from_the_ledger(luma_home):
     from luma.kb.knowledge_base import KnowledgeBase
-    from luma.kb.trust.runners import keygen, revoke, trust, trusted_keys
+    from luma.kb.operations.runner_keys import keygen, revoke, trust
+    from luma.kb.trust.runners import trusted_keys
 
     other = att.generate()
     with open_kb() as kb:
@@ -262,7 +263,8 @@ def test_trusted_keys_from_the_ledger(luma_home):
 
 def test_signed_by_names_why_a_record_does_not_qualify(luma_home):
     from luma.kb.knowledge_base import KnowledgeBase
-    from luma.kb.trust.runners import keygen, revoke, signed_by, signer, trusted_keys
+    from luma.kb.operations.runner_keys import keygen, revoke
+    from luma.kb.trust.runners import signed_by, signer, trusted_keys
 
     stranger = att.generate()
     with open_kb() as kb:
