@@ -29,7 +29,7 @@ from collections.abc import Mapping
 
 from luma.errors import RecordError
 from luma.kb.records import units
-from luma.kb.ingest.consistency import _difference, check_trial, level_key
+from luma.kb.ingest.consistency_trials import check_trial, level_key, state_difference
 from luma.kb.records.pex_chain import Level, MachineState, PexChain, Restoration
 
 
@@ -180,7 +180,7 @@ def _decision(chain: PexChain, refuse) -> None:
         else:
             refuse(f"{where}.software", "neither the chain's software nor its intervention's: the chain has no "
                                         "evidence for it")
-        differs = _difference(d.state, wanted)
+        differs = state_difference(d.state, wanted)
         if differs:
             refuse(f"{where}.state", f"not {name}: the state is {differs}")
 
