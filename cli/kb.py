@@ -217,7 +217,7 @@ def query(sparql, query_file, query_name, list_names, timeout, memory, scope, ex
     import tempfile
 
     from luma.errors import LumaError
-    from luma.kb.store.isolated_query import QueryLimits
+    from luma.kb.store.base import QueryLimits
     from luma.kb.query.named import get_named_query, named_queries
     from luma.kb.query.paging import paged
     from luma.kb.query.safety import check_user_query

@@ -45,7 +45,8 @@ import pyoxigraph as ox
 
 from luma.errors import ConfigError, LumaError, QueryError, QueryRefused, StoreBusy, StoreError
 from luma.kb.store import access
-from luma.kb.store.isolated_query import kill_group, last_json, mib, vm_data
+from luma.kb.store.base import mib
+from luma.kb.store.isolated_query import kill_group, last_json, vm_data
 from luma.kb.store.sandbox import deny_network
 from luma.kb.store.embedded import EmbeddedStore
 from luma.kb.vocab import ID

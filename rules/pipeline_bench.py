@@ -144,7 +144,7 @@ PAGE_ROWS = 100
 def _paging(base, workdir: Path, repeat: int) -> dict:
     """qualified-boundaries as a user reads it: the first page and the whole answer as CSV, in the
     store and through the isolated query process of `luma kb query` (min and median seconds)."""
-    from luma.kb.store.isolated_query import QueryLimits
+    from luma.kb.store.base import QueryLimits
     from luma.kb.query.named import get_named_query
 
     q = get_named_query(PAGED_QUERY)

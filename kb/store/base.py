@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pyoxigraph as ox
 
-from luma.errors import RdfSyntaxError, StoreError, UnknownName
+from luma.errors import QueryError, RdfSyntaxError, StoreError, UnknownName
 
 #: Export / load formats by CLI name: (pyoxigraph format, carries named graphs).
 RDF_FORMATS: dict[str, tuple[ox.RdfFormat, bool]] = {
@@ -32,6 +32,33 @@ RESULT_FORMATS = {
     "tsv": ox.QueryResultsFormat.TSV,
     "xml": ox.QueryResultsFormat.XML,
 }
+
+
+@dataclass(frozen=True)
+class QueryLimits:
+    """What one isolated query may use: seconds, bytes of memory, bytes of answer; and whether
+    it may run at all without the network sandbox (`Settings.require_sandbox`)."""
+
+    timeout: float | None
+    memory_bytes: int
+    answer_bytes: int
+    require_sandbox: bool = False
+
+
+def answer_too_large(limits: QueryLimits) -> QueryError:
+    """The error for an answer over `limits.answer_bytes`."""
+    return QueryError(answer_message(limits))
+
+
+def answer_message(limits: QueryLimits) -> str:
+    """What a query whose answer grew over `limits.answer_bytes` is told."""
+    return (f"the answer is larger than {mib(limits.answer_bytes)} and was stopped "
+            "(LUMA_QUERY_MAX_ANSWER_BYTES); narrow the query or use LIMIT")
+
+
+def mib(n: int) -> str:
+    """`n` bytes in words: 256 MiB, 4 GiB."""
+    return f"{n / 2**30:g} GiB" if n >= 2**30 else f"{n / 2**20:g} MiB"
 
 
 def rdf_format(name: str) -> tuple[ox.RdfFormat, bool]:
@@ -94,12 +121,10 @@ class QuadStore(ABC):
 
     def query_bounded(self, sparql: str, limits, spool: Path, *, results: str = "json", union: bool = True,
                       default_graphs: list[str] | None = None, named_graphs: list[str] | None = None) -> QueryOutput:
-        """Run an untrusted read query within `limits` (kb/isolated_query.QueryLimits: seconds,
+        """Run an untrusted read query within `limits` (QueryLimits: seconds,
         memory, answer bytes), spooling the answer under `spool` where the backend can. This
         default bounds the time and checks the answer's size afterwards; the embedded on-disk
         store and the endpoint store do better (a child process; a streamed, capped download)."""
-        from luma.kb.store.isolated_query import answer_too_large
-
         out = self.query(sparql, union=union, results=results, timeout=limits.timeout,
                          default_graphs=default_graphs, named_graphs=named_graphs)
         if out.size() > limits.answer_bytes:

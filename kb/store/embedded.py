@@ -10,6 +10,7 @@ import pyoxigraph as ox
 
 from luma.errors import QueryError, QueryTimeout, StoreError
 from luma.kb.store.base import RESULT_FORMATS, QueryOutput, QuadStore
+from luma.kb.store.isolated_query import run_isolated
 
 
 class EmbeddedStore(QuadStore):
@@ -60,8 +61,6 @@ class EmbeddedStore(QuadStore):
         if self.path is None:  # an in-memory store lives in this process only
             return super().query_bounded(sparql, limits, spool, results=results, union=union,
                                          default_graphs=default_graphs, named_graphs=named_graphs)
-        from luma.kb.store.isolated_query import run_isolated
-
         return run_isolated(self.path, sparql, spool, limits, results=results, union=union,
                             default_graphs=default_graphs, named_graphs=named_graphs)
 

@@ -8,6 +8,7 @@ same protocols under their own paths, given with `LUMA_KB_QUERY_URL` and friends
 
 from __future__ import annotations
 
+import time
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -16,7 +17,7 @@ from collections.abc import Iterable, Iterator
 import pyoxigraph as ox
 
 from luma.errors import QueryError, QueryTimeout, StoreError
-from luma.kb.store.base import RESULT_FORMATS, QueryOutput, QuadStore
+from luma.kb.store.base import RESULT_FORMATS, QueryOutput, QuadStore, answer_too_large
 
 _GRAPH_MEDIA = "application/n-triples"
 
@@ -73,10 +74,6 @@ class EndpointStore(QuadStore):
         """Stream the answer to a spool file, stopping (and closing the connection) at the answer
         limit or the time-out. The server's own limits bound what it spends (docs/security.md):
         a client cannot stop a query the server already runs."""
-        import time
-
-        from luma.kb.store.isolated_query import answer_too_large
-
         url, data, headers = self._query_request(sparql, union, results, named_graphs, default_graphs)
         spool.mkdir(parents=True, exist_ok=True)
         path = spool / f"answer-{id(sparql):x}"

@@ -23,24 +23,13 @@ import os
 import signal
 import subprocess
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 
 from luma.errors import QueryError, QueryTimeout, StoreError
+from luma.kb.store.base import QueryLimits, QueryOutput, answer_message, mib
 
 #: What the child prints when Rust's allocator gives up (then it aborts).
 _RUST_OOM = "memory allocation of"
-
-
-@dataclass(frozen=True)
-class QueryLimits:
-    """What one isolated query may use: seconds, bytes of memory, bytes of answer; and whether
-    it may run at all without the network sandbox (`Settings.require_sandbox`)."""
-
-    timeout: float | None
-    memory_bytes: int
-    answer_bytes: int
-    require_sandbox: bool = False
 
 
 def run_isolated(store_path: Path, text: str, spool: Path, limits: QueryLimits, *, results: str = "json",
@@ -48,8 +37,6 @@ def run_isolated(store_path: Path, text: str, spool: Path, limits: QueryLimits, 
                  named_graphs: list[str] | None = None):
     """Run one checked read-only query on the on-disk store at `store_path` in a child process;
     the answer is spooled to a file under `spool`. Returns a QueryOutput."""
-    from luma.kb.store.base import QueryOutput
-
     spool.mkdir(parents=True, exist_ok=True)
     out = spool / f"answer-{os.getpid()}-{id(text):x}"
     spec = {"path": str(store_path), "query": text, "results": results, "union": union,
@@ -79,7 +66,7 @@ def run_isolated(store_path: Path, text: str, spool: Path, limits: QueryLimits, 
     if _RUST_OOM in err or proc.returncode == -signal.SIGABRT:
         raise QueryError(_memory_message(limits), field="memory")
     if proc.returncode == -signal.SIGXFSZ:
-        raise QueryError(_answer_message(limits))
+        raise QueryError(answer_message(limits))
     last = err.strip().splitlines()[-1][:300] if err.strip() else f"exit status {proc.returncode}"
     raise StoreError(f"the query process failed: {last}")
 
@@ -108,21 +95,6 @@ def last_json(stdout: bytes) -> dict:
 def _memory_message(limits: QueryLimits) -> str:
     return (f"the query needed more than {mib(limits.memory_bytes)} of memory and was stopped "
             "(its memory limit: LUMA_QUERY_MEMORY)")
-
-
-def answer_too_large(limits: QueryLimits) -> QueryError:
-    """The error for an answer over `limits.answer_bytes`."""
-    return QueryError(_answer_message(limits))
-
-
-def _answer_message(limits: QueryLimits) -> str:
-    return (f"the answer is larger than {mib(limits.answer_bytes)} and was stopped "
-            "(LUMA_QUERY_MAX_ANSWER_BYTES); narrow the query or use LIMIT")
-
-
-def mib(n: int) -> str:
-    """`n` bytes in words: 256 MiB, 4 GiB."""
-    return f"{n / 2**30:g} GiB" if n >= 2**30 else f"{n / 2**20:g} MiB"
 
 
 # -- the child ---------------------------------------------------------------------------------
@@ -175,7 +147,7 @@ def _child(spec: dict) -> dict:
         return {"error": _memory_message(limits), "class": "memory"}
     except OSError as exc:
         if exc.errno == 27 or "File too large" in str(exc):  # EFBIG
-            return {"error": _answer_message(limits), "class": "answer-size"}
+            return {"error": answer_message(limits), "class": "answer-size"}
         return {"error": f"query failed: {exc}", "class": "store"}
     return {"kind": kind, "media_type": fmt.media_type}
 

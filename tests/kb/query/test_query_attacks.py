@@ -197,7 +197,8 @@ def test_the_sandbox_alone_stops_a_federated_query(tmp_path, listener):
 
     import pyoxigraph as ox
 
-    from luma.kb.store.isolated_query import QueryLimits, run_isolated
+    from luma.kb.store.base import QueryLimits
+    from luma.kb.store.isolated_query import run_isolated
 
     if platform.system() != "Linux" or platform.machine() not in ("x86_64", "aarch64"):
         pytest.skip("the seccomp sandbox is for Linux on x86-64 and AArch64")
