@@ -149,7 +149,7 @@ _TABLE_HEADS = {"name": "name", "evidence_class": "evidence", "where": "where", 
 def list_cmd(fmt) -> None:
     """The shipped catalog (vendor claims) and the machines recorded in this project's KB."""
     from luma.cli.project import settings
-    from luma.kb.records.machine import catalog, read_machine, stored_machines
+    from luma.kb.records.machine_catalog import catalog, read_machine, stored_machines
 
     rows = [_summary(read_machine(path), "catalog") for _, path in sorted(catalog().items())]
     latest = {}
@@ -201,7 +201,7 @@ def _print_list(rows: list[dict]) -> None:
 def show_cmd(name, fmt) -> None:
     """One machine's figures: a machine in this project's KB (the latest of that name), a
     shipped catalog entry, or a machine record file."""
-    from luma.kb.records.machine import load_machine
+    from luma.kb.records.machine_catalog import load_machine
     from luma.cli.project import settings as command_settings
 
     rec = load_machine(name, command_settings())

@@ -23,13 +23,14 @@ from itertools import islice
 from pathlib import Path
 
 from luma.errors import StoreError
-from luma.kb.store import access, pending, reconcile
+from luma.kb.store import access, pending, reconcile, sessions
 from luma.kb.ingest import shacl
 from luma.kb.records.dimensions import ontology_files, record_dimensions
 from luma.kb.ingest.evidence_gate import MeasuredGate
 from luma.kb.store.ledger import Ledger, LedgerEntry, NewRecord, check_text
 from luma.kb.ingest.nquads import Batch
 from luma.kb.ingest.projection import LedgerMeta, project
+from luma.kb.records.input_files import RECORD_FILE, read_bytes
 from luma.kb.records.loader import LoadedRecord, iter_records
 from luma.kb.records.pex_chain import SCHEMA_VERSION
 from luma.kb.records.rdf_document import read_document, skolemised_triples
@@ -165,8 +166,6 @@ class KnowledgeBase:
             kb = cls(settings)
             kb._catch_up(sync)
             return kb
-        from luma.kb.store import sessions
-
         if read_only:
             return sessions.open_reader(cls, settings, path, settings.wait if wait is None else wait)
         return sessions.open_writer(cls, settings, path, (settings.wait or 0.0) if wait is None else wait, sync)
@@ -242,8 +241,6 @@ class KnowledgeBase:
 
     def ingest(self, paths: Iterable[Path], submitter: str | None = None) -> IngestReport:
         """Validate and add record files, all or nothing."""
-        from luma.kb.records.input_files import RECORD_FILE
-
         with _gc_paused():
             records = iter_records([Path(p) for p in paths], self.settings.home, RECORD_FILE.under(self.settings))
             return self._commit(records, submitter or default_submitter())
@@ -255,8 +252,6 @@ class KnowledgeBase:
 
     def load_rdf(self, path: Path, fmt: str, evidence_class: str, submitter: str | None = None) -> IngestReport:
         """Add a plain RDF document as one record (its own named graph)."""
-        from luma.kb.records.input_files import RECORD_FILE, read_bytes
-
         data = read_bytes(path, RECORD_FILE.under(self.settings))  # untrusted: a regular file within the record limit
         rec_hash, doc = read_document(data, fmt, evidence_class, str(path))
         rec = LoadedRecord("rdf-document", doc, doc.model_dump_json(), rec_hash, str(path))

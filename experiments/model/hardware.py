@@ -225,7 +225,7 @@ def load(name: str, declared: dict[str, Machine] | None = None, project=None) ->
     if declared and name in declared:
         return declared[name]
     try:
-        from luma.kb.records.machine import load_machine
+        from luma.kb.records.machine_catalog import load_machine
     except ImportError:
         raise UnknownName(f"unknown accelerator {name!r}: no machine catalog is installed; declare it under "
                           f"[machines.{name}] in the space file", field="accelerator_type") from None

@@ -144,7 +144,7 @@ def _vendor(name: str) -> str:
 
 @lru_cache(maxsize=32)
 def _machine(name: str):
-    from luma.kb.records.machine import load_machine
+    from luma.kb.records.machine_catalog import load_machine
 
     return load_machine(name)
 

@@ -29,6 +29,9 @@ from luma.errors import RecordError
 from luma.kb.ingest import consistency
 from luma.kb.trust import runners
 from luma.kb.records import synthetic
+from luma.kb.records.dimensions import record_dimensions
+from luma.kb.records.pex_trial import PexTrial
+from luma.kb.store.ledger import Ledger
 
 
 class _Trials(Mapping):
@@ -45,8 +48,6 @@ class _Trials(Mapping):
         if self.ledger is None:  # no ledger yet: nothing cited can be in it
             raise KeyError(key)
         if key not in self._ledger:
-            from luma.kb.records.pex_trial import PexTrial
-
             entries = [e for e in self.ledger.entries([key]) if e.kind == "pex-trial"]
             self._ledger[key] = (PexTrial.model_validate_json(entries[0].payload, context=self.context)
                                  if entries else None)
@@ -102,9 +103,6 @@ def check_before_open(settings, records: list) -> None:
     under the writer lock: a key may be revoked in between."""
     if not any(r.evidence_class == "measured" or getattr(r.model, "attestation", None) for r in records):
         return
-    from luma.kb.records.dimensions import record_dimensions
-    from luma.kb.store.ledger import Ledger
-
     url = settings.db_url
     missing = url.startswith("sqlite:///") and not Path(url[len("sqlite:///"):]).is_file()
     ledger = None if missing else Ledger(url)

@@ -35,6 +35,7 @@ from rdflib.plugins.sparql.parser import parseQuery, parseUpdate
 from rdflib.plugins.sparql.parserutils import CompValue
 
 from luma.errors import QueryError, QueryRefused
+from luma.kb.vocab import PREFIXES
 
 _KINDS = {"SelectQuery": "select", "AskQuery": "ask", "ConstructQuery": "graph", "DescribeQuery": "graph"}
 _FORMS = {"SelectQuery": "select", "AskQuery": "ask", "ConstructQuery": "construct", "DescribeQuery": "describe"}
@@ -93,8 +94,6 @@ def with_prefixes(sparql: str) -> str:
 
 
 def _prefix_head(sparql: str) -> str:
-    from luma.kb.vocab import PREFIXES
-
     declared = {m.lower() for m in re.findall(r"(?i)\bPREFIX\s+([A-Za-z][\w.-]*)?:", sparql)}
     # One line, so that the line numbers of syntax errors stay the user's.
     return "".join(f"PREFIX {p}: <{iri}> " for p, iri in PREFIXES.items() if p.lower() not in declared)

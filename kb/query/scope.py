@@ -22,7 +22,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from luma.errors import QueryError, StoreError, UnknownName
+from luma.kb.query.safety import CheckedQuery, check_query
 from luma.kb.records.kinds import PARTNER_KINDS
+from luma.kb.store.embedded import EmbeddedStore
+from luma.kb.trust.partners import known_partners
 from luma.kb.vocab import ID, LUMA
 
 #: A graph that never exists: a dataset that must be empty names it alone.
@@ -135,8 +138,6 @@ class ScopedView:
         self._folder: str | None = None
 
     def __enter__(self) -> "ScopedView":
-        from luma.kb.trust.partners import known_partners
-
         store = self.kb.store
         if self.scope.partner is not None:
             check_partner(self.scope, known_partners(self.kb.ledger) | partners_in_store(store))
@@ -158,8 +159,6 @@ class ScopedView:
 
     def _snapshot(self, store, hidden: list[str]) -> None:
         import tempfile
-
-        from luma.kb.store.embedded import EmbeddedStore
 
         parent = store.path.parent  # the same file system: the checkpoint hard-links its files
         _sweep(parent)
@@ -184,8 +183,6 @@ class ScopedView:
         `trusted` (LUMA's own queries). A checked query's dataset clause (FROM, FROM NAMED) is
         honoured, within the scope. `limits` (kb/isolated_query.QueryLimits) and `spool`: run it
         bounded in time, memory and answer size where the store can (QuadStore.query_bounded)."""
-        from luma.kb.query.safety import CheckedQuery, check_query
-
         checked = sparql if isinstance(sparql, CheckedQuery) else None
         if checked is None and not trusted:
             checked = check_query(sparql)
@@ -240,8 +237,6 @@ def scoped_query(kb, sparql, scope: Scope | str | None = None, *, results: str =
     """Run one read-only query over what `scope` may see (see ScopedView and ScopedView.query);
     `kb` is a KnowledgeBase. An unknown partner is an UnknownName error. Returns the store's
     QueryOutput."""
-    from luma.kb.query.safety import CheckedQuery, check_query
-
     if not trusted and not isinstance(sparql, CheckedQuery):
         sparql = check_query(sparql)  # before any snapshot is made
     with ScopedView(kb, scope, method) as view:

@@ -24,7 +24,7 @@ from luma.kb.records.pex_chain import (
     Provenance,
     StrictModel,
     Workload,
-    _convertible,
+    check_convertible,
 )
 
 #: A recorded model output cites at most this many states (explore proposes at most 1,000, and
@@ -70,7 +70,7 @@ class PredictedClause(StrictModel):
     def _unit(self) -> "PredictedClause":
         for value in (self.predicted, self.threshold):
             if value is not None:
-                _convertible(value, self.unit)
+                check_convertible(value, self.unit)
         return self
 
 

@@ -32,6 +32,8 @@ from luma.kb.records.pex_chain import (
     SoftwareConfig,
     StrictModel,
     Workload,
+    check_convertible,
+    check_fits,
 )
 
 #: Trials a configuration needs, all PASS, to be accepted.
@@ -72,10 +74,8 @@ class Throughput(StrictModel):
 
     @model_validator(mode="after")
     def _a_rate(self) -> "Throughput":
-        from luma.kb.records.pex_chain import _convertible, _fits
-
-        _convertible(self.value, self.unit)
-        _fits("throughput", self.value, self.unit)
+        check_convertible(self.value, self.unit)
+        check_fits("throughput", self.value, self.unit)
         return self
 
 

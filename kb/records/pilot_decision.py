@@ -37,8 +37,8 @@ from luma.kb.records.pex_chain import (
     Provenance,
     StrictModel,
     Workload,
-    _convertible,
-    _fits,
+    check_convertible,
+    check_fits,
 )
 from luma.kb.vocab import EVIDENCE_CLASSES, PRICE_CLASSES, canonical_json
 
@@ -104,8 +104,8 @@ class Figure(StrictModel):
         # A figure feeds an economic decision: its metric must be one LUMA knows the unit of.
         if metrics.kind_of(self.metric) is None:
             raise ValueError(f"metric: unknown metric {self.metric!r} (known: {metrics.known()})")
-        _convertible(self.value, self.unit)
-        _fits(self.metric, self.value, self.unit)
+        check_convertible(self.value, self.unit)
+        check_fits(self.metric, self.value, self.unit)
         if (self.ci_low is None) != (self.ci_high is None):
             raise ValueError("ci_low: an interval has both bounds, ci_low and ci_high, or neither")
         if self.ci_low is not None:

@@ -12,6 +12,7 @@ from typing import Literal
 import pyoxigraph as ox
 from pydantic import BaseModel, ConfigDict
 
+from luma.errors import RecordError
 from luma.kb.records.sealed import plain_rdf_problem
 from luma.kb.store.base import parse_rdf
 from luma.kb.vocab import LOADABLE_CLASSES, EvidenceClass, record_graph
@@ -47,8 +48,6 @@ def read_document(data: bytes, fmt: str, evidence_class: str, source: str) -> tu
     state (kb/records/sealed.py: about a node LUMA mints, with a predicate only the ledger, the rules or the
     ontology state, or typing a node with such a class): a document's claims are its own evidence,
     never a derivation, a record's fact, a runner's trust or the ontology."""
-    from luma.errors import RecordError
-
     if evidence_class not in LOADABLE_CLASSES:
         raise RecordError(f"plain RDF cannot be {evidence_class!r} evidence (measured evidence comes from attested "
                           f"runners' records; use {', '.join(LOADABLE_CLASSES)})", source=source,

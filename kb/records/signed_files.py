@@ -15,6 +15,7 @@ from pathlib import Path
 
 
 from luma.errors import RecordError
+from luma.kb.records import yaml_core
 from luma.kb.records.loader import read_documents
 
 #: Formats a signed copy can be written in (TOML has no writer in the standard library).
@@ -57,8 +58,6 @@ def _render(path: Path, docs: list[dict]) -> str:
     data = docs[0] if len(docs) == 1 else docs  # one record as an object, several as a list
     if suffix == ".json":
         return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
-    from luma.kb.records import yaml_core
-
     return yaml_core.dump(data)
 
 

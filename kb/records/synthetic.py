@@ -35,6 +35,8 @@ import random
 from collections.abc import Iterator
 from pathlib import Path
 
+from luma.kb.records import units
+
 _ARCHS = [
     ("AMD EPYC 9654 (Zen 4)", "cpu", "AMD"), ("Intel Xeon 8480+ (Sapphire Rapids)", "cpu", "Intel"),
     ("AWS Graviton4 (Neoverse V2)", "cpu", "AWS"), ("NVIDIA H100 SXM", "gpu", "NVIDIA"),
@@ -163,8 +165,6 @@ def outcomes(rnd: random.Random, rec: dict, chosen: list[str], contract: dict) -
     with its states and trials (kb/ingest/consistency_outcomes.py): every restoration that PASSes is the
     binding resource or a co-binding one; the shift's `after` is the FAIL level (the recovered
     trials PASS there) or one level lower with its own trials."""
-    from luma.kb.records import units
-
     crossed, binding = rec["crossed_dimension"], rec["binding_resource"]
     passing = lambda state: trials(rnd, contract, 1, True)[0] | {"state": state}  # noqa: E731
     failing = {"state": "diagnosis", "repetition": 1, "verdict": "FAIL", "failure_cause": "oom"}

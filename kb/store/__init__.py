@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from luma.errors import ConfigError
 from luma.kb.store.base import QuadStore
+from luma.kb.store.embedded import EmbeddedStore
 
 if TYPE_CHECKING:
     from luma.settings import Settings
@@ -39,18 +40,15 @@ def open_store(url: str, settings: "Settings | None" = None) -> QuadStore:
 
 
 def _embedded(url: str, settings=None) -> QuadStore:
-    from luma.kb.store.embedded import EmbeddedStore
-
     return EmbeddedStore(Path(url.split(":", 1)[1]))
 
 
 def _memory(url: str, settings=None) -> QuadStore:
-    from luma.kb.store.embedded import EmbeddedStore
-
     return EmbeddedStore(None)
 
 
 def _endpoint(url: str, settings=None) -> QuadStore:
+    # urllib.request (and ssl) cost start-up; only an http(s) URL needs them
     from luma.kb.store.endpoint import EndpointStore
 
     if settings is None:

@@ -27,6 +27,7 @@ from pathlib import Path
 
 from luma.errors import QueryError, QueryTimeout, StoreError
 from luma.kb.store.base import QueryLimits, QueryOutput, answer_message, mib
+from luma.kb.store.sandbox import deny_network
 
 #: What the child prints when Rust's allocator gives up (then it aborts).
 _RUST_OOM = "memory allocation of"
@@ -111,8 +112,6 @@ def vm_data() -> int:
 
 def _child(spec: dict) -> dict:
     import resource
-
-    from luma.kb.store.sandbox import deny_network
 
     installed, why = deny_network()  # before the engine starts a thread
     if not installed and spec.get("require_sandbox"):

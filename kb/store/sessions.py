@@ -14,6 +14,7 @@ from pathlib import Path
 
 from luma.errors import StoreBusy, StoreError
 from luma.kb.store import access
+from luma.kb.store.embedded import EmbeddedStore
 from luma.settings import Settings
 
 #: Seconds a reader waits for a running writer's read snapshot to appear (or the writer to end).
@@ -24,8 +25,6 @@ def open_writer(cls, settings: Settings, path: Path, wait: float, sync: bool):
     """A writer's KnowledgeBase (`cls`) on the embedded store at `path`: the project lock held
     exclusively (waiting up to `wait` seconds), caught up with the ledger, a read snapshot
     published for the readers that come meanwhile."""
-    from luma.kb.store.embedded import EmbeddedStore
-
     lock = access.ProjectLock(settings.home)
     lock.acquire(exclusive=True, wait=wait)
     kb = None
@@ -46,8 +45,6 @@ def open_reader(cls, settings: Settings, path: Path, wait: float | None):
     while a writer holds the project, the snapshot it published (waiting up to `wait` seconds,
     default READER_WAIT_S, for it to appear). Repairs a writer must do first are done here when
     nobody writes."""
-    from luma.kb.store.embedded import EmbeddedStore
-
     wait = READER_WAIT_S if wait is None else wait
     deadline = time.monotonic() + wait
     repaired = False

@@ -118,7 +118,7 @@ def test_benches_show_their_steps_and_keep_json_clean(group, monkeypatch):
 
 def test_characterize_shows_its_probes(monkeypatch, tmp_path):
     from luma.experiments import characterize as char_mod
-    from luma.kb.records.machine import catalog
+    from luma.kb.records.machine_catalog import catalog
 
     doc = json.loads(catalog()["nvidia-h100-sxm5-80gb"].read_text())
 

@@ -19,7 +19,8 @@ from luma.errors import RecordError, UnknownName
 from luma.kb.records import units
 from luma.kb.ingest.projection import LedgerMeta, project
 from luma.kb.records.loader import validate_document
-from luma.kb.records.machine import MachineRecord, catalog, load_machine, machine_schema, stored_machines
+from luma.kb.records.machine import MachineRecord, machine_schema
+from luma.kb.records.machine_catalog import catalog, load_machine, stored_machines
 from luma.kb.ingest.shacl import default_checker
 from luma.kb.vocab import LUMA
 from luma.settings import Settings
