@@ -34,7 +34,7 @@ from luma.kb.records.input_files import RECORD_FILE, read_bytes
 from luma.kb.records.loader import LoadedRecord, iter_records
 from luma.kb.records.pex_chain import SCHEMA_VERSION
 from luma.kb.records.rdf_document import read_document, skolemised_triples
-from luma.kb.query.scope import drop_retracted
+from luma.kb.store.partner_graphs import drop_retracted
 from luma.kb.records.kinds import KINDS
 from luma.kb.store import open_store
 from luma.kb.store.base import QuadStore, parse_rdf

@@ -6,7 +6,7 @@ metadata) go to its named graph; shared entities (workload, architecture, contra
 state, intervention, submitter) get content-derived IRIs and are described in the shared
 entities graph, so rules join across records without seeing one copy per record. A partner's
 records are the exception: everything of one, entity descriptions included, goes to its
-partner graph (kb/query/scope.py), so nothing of a partner is visible outside that partner's graphs.
+partner graph (kb/store/partner_graphs.py), so nothing of a partner is visible outside that partner's graphs.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from luma.kb.ingest import (  # noqa: F401 (each registers its projectors)
     projection_runner,
 )
 from luma.kb.ingest.projection_nodes import LABEL, PROJECTORS, TYPE, LedgerMeta, projects, runner_iri
-from luma.kb.query.scope import PARTNER_RECORD_TYPES, partner_graph
+from luma.kb.store.partner_graphs import PARTNER_RECORD_TYPES, partner_graph
 from luma.kb.records.dimensions import Dimension, record_dimensions
 from luma.kb.records.kinds import KINDS
 from luma.kb.records.rdf_document import project_document

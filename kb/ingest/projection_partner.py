@@ -1,10 +1,10 @@
 """Projection of a partner's records: intervention parameters (one luma:InterventionFigure per
-quantity) and the retraction that withdraws them; all of it in the partner's graph (kb/query/scope.py)."""
+quantity) and the retraction that withdraws them; all of it in the partner's graph (kb/store/partner_graphs.py)."""
 
 from __future__ import annotations
 
 from luma.kb.ingest import nquads as nq
-from luma.kb.query.scope import partner_graph
+from luma.kb.store.partner_graphs import partner_graph
 from luma.kb.records import units
 from luma.kb.records.intervention_params import InterventionParameters, PartnerRetraction
 from luma.kb.vocab import EVIDENCE_CLASSES, ID, LUMA
@@ -71,7 +71,7 @@ def project_intervention_parameters(w: nq.QuadWriter, rec: InterventionParameter
 
 @projects("partner-retraction")
 def project_partner_retraction(w: nq.QuadWriter, rec: PartnerRetraction, meta: LedgerMeta, dims) -> None:
-    """The retraction names the graphs it withdraws (kb/query/scope.py drops them on every sync)."""
+    """The retraction names the graphs it withdraws (kb/store/partner_graphs.py drops them on every sync)."""
     r = w.graph  # the record node itself: only a self-description counts as a retraction
     w.add(r, TYPE, nq.iri(LUMA + "PartnerRetraction"))
     w.add(r, LUMA + "partnerName", nq.string(rec.partner))

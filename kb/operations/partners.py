@@ -2,7 +2,7 @@
 above the front door (reading partner files and the partner ledger is `luma.kb.trust.partners`).
 
 The ledger is append-only and has no way to delete, so `luma partner remove` appends a
-`partner-retraction` record; the KB drops the retracted records' graphs (kb/query/scope.py).
+`partner-retraction` record; the KB drops the retracted records' graphs (kb/store/partner_graphs.py).
 """
 
 from __future__ import annotations

@@ -8,8 +8,8 @@ reads another partner's graphs: it runs on a snapshot of the store with those gr
 over an explicit dataset that leaves them out (`ScopedView`). Either way the engine, not the
 query text, enforces the boundary. The owner scope sees everything.
 
-Removal: a `partner-retraction` record names records of one partner; `drop_retracted` (run by
-every `KnowledgeBase.sync`, so by `luma kb rebuild` too) drops their graphs.
+The graphs themselves (their names, which partner a graph is of, dropping retracted ones) are
+kb/store/partner_graphs.py.
 """
 
 from __future__ import annotations
@@ -23,32 +23,14 @@ from pathlib import Path
 
 from luma.errors import QueryError, StoreError, UnknownName
 from luma.kb.query.safety import CheckedQuery, check_query
-from luma.kb.records.kinds import PARTNER_KINDS
 from luma.kb.store.embedded import EmbeddedStore
+from luma.kb.store.partner_graphs import drop_graphs, named_graphs, partner_graph_names, partner_of, partners_in_store
 from luma.kb.trust.partners import known_partners
-from luma.kb.vocab import ID, LUMA
+from luma.kb.vocab import ID
 
 #: A graph that never exists: a dataset that must be empty names it alone.
 NO_GRAPH = ID + "graph/none"
-#: Prefix of every partner graph; the partner's slug and a slash follow.
-PARTNER_GRAPHS = ID + "graph/partner/"
-#: Record types whose graphs are a partner's (luma.kb.records.kinds: partner=True).
-PARTNER_RECORD_TYPES = PARTNER_KINDS
 _SLUG = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
-#: DROP GRAPH operations per SPARQL update (as kb/store/pending.py).
-_DROPS_PER_UPDATE = 500
-
-
-def partner_graph(partner: str, content_hash: str) -> str:
-    """The named graph of one partner record."""
-    return f"{PARTNER_GRAPHS}{partner}/{content_hash[:32]}"
-
-
-def partner_of(graph: str) -> str | None:
-    """The partner a graph belongs to, or None for a public graph."""
-    if not graph.startswith(PARTNER_GRAPHS):
-        return None
-    return graph[len(PARTNER_GRAPHS):].split("/", 1)[0]
 
 
 @dataclass(frozen=True)
@@ -76,24 +58,6 @@ class Scope:
         """Whether a named graph is visible in this scope."""
         owner = partner_of(graph)
         return owner is None or self.partner is None or owner == self.partner
-
-
-def named_graphs(store) -> list[str]:
-    """Every named graph of the store (the bookkeeping default graph is not one)."""
-    body = store.query("SELECT DISTINCT ?g WHERE { GRAPH ?g { } }", union=False, results="tsv").body
-    return [line.strip()[1:-1] for line in body.decode().splitlines()[1:] if line.strip().startswith("<")]
-
-
-def partner_graph_names(store) -> list[str]:
-    """Every partner graph of the store."""
-    rows = store.select(f'SELECT DISTINCT ?g WHERE {{ GRAPH ?g {{ }} FILTER(STRSTARTS(STR(?g), "{PARTNER_GRAPHS}")) }}',
-                        union=False)
-    return [r["g"] for r in rows]
-
-
-def partners_in_store(store) -> set[str]:
-    """Partners with at least one graph in the store."""
-    return {p for g in partner_graph_names(store) if (p := partner_of(g))}
 
 
 def excluded(store, scope: Scope) -> list[str]:
@@ -241,40 +205,3 @@ def scoped_query(kb, sparql, scope: Scope | str | None = None, *, results: str =
         sparql = check_query(sparql)  # before any snapshot is made
     with ScopedView(kb, scope, method) as view:
         return view.query(sparql, results=results, timeout=timeout, trusted=True, limits=limits, spool=spool)
-
-
-# -- removal ---------------------------------------------------------------------------------
-
-
-def retracted_graphs(store) -> list[str]:
-    """Graphs that a retraction of their own partner withdraws and that are still in the store.
-
-    Only a partner-retraction record's self-description counts (subject = its own graph, which
-    only the projection writes) and only for graphs of the same partner."""
-    rows = store.select(
-        f"SELECT ?r ?g WHERE {{ GRAPH ?r {{ ?r <{LUMA}recordKind> \"partner-retraction\" ; <{LUMA}retracts> ?g }} "
-        f"FILTER EXISTS {{ GRAPH ?g {{ ?s ?p ?o }} }} }}", union=False)
-    return sorted({r["g"] for r in rows if partner_of(r["r"]) is not None and partner_of(r["r"]) == partner_of(r["g"])})
-
-
-def drop_retracted(store) -> int:
-    """Drop the graphs of retracted partner records; return how many went. Idempotent and
-    read-only when there is nothing to drop (it runs on every open)."""
-    graphs = retracted_graphs(store)
-    drop_graphs(store, graphs)
-    return len(graphs)
-
-
-def drop_graphs(store, graphs: list[str]) -> None:
-    """Remove these named graphs (absent ones are skipped)."""
-    for i in range(0, len(graphs), _DROPS_PER_UPDATE):
-        store.update(" ;\n".join(f"DROP SILENT GRAPH <{g}>" for g in graphs[i:i + _DROPS_PER_UPDATE]))
-
-
-def partner_graphs_of(store, hashes: Iterable[str]) -> list[str]:
-    """The partner graphs of these record hashes present in the store (a rolled-back ingest
-    drops them: their IRIs carry the partner, so they cannot be computed from the hash alone)."""
-    wanted = {h[:32] for h in hashes}
-    if not wanted:
-        return []
-    return [g for g in partner_graph_names(store) if g.rsplit("/", 1)[-1] in wanted]

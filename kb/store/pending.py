@@ -32,7 +32,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from luma.errors import StoreError
-from luma.kb.query.scope import partner_graphs_of
+from luma.kb.store.partner_graphs import partner_graphs_of
 from luma.kb.store.base import QuadStore
 from luma.kb.vocab import ENTITY_GRAPH, record_graph
 

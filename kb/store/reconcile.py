@@ -10,7 +10,7 @@ their graph, and loads the missing ones again from the ledger.
 
 from __future__ import annotations
 
-from luma.kb.query.scope import PARTNER_RECORD_TYPES, partner_graph_names
+from luma.kb.store.partner_graphs import PARTNER_RECORD_TYPES, partner_graph_names
 from luma.kb.vocab import LUMA, record_graph
 
 

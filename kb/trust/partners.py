@@ -6,7 +6,7 @@ limit, a record of another type, another partner than `--partner`, a record that
 before: each is one error naming the file and field), then ingests all of them in one batch
 (all or nothing, as `luma kb ingest`). The ledger is append-only and has no way to delete, so
 `luma partner remove` appends a `partner-retraction` record; the KB drops the retracted records'
-graphs (kb/query/scope.py), and every rebuild drops them again. A removed record cannot come back as
+graphs (kb/store/partner_graphs.py), and every rebuild drops them again. A removed record cannot come back as
 the same bytes: the ledger holds one copy of each content hash; change it (e.g. its version).
 """
 

@@ -60,7 +60,7 @@ def test_everything_is_derived_from_the_registries():
     from luma.kb.records.loader import RECORD_TYPES
     from luma.kb.records.schema import SCHEMAS
     from luma.kb.trust.runners import _KINDS as runner_kinds
-    from luma.kb.query.scope import PARTNER_RECORD_TYPES
+    from luma.kb.store.partner_graphs import PARTNER_RECORD_TYPES
 
     names = [k.name for k in kinds.KINDS]
     assert set(PROJECTORS) == set(_REPLAY_TYPES) == set(names)

@@ -13,7 +13,8 @@ from luma.kb.store import pending
 from luma.kb.knowledge_base import KnowledgeBase
 from luma.kb.operations.partners import add, remove
 from luma.kb.trust.partners import read_partner_files
-from luma.kb.query.scope import PARTNER_GRAPHS, Scope, ScopedView, partner_graph, scoped_query
+from luma.kb.store.partner_graphs import PARTNER_GRAPHS, partner_graph
+from luma.kb.query.scope import Scope, ScopedView, scoped_query
 from luma.kb.store import open_store
 from luma.rules.analysis import analyse
 from luma.rules.engine import Engine

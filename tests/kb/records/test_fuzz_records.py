@@ -244,7 +244,7 @@ def _kb_files(home: Path) -> list[tuple[str, int, int]]:
 def _kb_state(home: Path) -> tuple[int, int, int]:
     """(graphs of records -- public and partners' --, quads, ledger records)."""
     from luma.kb.knowledge_base import KnowledgeBase
-    from luma.kb.query.scope import PARTNER_GRAPHS
+    from luma.kb.store.partner_graphs import PARTNER_GRAPHS
     from luma.kb.vocab import RECORD_GRAPH
     from luma.settings import Settings
 

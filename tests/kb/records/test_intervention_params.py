@@ -26,7 +26,7 @@ from luma.kb.trust.partners import DEFAULT_MAX_PARTNER_FILE_BYTES, read_partner_
 from luma.kb.ingest.projection import LedgerMeta, project
 from luma.kb.records.intervention_params import DATA_CLASSES, intervention_parameters_schema
 from luma.kb.records.loader import validate_document
-from luma.kb.query.scope import partner_graph
+from luma.kb.store.partner_graphs import partner_graph
 from luma.kb.ingest.shacl import default_checker
 from luma.kb.vocab import ENTITY_GRAPH, LUMA
 from luma.settings import Settings
