@@ -3,7 +3,7 @@ PEX-chain record for the boundary (ingested once, at the end, all or nothing).
 
 Files live under `$LUMA_HOME/sprints/<sprint id>/` (the artifact the records cite): one JSON
 file per trial, `chain.json`, and `sprint.json` (the full result, telemetry included). Every
-record is signed with the project's runner key (kb/trust/runners.py), made on first use.
+record is signed with the project's runner key (kb/operations/runner_keys.py), made on first use.
 """
 
 from __future__ import annotations

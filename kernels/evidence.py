@@ -3,7 +3,7 @@
 Every `luma kernels evaluate|bench` run writes its records (JSON Lines) under
 `$LUMA_HOME/results/` — the artifact — and ingests them like any other submission, so they carry
 the ledger's provenance and can be rebuilt from it. Each record is signed with the project's
-runner key (kb/trust/runners.py), made on first use.
+runner key (kb/operations/runner_keys.py), made on first use.
 """
 
 from __future__ import annotations

@@ -1,9 +1,8 @@
-"""The on-disk projects the ingest and query tests share (a seeded project copied per test, a
-read-only query project) and the helpers that drive them."""
+"""The helpers that build and drive the on-disk projects the ingest and query tests share (the
+fixtures that hold those projects are in tests/kb/conftest.py)."""
 
 
 import json
-import shutil
 from pathlib import Path
 
 import pytest
@@ -13,7 +12,6 @@ from sqlalchemy import text
 from luma.cli.main import cli
 from luma.kb.knowledge_base import KnowledgeBase
 from luma.kb.records.synthetic import mark_bench_project, write_jsonl
-from luma.rules.engine import Engine
 from luma.settings import Settings
 
 
@@ -96,55 +94,9 @@ def _build_project(home: Path, evidence, synthetic: int, rdf: bool = False):
     return key
 
 
-@pytest.fixture(scope="module")
-def seeded_template(tmp_path_factory, evidence):
-    """A small closed project (valid chain + 20 synthetic), its snapshot and its runner key,
-    copied per test."""
-    home = tmp_path_factory.mktemp("seeded") / "home"
-    key = _build_project(home, evidence, 20)
-    with pytest.MonkeyPatch.context() as mp:
-        use_home(mp, home)
-        return home, snapshot(), key
-
-
-@pytest.fixture
-def seeded_key(seeded_template):
-    """The runner key the seeded project (and every copy of it) trusts."""
-    return seeded_template[2]
-
-
-@pytest.fixture
-def seeded(seeded_template, tmp_path, monkeypatch):
-    """A fresh copy of the seeded project as LUMA_HOME; yields its snapshot before the test."""
-    template, snap, _key = seeded_template
-    home = tmp_path / "home"
-    shutil.copytree(template, home)
-    use_home(monkeypatch, home)
-    return snap
-
-
 #: The chains of the query project; its records are these and its runner key's trust record.
 QUERY_CHAINS = 201
 QUERY_RECORDS = QUERY_CHAINS + TRUST_RECORDS
-
-
-@pytest.fixture(scope="module")
-def query_home(tmp_path_factory, evidence):
-    """A read-only project for the query tests: the valid chain and 200 synthetic chains
-    (QUERY_CHAINS), and the trust record of the runner key that signed them; the rules run (the
-    named queries read what they derive)."""
-    home = tmp_path_factory.mktemp("query") / "home"
-    _build_project(home, evidence, 200)
-    with pytest.MonkeyPatch.context() as mp:
-        use_home(mp, home)
-        with open_kb() as kb:
-            Engine(kb).run()
-    return home
-
-
-@pytest.fixture
-def in_query_home(query_home, monkeypatch):
-    return use_home(monkeypatch, query_home)
 
 
 # -- identity and duplicates ---------------------------------------------------------------------

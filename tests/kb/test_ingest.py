@@ -19,8 +19,19 @@ from luma.kb.records.synthetic import write_jsonl
 from luma.kb.vocab import ID, LUMA
 from luma.rules.engine import Engine
 
-from tests.kb.projects import (  # noqa: F401 (fixtures are used by name)
-    DATA, VALID_JSON, _build_project, sparql_json, VALID_YAML, TURTLE_WITH_BNODE, TRUST_RECORDS, QUERY_CHAINS, QUERY_RECORDS, open_kb, ledger_rows, snapshot, luma, assert_one_line_error, valid_record, use_home, seeded_template, seeded_key, seeded, query_home, in_query_home,
+from tests.kb.projects import (
+    _build_project,
+    assert_one_line_error,
+    ledger_rows,
+    luma,
+    open_kb,
+    snapshot,
+    sparql_json,
+    TRUST_RECORDS,
+    TURTLE_WITH_BNODE,
+    VALID_JSON,
+    valid_record,
+    VALID_YAML,
 )
 
 

@@ -14,8 +14,14 @@ import pytest
 from luma.kb.query.named import named_queries
 from luma.kb.vocab import ID, LUMA
 
-from tests.kb.projects import (  # noqa: F401 (fixtures are used by name)
-    DATA, VALID_JSON, _build_project, sparql_json, VALID_YAML, TURTLE_WITH_BNODE, TRUST_RECORDS, QUERY_CHAINS, QUERY_RECORDS, open_kb, ledger_rows, snapshot, luma, assert_one_line_error, valid_record, use_home, seeded_template, seeded_key, seeded, query_home, in_query_home,
+from tests.kb.projects import (
+    assert_one_line_error,
+    luma,
+    open_kb,
+    QUERY_CHAINS,
+    QUERY_RECORDS,
+    snapshot,
+    sparql_json,
 )
 
 
