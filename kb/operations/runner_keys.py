@@ -1,7 +1,7 @@
 """Runner keys in a project: make one (keygen), trust or revoke one, and the key a project's
 runners sign with (`project_signer`, made with keygen semantics on first use).
 
-Each appends a `runner-trust` or `runner-revocation` record (kb/records/runner.py) through a
+Each appends a `runner-trust` or `runner-revocation` record (kb/records/runner_trust.py) through a
 `KnowledgeBase`, so this sits above the front door; reading trust back and checking a record's
 signature is `luma.kb.trust.runners`. A key `keygen` makes in a project is trusted by that
 project, and the first one becomes the key its runners sign with. `project_signer` gives the

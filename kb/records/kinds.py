@@ -56,8 +56,8 @@ KINDS: tuple[RecordKind, ...] = (
     RecordKind("intervention-parameters", _R + "intervention_params:InterventionParameters",
                "intervention_parameters_schema", partner=True),
     RecordKind("partner-retraction", _R + "intervention_params:PartnerRetraction", partner=True, evidence=False),
-    RecordKind("runner-trust", _R + "runner:RunnerTrust", command_only=True, evidence=False),
-    RecordKind("runner-revocation", _R + "runner:RunnerRevocation", command_only=True, evidence=False),
+    RecordKind("runner-trust", _R + "runner_trust:RunnerTrust", command_only=True, evidence=False),
+    RecordKind("runner-revocation", _R + "runner_trust:RunnerRevocation", command_only=True, evidence=False),
     # The model's outputs (`--record`): simulated or projected, never signed, never partner-scoped
     # (a partner evaluation records the intervention's tag and the predictions, not its figures).
     RecordKind("model-prediction", _R + "model_prediction:ModelPrediction", "model_prediction_schema"),

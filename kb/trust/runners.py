@@ -1,7 +1,7 @@
 """The runner keys a project trusts, and signing what its runners emit.
 
 Trust lives in the ledger (append-only): `luma runner keygen|trust` append a `runner-trust`
-record, `luma runner revoke` a `runner-revocation` (kb/records/runner.py); `trusted_keys` reads
+record, `luma runner revoke` a `runner-revocation` (kb/records/runner_trust.py); `trusted_keys` reads
 them back and `signed_by` is the check ingest makes of a measured record. The operations that
 append those records open a knowledge base, so they sit above it: `luma.kb.operations.runner_keys`
 (keygen, trust, revoke, and `project_signer`, the key a project's runners sign with).
@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from luma.errors import RecordError, UnknownName
 from luma.kb.records.kinds import COMMAND_ONLY
 from luma.kb.records.loader import RECORD_TYPES, validate_document
-from luma.kb.records.runner import RunnerRevocation, RunnerTrust
+from luma.kb.records.runner_trust import RunnerRevocation, RunnerTrust
 from luma.kb.store.ledger import as_utc
 from luma.kb.trust import attestation as att
 

@@ -1,4 +1,4 @@
-"""Runner attestations (kb/trust/attestation.py), runner trust records (kb/records/runner.py,
+"""Runner attestations (kb/trust/attestation.py), runner trust records (kb/records/runner_trust.py,
 kb/trust/runners.py) and their projection: signatures verify, break with one flipped byte, leave the
 content hash alone, and key files are private."""
 
