@@ -104,7 +104,7 @@ def hostile_outcomes() -> dict:
     """What the units module does with each hostile string, in a child process with a time-out
     (a unit that hangs pint cannot be interrupted from Python)."""
     script = (
-        "import json, sys\nfrom luma.kb import units\nout = {}\n"
+        "import json, sys\nfrom luma.kb.records import units\nout = {}\n"
         "for text in json.loads(sys.stdin.read()):\n"
         "    try:\n"
         "        units.parse_unit(text); units.dimensionality_of(text); units.normalise(1, text)\n"
