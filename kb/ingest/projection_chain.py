@@ -4,28 +4,17 @@
 from __future__ import annotations
 
 from luma.kb.ingest import nquads as nq
+from luma.kb.ingest.projection_nodes import (
+    VERDICTS, LedgerMeta, add_activity, add_quantity, architecture_node, contract_node,
+    intervention_node, project_trial, projects, record_node, software_config, state_node, text_hash,
+    workload_node,
+)
 from luma.kb.ingest.projection_outcomes import project_outcomes
 from luma.kb.records import units
 from luma.kb.records.dimensions import Dimension
 from luma.kb.records.pex_chain import PexChain
 from luma.kb.records.pex_trial import PexTrial
 from luma.kb.vocab import EVIDENCE_CLASSES, ID, LUMA
-from luma.kb.ingest.projection_nodes import (
-    projects,
-    VERDICTS,
-    LedgerMeta,
-    text_hash,
-    record_node,
-    project_trial,
-    software_config,
-    architecture_node,
-    contract_node,
-    state_node,
-    add_quantity,
-    add_activity,
-    workload_node,
-    intervention_node,
-)
 
 
 @projects("pex-chain")

@@ -4,25 +4,15 @@ in) and of a machine record (one luma:MachineFigure per quantity, each with the 
 from __future__ import annotations
 
 from luma.kb.ingest import nquads as nq
+from luma.kb.ingest.projection_nodes import (
+    TYPE, UNIT, VALUE, LedgerMeta, add_activity, add_environment, add_quantity, architecture_node,
+    intervention_node, projects, record_node, workload_node,
+)
 from luma.kb.records import units
 from luma.kb.records.dimensions import Dimension
 from luma.kb.records.kernel_result import KernelResult
 from luma.kb.records.machine import MachineRecord
 from luma.kb.vocab import EVIDENCE_CLASSES, ID, LUMA
-from luma.kb.ingest.projection_nodes import (
-    projects,
-    TYPE,
-    VALUE,
-    UNIT,
-    LedgerMeta,
-    record_node,
-    architecture_node,
-    add_quantity,
-    add_activity,
-    workload_node,
-    intervention_node,
-    add_environment,
-)
 
 
 @projects("kernel-result")

@@ -69,6 +69,7 @@ def _named(kind: str, name: str, *facts: str) -> str:
 
 
 def text_hash(text: str) -> str:
+    """A short content key of `text` (the hex SHA-256 prefix that names states and contracts)."""
     return hashlib.sha256(text.encode()).hexdigest()[:32]
 
 

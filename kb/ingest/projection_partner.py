@@ -4,21 +4,13 @@ quantity) and the retraction that withdraws them; all of it in the partner's gra
 from __future__ import annotations
 
 from luma.kb.ingest import nquads as nq
-from luma.kb.store.partner_graphs import partner_graph
+from luma.kb.ingest.projection_nodes import (
+    LABEL, TYPE, UNIT, VALUE, LedgerMeta, add_activity, intervention_node, projects, record_node,
+)
 from luma.kb.records import units
 from luma.kb.records.intervention_params import InterventionParameters, PartnerRetraction
+from luma.kb.store.partner_graphs import partner_graph
 from luma.kb.vocab import EVIDENCE_CLASSES, ID, LUMA
-from luma.kb.ingest.projection_nodes import (
-    projects,
-    TYPE,
-    LABEL,
-    VALUE,
-    UNIT,
-    LedgerMeta,
-    record_node,
-    add_activity,
-    intervention_node,
-)
 
 
 @projects("intervention-parameters")

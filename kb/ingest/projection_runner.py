@@ -4,15 +4,9 @@ fingerprint, where every record it signed meets it) and its revocation."""
 from __future__ import annotations
 
 from luma.kb.ingest import nquads as nq
+from luma.kb.ingest.projection_nodes import TYPE, LedgerMeta, add_activity, projects, runner_iri
 from luma.kb.records.runner_trust import RunnerRevocation, RunnerTrust
 from luma.kb.vocab import LUMA, PROV
-from luma.kb.ingest.projection_nodes import (
-    projects,
-    TYPE,
-    LedgerMeta,
-    runner_iri,
-    add_activity,
-)
 
 
 @projects("runner-trust")
