@@ -20,7 +20,7 @@ from luma.cli.rules import run_cmd as rules_run
 from luma.cli.sprint.run import run_cmd as sprint_run
 from luma.errors import LumaError
 from luma.kb.knowledge_base import KnowledgeBase
-from luma.kb.named_queries import get_named_query
+from luma.kb.query.named import get_named_query
 from luma.kb.vocab import LUMA
 
 

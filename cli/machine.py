@@ -10,7 +10,7 @@ import click
 from luma.cli.output import format_option, print_rows
 from luma.cli.project import NONE, OPTIONAL, project, settings
 from luma.errors import UnknownName
-from luma.kb.records.machine import catalog, load_machine, read_machine, stored_machines
+from luma.kb.records.machine_catalog import catalog, load_machine, read_machine, stored_machines
 
 
 def _summary(rec, where: str) -> dict:

@@ -10,10 +10,11 @@ import click
 from luma.cli.output import format_option, print_rows, slug_callback
 from luma.cli.submitter import submitter_option
 from luma.cli.project import READ, WRITE, project, require, settings
-from luma.kb.input_files import PARTNER_FILE
+from luma.kb.records.input_files import PARTNER_FILE
 from luma.kb.knowledge_base import KnowledgeBase
-from luma.kb.ledger import Ledger
-from luma.kb.partners import add, read_ledger, read_partner_files, record_json, record_row, remove, summary
+from luma.kb.store.ledger import Ledger
+from luma.kb.operations.partners import add, remove
+from luma.kb.trust.partners import read_ledger, read_partner_files, record_json, record_row, summary
 
 
 

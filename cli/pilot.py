@@ -13,7 +13,7 @@ from luma.experiments.pilot import energy, library as lib, run as pilot_run
 from luma.experiments.pilot.resume import prepare_resume
 from luma.experiments.sprint import contract as contract_mod
 from luma.experiments.sprint.records import architecture
-from luma.kb import prices as prices_mod
+from luma.experiments import prices as prices_mod
 
 
 def _money(x, currency: str = "") -> str:

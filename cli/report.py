@@ -12,7 +12,7 @@ import click
 from luma.cli.partner_evaluate import evaluation_options, run_evaluation
 from luma.cli.project import NONE, READ, project, require, settings, where
 from luma.errors import ConfigError, LumaError
-from luma.kb.scope import Scope
+from luma.kb.query.scope import Scope
 from luma.reports.build import boundary_report, design_in_report, partner_report, pilot_report
 
 _OUT = click.option("--out", "out", type=click.Path(file_okay=False, path_type=Path), required=True,

@@ -10,13 +10,14 @@ from luma.cli.output import format_option, print_rows, slug_callback
 from luma.cli.submitter import submitter_option
 from luma.cli.project import NONE, READ, WRITE, project, require, settings, settings as command_settings
 from luma.errors import ConfigError
-from luma.kb import attestation
-from luma.kb.attestation import parse_public_key
-from luma.kb.input_files import PARTNER_FILE, read_text
+from luma.kb.trust import attestation
+from luma.kb.trust.attestation import parse_public_key
+from luma.kb.records.input_files import PARTNER_FILE, read_text
 from luma.kb.knowledge_base import KnowledgeBase
-from luma.kb.ledger import Ledger
-from luma.kb.runners import keygen, revoke, signer, trust, trusted_keys
-from luma.kb.signed_files import sign_files
+from luma.kb.store.ledger import Ledger
+from luma.kb.operations.runner_keys import keygen, revoke, trust
+from luma.kb.trust.runners import signer, trusted_keys
+from luma.kb.records.signed_files import sign_files
 
 _COLUMNS = ["name", "fingerprint", "partner", "since", "revoked"]
 

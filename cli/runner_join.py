@@ -15,8 +15,8 @@ from luma.cli.project import WRITE, project, settings
 from luma.errors import ConfigError, LumaError
 from luma.experiments.fleet import labels as node_labels
 from luma.experiments.fleet.labels import SLOT, ray_labels
-from luma.kb import attestation
-from luma.kb.runners import project_signer
+from luma.kb.trust import attestation
+from luma.kb.operations.runner_keys import project_signer
 
 
 def ray_executable() -> str:

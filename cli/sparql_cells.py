@@ -38,7 +38,7 @@ def _unit_pairs(variables: Sequence[str]) -> dict[str, list[str]]:
 
 
 def _is_unit(binding: dict | None) -> bool:
-    from luma.reports.fmt import UNIT_NAMES  # pint (luma.kb.units): loaded only for a table
+    from luma.reports.fmt import UNIT_NAMES  # pint (luma.kb.records.units): loaded only for a table
 
     return binding is not None and binding["type"] == "uri" and binding["value"] in UNIT_NAMES
 
@@ -55,7 +55,7 @@ def _number(binding: dict | None) -> float | None:
 
 
 def _iri(value: str, column: str) -> Cell:
-    from luma.reports.fmt import dim_key  # pint (luma.kb.units): loaded only for a table
+    from luma.reports.fmt import dim_key  # pint (luma.kb.records.units): loaded only for a table
 
     if value.startswith(DIM):
         key = dim_key(value)
@@ -70,7 +70,7 @@ def _iri(value: str, column: str) -> Cell:
 
 
 def _literal(binding: dict) -> Cell:
-    from luma.reports.fmt import num  # pint (luma.kb.units): loaded only for a table
+    from luma.reports.fmt import num  # pint (luma.kb.records.units): loaded only for a table
 
     x = _number(binding)
     if x is None:
@@ -81,7 +81,7 @@ def _literal(binding: dict) -> Cell:
 
 def cells(answer: dict) -> tuple[list[str], list[list[Cell]]]:
     """(the columns shown, one row of cells per solution) of a SELECT answer."""
-    from luma.reports.fmt import quantity  # pint (luma.kb.units): loaded only for a table
+    from luma.reports.fmt import quantity  # pint (luma.kb.records.units): loaded only for a table
 
     variables = list(answer["head"]["vars"])
     bindings = answer["results"]["bindings"]

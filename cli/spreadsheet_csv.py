@@ -72,7 +72,7 @@ def rows_csv(rows: Iterable[dict], columns: Sequence[str], raw: bool = False) ->
 
 
 def sparql_csv(answer) -> Iterator[str]:
-    """A SELECT or ASK answer spooled as SPARQL TSV (kb/stores/base.QueryOutput), as chunks of
+    """A SELECT or ASK answer spooled as SPARQL TSV (kb/store/base.QueryOutput), as chunks of
     escaped CSV in the layout of SPARQL CSV (header of variable names, CRLF line ends). TSV,
     not CSV, is read because it keeps each term's kind and datatype, which escaping needs."""
     import pyoxigraph as ox

@@ -14,7 +14,7 @@ from luma.experiments import characterize as host_characterization
 from luma.experiments.characterize import TOOL
 from luma.kb.knowledge_base import KnowledgeBase
 from luma.kb.records.loader import validate_document
-from luma.kb.runners import project_signer
+from luma.kb.operations.runner_keys import project_signer
 
 
 @dataclass

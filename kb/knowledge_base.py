@@ -23,19 +23,21 @@ from itertools import islice
 from pathlib import Path
 
 from luma.errors import StoreError
-from luma.kb import access, pending, reconcile, shacl
-from luma.kb.dimensions import ontology_files, record_dimensions
-from luma.kb.evidence_gate import MeasuredGate
-from luma.kb.ledger import Ledger, LedgerEntry, NewRecord, check_text
-from luma.kb.nquads import Batch
-from luma.kb.projection import LedgerMeta, project
+from luma.kb.store import access, pending, reconcile, sessions
+from luma.kb.ingest import shacl
+from luma.kb.records.dimensions import ontology_files, record_dimensions
+from luma.kb.ingest.evidence_gate import MeasuredGate
+from luma.kb.store.ledger import Ledger, LedgerEntry, NewRecord, check_text
+from luma.kb.ingest.nquads import Batch
+from luma.kb.ingest.projection import LedgerMeta, project
+from luma.kb.records.input_files import RECORD_FILE, read_bytes
 from luma.kb.records.loader import LoadedRecord, iter_records
 from luma.kb.records.pex_chain import SCHEMA_VERSION
 from luma.kb.records.rdf_document import read_document, skolemised_triples
-from luma.kb.scope import drop_retracted
+from luma.kb.store.partner_graphs import drop_retracted
 from luma.kb.records.kinds import KINDS
-from luma.kb.stores import open_store
-from luma.kb.stores.base import QuadStore, parse_rdf
+from luma.kb.store import open_store
+from luma.kb.store.base import QuadStore, parse_rdf
 from luma.kb.vocab import LUMA, ONTOLOGY_GRAPH, RECORD_GRAPH, record_graph
 from luma.privacy import make_private, private_umask
 from luma.settings import Settings
@@ -133,7 +135,7 @@ class KnowledgeBase:
         self.store = store or open_store(settings.kb_url, settings)
         self.dimensions = record_dimensions(settings.home)
         #: The project lock this instance holds (embedded on-disk store), and for a reader that
-        #: came while a writer worked, the writer's read snapshot it reads (kb/access.py).
+        #: came while a writer worked, the writer's read snapshot it reads (kb/store/access.py).
         self._lock: access.ProjectLock | None = None
         self._lease: access.SnapshotLease | None = None
 
@@ -154,7 +156,7 @@ class KnowledgeBase:
 
         On the embedded on-disk store a writer waits up to `wait` seconds (default: settings.wait,
         else 0) for the project lock; a reader (`read_only`) never writes, reads concurrently with
-        other readers, and reads a running writer's snapshot (kb/access.py)."""
+        other readers, and reads a running writer's snapshot (kb/store/access.py)."""
         # SQLite and RocksDB make their own files, long after this: owner-only through the umask.
         private_umask()
         if settings.kb_url.startswith("oxigraph:") or settings.db_url.startswith("sqlite:"):
@@ -164,8 +166,6 @@ class KnowledgeBase:
             kb = cls(settings)
             kb._catch_up(sync)
             return kb
-        from luma.kb import sessions
-
         if read_only:
             return sessions.open_reader(cls, settings, path, settings.wait if wait is None else wait)
         return sessions.open_writer(cls, settings, path, (settings.wait or 0.0) if wait is None else wait, sync)
@@ -241,8 +241,6 @@ class KnowledgeBase:
 
     def ingest(self, paths: Iterable[Path], submitter: str | None = None) -> IngestReport:
         """Validate and add record files, all or nothing."""
-        from luma.kb.input_files import RECORD_FILE
-
         with _gc_paused():
             records = iter_records([Path(p) for p in paths], self.settings.home, RECORD_FILE.under(self.settings))
             return self._commit(records, submitter or default_submitter())
@@ -254,8 +252,6 @@ class KnowledgeBase:
 
     def load_rdf(self, path: Path, fmt: str, evidence_class: str, submitter: str | None = None) -> IngestReport:
         """Add a plain RDF document as one record (its own named graph)."""
-        from luma.kb.input_files import RECORD_FILE, read_bytes
-
         data = read_bytes(path, RECORD_FILE.under(self.settings))  # untrusted: a regular file within the record limit
         rec_hash, doc = read_document(data, fmt, evidence_class, str(path))
         rec = LoadedRecord("rdf-document", doc, doc.model_dump_json(), rec_hash, str(path))
@@ -265,7 +261,7 @@ class KnowledgeBase:
         """Validate, project and shape-check chunk by chunk while earlier chunks load in the
         background; then the ledger commits (while the last chunk loads).
 
-        A failure anywhere before the ledger commit drops whatever was loaded (kb/pending.py).
+        A failure anywhere before the ledger commit drops whatever was loaded (kb/store/pending.py).
         """
         check_text("submitter", submitter)  # before anything loads, on every ledger backend
         report = IngestReport()
@@ -384,7 +380,7 @@ class KnowledgeBase:
 
     def _reload_missing(self, vouched: list[tuple[str, str]]) -> int:
         """Load again, from the ledger, the records about to pass the watermark whose graph the
-        store lacks (kb/reconcile.py); return the quads loaded."""
+        store lacks (kb/store/reconcile.py); return the quads loaded."""
         missing = reconcile.missing_records(self.store, vouched)
         if not missing:
             return 0

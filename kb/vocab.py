@@ -66,7 +66,7 @@ EVIDENCE = (
     EvidenceClassInfo("simulated", LUMA + "Simulated", "Simulated evidence", True),
     EvidenceClassInfo("projected", LUMA + "Projected", "Projected evidence", True),
     EvidenceClassInfo("vendor-claim", LUMA + "VendorClaim", "Vendor-claim evidence", True),
-    # Generated records (kb/synthetic.py) for benchmarks, tests and examples: a class of their own
+    # Generated records (kb/records/synthetic.py) for benchmarks, tests and examples: a class of their own
     # so that no rule, query or report can take them for measurements (issue 28; DESIGN §8).
     EvidenceClassInfo("synthetic", LUMA + "Synthetic", "Synthetic evidence (generated, not measurements)", False),
 )
@@ -76,6 +76,9 @@ EVIDENCE_CLASSES = {c.name: c.iri for c in EVIDENCE}
 LOADABLE_CLASSES = tuple(c.name for c in EVIDENCE if c.loadable)
 #: The type of a record's `evidence_class` field.
 EvidenceClass = Literal[tuple(EVIDENCE_CLASSES)]
+#: Evidence classes a price may carry: a vendor's list price, or a figure the user states
+#: (price tables, `luma.experiments.prices`; a pilot decision's figures may carry them too).
+PRICE_CLASSES = ("vendor-claim", "user-supplied")
 
 _SLUG_BAD = re.compile(r"[^A-Za-z0-9._~-]+")
 

@@ -3,7 +3,7 @@
 Every `luma kernels evaluate|bench` run writes its records (JSON Lines) under
 `$LUMA_HOME/results/` — the artifact — and ingests them like any other submission, so they carry
 the ledger's provenance and can be rebuilt from it. Each record is signed with the project's
-runner key (kb/runners.py), made on first use.
+runner key (kb/operations/runner_keys.py), made on first use.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from datetime import datetime, timezone
 
 from luma.experiments.host import describe
 from luma.kb.knowledge_base import KnowledgeBase
-from luma.kb.runners import project_signer
+from luma.kb.operations.runner_keys import project_signer
 
 _ENV_KEYS = ("cpu_model", "isa", "logical_cpus", "usable_cpus", "machine", "python", "numpy", "torch",
              "torch_cpu_capability", "torch_threads")

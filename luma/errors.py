@@ -131,7 +131,7 @@ class StoreError(LumaError):
 
 
 class StoreBusy(StoreError):
-    """The embedded knowledge base is held by another luma process (kb/access.py)."""
+    """The embedded knowledge base is held by another luma process (kb/store/access.py)."""
 
 
 class LedgerError(LumaError):

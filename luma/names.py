@@ -14,7 +14,7 @@ dot or a dash: no hidden file, no option); no '..' anywhere; at most 64 characte
 An ID built from names (a sprint's is contract-dimension-time, a campaign sprint's is
 campaign--contract-dimension-class) may be longer, up to `MAX_ID` (a file name holds 255 bytes;
 the head adds `.incoming`). Partner slugs and runner key names are lower-case names (their
-record schemas and `kb/attestation.py` say so): they become IRIs as well.
+record schemas and `kb/trust/attestation.py` say so): they become IRIs as well.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ Variables: `LUMA_HOME`, `LUMA_DB_URL`, `LUMA_KB_URL` (and `LUMA_KB_QUERY_URL`,
 `LUMA_KB_UPDATE_URL`, `LUMA_KB_STORE_URL` for endpoints with their own paths), `LUMA_WAIT`,
 `LUMA_QUERY_MEMORY`, `LUMA_QUERY_MAX_ANSWER_BYTES`, `LUMA_QUERY_REQUIRE_SANDBOX`,
 `LUMA_RULES_TIMEOUT`, `LUMA_RULES_MEMORY`,
-`LUMA_RUNNER_KEY`, the input-file limits `LUMA_MAX_*_FILE_BYTES` (kb/input_files.py) and, for the
+`LUMA_RUNNER_KEY`, the input-file limits `LUMA_MAX_*_FILE_BYTES` (kb/records/input_files.py) and, for the
 machine rather than a project, `LUMA_ENGINE_CACHE` (`engine_cache`)."""
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from pathlib import Path
 from luma.errors import ConfigError
 
 DEFAULT_HOME = ".luma"
-#: Memory one user query may use on the embedded store (kb/isolated_query.py).
+#: Memory one user query may use on the embedded store (kb/store/isolated_query.py).
 DEFAULT_QUERY_MEMORY = 4 * 2**30
 #: Size of one query's answer.
 DEFAULT_QUERY_ANSWER_BYTES = 2 * 2**30
@@ -30,7 +30,7 @@ MIN_QUERY_MEMORY = 64 * 2**20
 #: stop a runaway rule (a cartesian product) without stopping a large honest run.
 DEFAULT_RULES_TIMEOUT = 3600.0
 DEFAULT_RULES_MEMORY = 8 * 2**30
-#: The input-file limits a user may change (kb/input_files.py declares their defaults).
+#: The input-file limits a user may change (kb/records/input_files.py declares their defaults).
 FILE_LIMIT_VARIABLES = ("LUMA_MAX_RECORD_FILE_BYTES", "LUMA_MAX_PARTNER_FILE_BYTES",
                         "LUMA_MAX_CONFIG_FILE_BYTES", "LUMA_MAX_QUERY_FILE_BYTES")
 
@@ -57,7 +57,7 @@ class Settings:
     kb_query_url: str | None = None
     kb_update_url: str | None = None
     kb_store_url: str | None = None
-    #: Refuse a user query or rule run when the network sandbox cannot be installed (kb/sandbox.py).
+    #: Refuse a user query or rule run when the network sandbox cannot be installed (kb/store/sandbox.py).
     require_sandbox: bool = False
     #: What `luma rules run` may use on the embedded store: seconds (0: no limit) and bytes.
     rules_timeout: float = DEFAULT_RULES_TIMEOUT

@@ -114,7 +114,7 @@ def _lit(text: str) -> str:
 
 def latest_qualified(kb) -> str:
     """The chain of the most recently ingested record that the rules qualified (rule
-    qualified-boundary, with the parameters of its last run); synthetic chains (kb/synthetic.py)
+    qualified-boundary, with the parameters of its last run); synthetic chains (kb/records/synthetic.py)
     only when nothing else qualifies. NothingToReport when there is none, saying why."""
     run = derivation(kb.store, QUALIFYING_RULE)
     if run is None:

@@ -1,6 +1,6 @@
 """The chain outcomes a Resource Boundary Report reads from the KB (issue 16): the diagnosis table,
 co-binding resources, frontier shift, next binding and deployment decision, as the runner wrote
-them on the chain and ingest checked them against its trials (kb/projection_outcomes.py). Read
+them on the chain and ingest checked them against its trials (kb/ingest/projection_outcomes.py). Read
 from the chain's own record graph (entity descriptions, levels and software configurations, from
 the shared graph); the report states them and never recomputes them."""
 

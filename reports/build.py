@@ -7,9 +7,9 @@ import json
 from pathlib import Path
 
 from luma.errors import ConfigError
-from luma.kb import prices
+from luma.experiments import prices
 from luma.kb.knowledge_base import KnowledgeBase
-from luma.kb.scope import Scope
+from luma.kb.query.scope import Scope
 from luma.reports import boundary, design_in, partner, pilot, pilot_data
 from luma.reports.render import Written, write
 

@@ -9,10 +9,10 @@ on; `build(kb, scope=...)` returns a `Report` for `luma.reports.render.write`.
 
 from __future__ import annotations
 
-from luma.kb.scope import Scope
+from luma.kb.query.scope import Scope
 from luma.kb.vocab import EVIDENCE, EVIDENCE_CLASSES
-from luma.kb.prices import PriceTable
-from luma.kb.prices import load as load_prices
+from luma.experiments.prices import PriceTable
+from luma.experiments.prices import load as load_prices
 from luma.reports import budget
 from luma.reports import design_in_capabilities as capabilities
 from luma.reports import design_in_data as data
@@ -179,7 +179,7 @@ def _class_sections(r, counts: dict[str, dict[str, int]], limit: int, synthetic:
                                   f"{run.parameters.get('min_repetitions', '?') if run else '?'} repetitions: "
                                   f"{run.text() if run else 'the rules'}).")
             if synthetic:
-                sec.paragraphs.append(f"**{synthetic} of them are synthetic**: generated records (`kb/synthetic.py`, "
+                sec.paragraphs.append(f"**{synthetic} of them are synthetic**: generated records (`kb/records/synthetic.py`, "
                                       "for benchmarks and examples), counted as measured only because this is a "
                                       "throwaway benchmark project; they are not measurements, and conclusions "
                                       "from them show the method, not hardware.")
@@ -200,7 +200,7 @@ def _class_sections(r, counts: dict[str, dict[str, int]], limit: int, synthetic:
             sec.paragraphs.append(f"{total} {cls} PEX chains, reported as unqualified (never a boundary)."
                                   if total else f"{cls.capitalize()} PEX chains: none in this KB.")
             if cls == "synthetic" and per:
-                sec.paragraphs.append("Generated records (`kb/synthetic.py`, for benchmarks, tests and examples), not "
+                sec.paragraphs.append("Generated records (`kb/records/synthetic.py`, for benchmarks, tests and examples), not "
                                       "measurements: no boundary, requirement or count of measured evidence rests "
                                       "on them.")
             if rows:
@@ -235,8 +235,8 @@ def _class_sections(r, counts: dict[str, dict[str, int]], limit: int, synthetic:
 
 
 def build(kb, scope: Scope | None = None, max_rows: int = MAX_ROWS, prices: PriceTable | None = None) -> Report:
-    """The Design-In Report of what `scope` (kb/scope.py) may see (the owner's view by default);
-    `prices` (kb/prices.py) prices the economics, the shipped example table by default."""
+    """The Design-In Report of what `scope` (kb/query/scope.py) may see (the owner's view by default);
+    `prices` (experiments/prices.py) prices the economics, the shipped example table by default."""
     require()
     r = data.Reader(kb, scope)
     data.check_ready(r)

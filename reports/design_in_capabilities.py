@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from luma.kb.prices import PriceTable, shipped
+from luma.experiments.prices import PriceTable, shipped
 from luma.reports import economics
 from luma.reports.design_in_data import HR, ONTOLOGY, QB, RR, UNQUALIFIED
 from luma.reports.fmt import class_name, dim_key, num
@@ -101,7 +101,7 @@ def rank(reqs: list[dict], cands: list[dict], estimates: dict[str, economics.Est
 
 
 def _evidence(q: dict, est: economics.Estimate | None, synthetic: int = 0) -> str:
-    # Synthetic chains qualify only in a throwaway benchmark project (kb/synthetic.py); where some
+    # Synthetic chains qualify only in a throwaway benchmark project (kb/records/synthetic.py); where some
     # did, the support is not called measured (issue 28).
     what = ("qualified chains, synthetic ones among them (a benchmark project's, not measurements)"
             if synthetic else "measured qualified chains")

@@ -1,5 +1,5 @@
 """What the Design-In Report reads from the KB, through the scope it is made for (`owner`, or
-`partner:NAME`: kb/scope.py runs every query over the graphs that partner may see).
+`partner:NAME`: kb/query/scope.py runs every query over the graphs that partner may see).
 
 Long lists (qualified boundaries, unqualified chains) are counted first and listed in full only
 up to `FULL_LIST` rows, sorted here; beyond that a LIMIT without ORDER BY takes the first rows in
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from luma.errors import NothingToReport
 from luma.kb.records import kinds
-from luma.kb.scope import Scope, scoped_query
+from luma.kb.query.scope import Scope, scoped_query
 from luma.kb.vocab import LUMA, ONTOLOGY_GRAPH
 from luma.reports.boundary_terms import PREFIXES
 from luma.rules.state import DERIVED
@@ -22,7 +22,7 @@ HR, RB, RR, CE = (f"<{DERIVED}{rule}>" for rule in ("hardware-requirement", "rec
                                                      "counter-evidence"))
 QB, UNQUALIFIED = f"<{DERIVED}qualified-boundary>", f"<{DERIVED}unqualified-evidence>"
 ONTOLOGY = f"<{ONTOLOGY_GRAPH}>"
-#: A runner key's name, from the trust record that projects it (kb/projection.py); the caller closes the brace.
+#: A runner key's name, from the trust record that projects it (kb/ingest/projection.py); the caller closes the brace.
 RUNNER_NAME = 'GRAPH ?tg { ?tg luma:recordKind "runner-trust" . ?key luma:runnerName ?name'
 #: Binds ?g to the record graph of each ?chain first, so that its facts are then looked up in that
 #: graph (GRAPH ?g { ... }): with the kind checked inside the same block as the facts, Oxigraph
@@ -194,7 +194,7 @@ def pass_footprints(r: Reader, chains: list[str]) -> dict[str, float]:
 
 
 def synthetic_count(r: Reader) -> int:
-    """Qualified boundaries whose chain says it was generated (kb/synthetic.py), not measured."""
+    """Qualified boundaries whose chain says it was generated (kb/records/synthetic.py), not measured."""
     return r.count(f"""GRAPH {QB} {{ ?q a luma:QualifiedBoundary ; luma:qualifies ?chain }} {CHAIN_GRAPH}
       GRAPH ?g {{ ?chain prov:wasGeneratedBy ?act . ?act luma:tool ?tool FILTER(STRSTARTS(?tool, "luma synthetic")) }}""")
 

@@ -1,6 +1,6 @@
 """Lifetime economics of a hardware requirement: cost per accepted output with the resource
 added versus with the best recurring remedy, from the requirement's supporting qualified chains
-and a price table (kb/prices.py, which also prices a state: `state_cost`).
+and a price table (experiments/prices.py, which also prices a state: `state_cost`).
 
 Per supporting chain: the PASS state is the machine with the resource added; the FAIL state with
 the chain's intervention applied is the machine with the remedy (its "recovered" trials). A
@@ -20,7 +20,7 @@ import statistics
 from dataclasses import dataclass, field
 
 from luma.errors import NotPriced
-from luma.kb.prices import HOURS_PER_YEAR, Price, PriceTable, state_cost
+from luma.experiments.prices import HOURS_PER_YEAR, Price, PriceTable, state_cost
 from luma.kb.vocab import LUMA, LUNIT, ONTOLOGY_GRAPH
 from luma.reports.design_in_data import CHAIN_GRAPH
 from luma.reports.md_escape import fmt, record

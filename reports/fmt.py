@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 
-from luma.kb.units import CANONICAL_UNITS
+from luma.kb.records.units import CANONICAL_UNITS
 from luma.kb.vocab import DIM, EVIDENCE_CLASSES, ID, LUMA
 
 #: Canonical unit IRI -> canonical unit name ("byte", "second", ...).

@@ -24,8 +24,8 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from luma.errors import ConfigError, LumaError
-from luma.kb.input_files import RECORD_FILE, read_text
-from luma.kb.units import normalise
+from luma.kb.records.input_files import RECORD_FILE, read_text
+from luma.kb.records.units import normalise
 
 #: The format this report reads (the file's `format`).
 FORMAT = 1

@@ -25,8 +25,8 @@ from rdflib.plugins.sparql.parser import parseQuery
 from rdflib.plugins.sparql.parserutils import CompValue
 
 from luma.errors import QueryError, QueryRefused, RuleError
-from luma.kb import query_safety
-from luma.kb.query_safety import CheckedQuery, check_query
+from luma.kb.query import safety as query_safety
+from luma.kb.query.safety import CheckedQuery, check_query
 from luma.rules.loader import Rule, render
 
 ANY = ("any",)
@@ -217,7 +217,7 @@ def _keys_in(keys: list) -> set:
 
 
 def check_rule_text(rule: Rule, text: str) -> CheckedQuery:
-    """The checks of a user's query (kb/query_safety.py: no escapes, the lexical SERVICE scan,
+    """The checks of a user's query (kb/query/safety.py: no escapes, the lexical SERVICE scan,
     rdflib's parse tree) on the rule's SPARQL as it will run, and a CONSTRUCT; RuleError naming
     the file and line otherwise."""
     where = f"line {rule.body_line}"

@@ -17,13 +17,14 @@ from pathlib import Path
 
 import rdflib
 
-from luma.kb import runners
-from luma.kb.bench import run_child
 from luma.kb.knowledge_base import KnowledgeBase
-from luma.kb.synthetic import BENCH_NOTE, mark_bench_project, write_jsonl
+from luma.kb.operations import runner_keys
+from luma.kb.records.synthetic import BENCH_NOTE, mark_bench_project, write_jsonl
+from luma.kb.trust import runners
 from luma.rules.analysis import analyse, strata
 from luma.rules.engine import Engine
 from luma.rules.loader import load_all, render
+from luma.rules.pipeline_bench import run_child
 from luma.settings import Settings
 
 #: Share of the synthetic chains that name their software (kb/synthetic.py).
@@ -47,7 +48,7 @@ def child_luma(n: int, extra: int, workdir: Path, dump: bool, repeat: int = 5) -
     # it trusts), which the rules need to derive anything at scale.
     mark_bench_project(home)
     with KnowledgeBase.open(settings) as kb:
-        signer = runners.signer(home, runners.keygen(kb, "synthetic-bench").name)
+        signer = runners.signer(home, runner_keys.keygen(kb, "synthetic-bench").name)
     with KnowledgeBase.open(settings) as kb:
         kb.ingest([write_jsonl(workdir / "records.jsonl", n, signer=signer, software_share=SOFTWARE_SHARE)], submitter="bench")
         quads = kb.store.count()

@@ -51,7 +51,7 @@ def run(kb, overrides: dict[str, str], workers: int | None = None):
     if on_disk:
         kb.store.raw.backup(str(store_path(kb.settings.home)))  # hard links: cheap at any size
     # pyoxigraph: `luma kb query --help` imports this module for store_path/last_run
-    from luma.kb.stores.embedded import EmbeddedStore
+    from luma.kb.store.embedded import EmbeddedStore
 
     copy = EmbeddedStore(store_path(kb.settings.home))
     if not on_disk:  # an in-memory store or an endpoint: its quads, copied

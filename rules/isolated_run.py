@@ -3,9 +3,9 @@ memory, and the derived graphs as they were when a run is stopped.
 
 Rule files are untrusted like queries (DESIGN §8). Their text is checked as a query's is
 (rules/analysis.py: no SERVICE, no update, no escapes); this is the second wall and the bound,
-as kb/isolated_query.py is for `luma kb query`. The child
+as kb/store/isolated_query.py is for `luma kb query`. The child
 
-* installs the no-network filter (kb/sandbox.py) before it opens the store, so a rule that
+* installs the no-network filter (kb/store/sandbox.py) before it opens the store, so a rule that
   passed every check still cannot open an IPv4/IPv6 socket;
 * opens the store itself (the parent keeps the project lock and lets go of the store meanwhile)
   and runs under RLIMIT_DATA = what it holds after opening + the memory limit; Oxigraph cannot
@@ -14,7 +14,7 @@ as kb/isolated_query.py is for `luma kb query`. The child
 
 A run that does not finish (stopped, out of memory, an error) may have written part of the
 derived graphs. The parent then puts every derived graph and the rules' cache token back as
-they were, from a RocksDB checkpoint it took just before the run (kb/access.py's read snapshot,
+they were, from a RocksDB checkpoint it took just before the run (kb/store/access.py's read snapshot,
 also what readers read meanwhile); where the run had begun to write the rules' cache, it clears
 the token instead, so the next run starts from the store (rules/state.py). A run refused before
 it wrote anything (a rule file, a parameter) needs neither. The child is started before the
@@ -45,10 +45,11 @@ import pyoxigraph as ox
 
 from luma.errors import (BadParam, BelowFloor, ConfigError, ContractError, HardwareError, LumaError, QueryError,
                          QueryRefused, RuleError, StateError, StoreBusy, StoreError, TrustError)
-from luma.kb import access
-from luma.kb.isolated_query import kill_group, last_json, mib, vm_data
-from luma.kb.sandbox import deny_network
-from luma.kb.stores.embedded import EmbeddedStore
+from luma.kb.store import access
+from luma.kb.store.isolated_query import kill_group, last_json, vm_data
+from luma.kb.store.base import mib
+from luma.kb.store.sandbox import deny_network
+from luma.kb.store.embedded import EmbeddedStore
 from luma.kb.vocab import ID
 from luma.rules import exploratory as explore
 from luma.rules.run_report import RunReport

@@ -1,6 +1,6 @@
 """Where a query may read each sealed term: derived facts only inside the graph of the rule that
 derived them, ontology facts only inside the ontology graph, runner trust and record facts only
-inside a record's own graph (kb/sealed.py has the marks; DESIGN §8, "conclusions are sealed").
+inside a record's own graph (kb/records/sealed.py has the marks; DESIGN §8, "conclusions are sealed").
 
 `unsealed_reads(sparql)` lists every triple pattern of a query that reads a sealed term anywhere
 else, so a plain RDF document, which always lands in a graph of its own, can never add a fact to
@@ -20,7 +20,7 @@ from rdflib.plugins.sparql import prepareQuery
 from rdflib.plugins.sparql.parserutils import CompValue
 
 from luma.errors import RuleError
-from luma.kb.sealed import sealed
+from luma.kb.records.sealed import sealed
 from luma.kb.vocab import LUMA, ONTOLOGY_GRAPH, PROV, RECORD_GRAPH
 from luma.rules.analysis import analyse, path_iris
 from luma.rules.loader import Rule, load_all, packaged_files, render

@@ -256,7 +256,7 @@ def _inside(clause: dict) -> float:
 def _passing_observations(clauses: list[dict]) -> list[dict]:
     """What a PASS on every clause looks like: a percentile with its interval inside the
     threshold and enough completed requests behind it, any other metric one value inside."""
-    from luma.kb import judge
+    from luma.kb.records import judge
 
     quantiles = [q for c in clauses if (q := judge.quantile_of(c["metric"])) is not None]
     requests = max([TRIAL_REQUESTS, *(judge.min_requests(q) for q in quantiles)])
@@ -272,7 +272,7 @@ def _passing_observations(clauses: list[dict]) -> list[dict]:
 
 
 def consistent_trials(doc: dict) -> list[dict]:
-    """Trials that bear out the pex-chain `doc` the way a sprint's do (kb/consistency.py):
+    """Trials that bear out the pex-chain `doc` the way a sprint's do (kb/ingest/consistency.py):
     `repetitions` PASS trials at the pass state, one out-of-memory FAIL at the fail state, then
     `repetitions` recovered PASS trials, or one recovered FAIL when the chain did not recover."""
     reps, obs = doc["repetitions"], _passing_observations(doc["contract"]["clauses"])
@@ -296,9 +296,10 @@ def with_trials(doc: dict) -> dict:
 def trust_runner(settings, key=None, name: str = RUNNER):
     """A runner key (kb/runners.Signer) the project of `settings` trusts: `key`, trusted there as
     `name` (`luma runner trust`), or else a new key made there (`luma runner keygen --name`)."""
-    from luma.kb import attestation
+    from luma.kb.trust import attestation
     from luma.kb.knowledge_base import KnowledgeBase
-    from luma.kb.runners import keygen, signer, trust
+    from luma.kb.operations.runner_keys import keygen, trust
+    from luma.kb.trust.runners import signer
 
     with KnowledgeBase.open(settings) as kb:
         if key is not None:
@@ -310,7 +311,7 @@ def trust_runner(settings, key=None, name: str = RUNNER):
 
 def sign_files(key, folder: Path, *paths: Path) -> list[Path]:
     """Signed copies of record files in `folder`: same names, same formats (`luma runner sign --out`)."""
-    from luma.kb.signed_files import sign_files as sign
+    from luma.kb.records.signed_files import sign_files as sign
 
     return [path for path, _ in sign([Path(p) for p in paths], key, Path(folder))]
 

@@ -14,8 +14,8 @@ from click.testing import CliRunner
 
 from luma.cli.main import cli
 from luma.errors import ConfigError
-from luma.kb.input_files import CONFIG_FILE, RECORD_FILE
-from luma.kb.stores import open_store
+from luma.kb.records.input_files import CONFIG_FILE, RECORD_FILE
+from luma.kb.store import open_store
 from luma.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -39,7 +39,7 @@ def maybe_exploratory(base, exploratory: bool):
     if not exploratory:
         yield base
         return
-    from luma.kb.stores.embedded import EmbeddedStore  # pyoxigraph: `luma kb … --help` stays light
+    from luma.kb.store.embedded import EmbeddedStore  # pyoxigraph: `luma kb … --help` stays light
 
     path = explore.store_path(base.settings.home)
     run = explore.last_run(base.settings.home)

@@ -11,7 +11,7 @@ from luma.cli.bench_report import print_bench
 from luma.cli.output import format_option
 from luma.cli.progress import Tracker, sizes_plan
 from luma.cli.project import NONE, project
-from luma.kb import bench as kb_bench
+from luma.rules import pipeline_bench as kb_bench
 
 
 @click.command()

@@ -13,11 +13,11 @@ from luma.cli.project import READ, project, require, settings as command_setting
 from luma.cli.sparql_table import print_table as print_sparql_table
 from luma.cli.spreadsheet_csv import print_sparql_csv
 from luma.errors import LumaError
-from luma.kb.input_files import QUERY_FILE, read_text
-from luma.kb.isolated_query import QueryLimits
-from luma.kb.named_queries import get_named_query, named_queries
-from luma.kb.paging import paged
-from luma.kb.scope import Scope, scoped_query
+from luma.kb.records.input_files import QUERY_FILE, read_text
+from luma.kb.store.base import QueryLimits
+from luma.kb.query.named import get_named_query, named_queries
+from luma.kb.query.paging import paged
+from luma.kb.query.scope import Scope, scoped_query
 from luma.rules.derivations import require as require_derived
 from luma.rules.loader import load_all
 from luma.settings import MIN_QUERY_MEMORY, parse_size
@@ -87,7 +87,7 @@ def query(sparql, query_file, query_name, list_names, timeout, memory, scope, ex
         if flag == "--name":  # not a malformed value: a name this LUMA does not ship (exit 1)
             raise click.ClickException(f"{flag}: {exc.message}") from None
         raise click.BadParameter(exc.message, param_hint=flag) from None
-    from luma.kb.query_safety import check_user_query  # rdflib's parser: `luma kb query --help` stays light
+    from luma.kb.query.safety import check_user_query  # rdflib's parser: `luma kb query --help` stays light
 
     # LUMA's usual prefixes (`luma:` …) are declared in front; the check sees the text that runs.
     checked = check_user_query(sparql, source)

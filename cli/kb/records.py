@@ -13,9 +13,9 @@ from luma.cli.kb.access import open_for_writing
 from luma.cli.output import format_option, print_rows
 from luma.cli.submitter import submitter_option
 from luma.cli.project import NONE, READ, WRITE, project, require, settings as command_settings
-from luma.kb.evidence_gate import check_before_open
-from luma.kb.input_files import RECORD_FILE
-from luma.kb.ledger import _safe_url
+from luma.kb.ingest.evidence_gate import check_before_open
+from luma.kb.records.input_files import RECORD_FILE
+from luma.kb.store.ledger import _safe_url
 from luma.kb.records.kinds import SCHEMA_KINDS
 from luma.kb.records.loader import iter_records
 from luma.kb.records.schema import schema_text

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Rebuilds the project behind the README's Boundary and Design-In excerpts:
-# a measured sprint on this machine, 150 synthetic chains (kb/synthetic.py: evidence class
+# a measured sprint on this machine, 150 synthetic chains (kb/records/synthetic.py: evidence class
 # `synthetic`, never measured, each saying so in its provenance; this is no benchmark project,
 # so none is signed as measured), the shipped machine catalog (vendor claims), the rules, the
 # evidence by class, and both reports.  Usage: docs/figures/readme-excerpts.sh [DIR]
@@ -13,7 +13,7 @@ luma sprint run matvec-memory                     # measured here; makes this pr
 python - <<'PY'
 import os
 from pathlib import Path
-from luma.kb.synthetic import write_jsonl
+from luma.kb.records.synthetic import write_jsonl
 write_jsonl(Path(os.environ["LUMA_HOME"]) / "synthetic.jsonl", 150)
 PY
 luma kb ingest "$LUMA_HOME/synthetic.jsonl" "$here"/experiments/machines/*.json

@@ -33,7 +33,7 @@ from luma import names
 from luma.errors import ConfigError, ContractError, StateError
 from luma.experiments.sprint import contract as contracts, states
 from luma.experiments.sprint.pex import max_trials
-from luma.kb.input_files import CONFIG_FILE, read_text
+from luma.kb.records.input_files import CONFIG_FILE, read_text
 from luma.kb.records.documents import parse_toml
 from luma.kb.records.loader import first_error
 from luma.kb.records.pex_chain import StrictModel

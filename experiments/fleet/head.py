@@ -31,8 +31,8 @@ from luma.experiments.fleet import labels as node_labels
 from luma.experiments.fleet.campaign import Campaign, Unit
 from luma.experiments.fleet.node import run_unit
 from luma.kb.knowledge_base import KnowledgeBase
-from luma.kb.ledger import Ledger
-from luma.kb.runners import trusted_keys
+from luma.kb.store.ledger import Ledger
+from luma.kb.trust.runners import trusted_keys
 
 #: Re-runs of a unit whose node died (Ray's system-failure retries).
 MAX_RETRIES = 3

@@ -12,7 +12,7 @@ import time
 from luma.experiments.sprint import contract as contracts
 from luma.experiments.sprint import pex as sprint
 from luma.experiments.sprint.run import run_sprint
-from luma.kb.runners import project_signer
+from luma.kb.operations.runner_keys import project_signer
 from luma.privacy import private_umask
 from luma.settings import Settings
 

@@ -25,7 +25,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 
 from luma.errors import ContractError
-from luma.kb import units
+from luma.kb.records import units
 
 #: Data classes the LLM model represents (the others an intervention may name are not modelled).
 MODELLED = ("kv-cache", "weights")

@@ -25,7 +25,7 @@ from luma.experiments.model import space as space_mod
 from luma.experiments.model.evaluate import Evaluator
 from luma.experiments.model.services import get
 from luma.kb.knowledge_base import KnowledgeBase
-from luma.kb.ledger import payloads_of_kind
+from luma.kb.store.ledger import payloads_of_kind
 
 _PREFIXES = """@prefix luma: <https://w3id.org/luma/ns#> .
 @prefix prov: <http://www.w3.org/ns/prov#> .
@@ -40,7 +40,7 @@ def turtle(cal: dict) -> str:
     """The calibration's error figures as Turtle (deterministic for the same calibration)."""
     key = hashlib.sha256(json.dumps(cal["errors"], sort_keys=True).encode() + cal["created"].encode()).hexdigest()[:16]
     # A relative IRI: it resolves under the loaded document's own graph, since a plain RDF document
-    # describes only the nodes it brings, never a node LUMA mints (kb/sealed.py).
+    # describes only the nodes it brings, never a node LUMA mints (kb/records/sealed.py).
     root = f"model-calibration/{key}"
     lines = [_PREFIXES, f"<{root}> a luma:ModelCalibration, prov:Entity ;",
              '    rdfs:label "analytical model calibrated on this host (luma model calibrate)" ;',

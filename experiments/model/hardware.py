@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
 from luma.errors import HardwareError, LumaError, UnknownName
-from luma.kb import units
-from luma.kb.records.machine import load_machine
+from luma.kb.records import units
+from luma.kb.records.machine_catalog import load_machine
 
 #: Bytes per element of each precision the model knows.
 PRECISION_BYTES = {"fp32": 4.0, "tf32": 4.0, "fp16": 2.0, "bf16": 2.0, "fp8": 1.0, "int8": 1.0, "int4": 0.5}

@@ -42,7 +42,7 @@ import numpy as np
 
 from luma.errors import ContractError, UnknownName
 from luma.experiments.model.hardware import PRECISION_BYTES
-from luma.kb.input_files import CONFIG_FILE, read_text
+from luma.kb.records.input_files import CONFIG_FILE, read_text
 from luma.kb.records.documents import parse_json
 
 

@@ -28,7 +28,7 @@ import numpy as np
 from luma.errors import ContractError, LumaError
 from luma.experiments.model import hardware, llm
 from luma.kb.knowledge_base import KnowledgeBase
-from luma.kb.records.machine import load_machine
+from luma.kb.records.machine_catalog import load_machine
 
 FILE = "model/llm-calibration.json"
 #: metric -> (the model's metric kind it checks, units a record may give it in)
@@ -431,7 +431,7 @@ def turtle(doc: dict, cal: dict) -> tuple[str, str]:
     """(the published figures, the model's error on them) as Turtle: luma:PublishedMeasurement
     nodes with their source (vendor-claim), and luma:ModelError nodes per metric (projected)."""
     key = (cal.get("data_sha256") or hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest())[:16]
-    # Relative: it resolves under the loaded document's own graph (kb/sealed.py: a document describes
+    # Relative: it resolves under the loaded document's own graph (kb/records/sealed.py: a document describes
     # only the nodes it brings).
     root = f"published-llm/{key}"
     head = ("@prefix luma: <https://w3id.org/luma/ns#> .\n@prefix qudt: <http://qudt.org/schema/qudt/> .\n"

@@ -14,9 +14,9 @@ from pathlib import Path
 from luma.errors import ConfigError, RecordError, UnknownName
 from luma.experiments.model import calibrate, llm_calibrate, partner, space
 from luma.experiments.sprint import contract as contracts
-from luma.kb.input_files import PARTNER_FILE
-from luma.kb.ledger import Ledger
-from luma.kb.partners import read_ledger, read_partner_files
+from luma.kb.records.input_files import PARTNER_FILE
+from luma.kb.store.ledger import Ledger
+from luma.kb.trust.partners import read_ledger, read_partner_files
 
 
 def model_contract(ref: str, settings):

@@ -9,7 +9,7 @@ axis of the model (variant, precision, parallelism, load) is kept as the state's
 Evidence class: the model's own (experiments/model/evaluate.py) — `simulated` for the services
 of this host, whose model is calibrated on trials measured here, `projected` for LLMs on
 hardware the model has not measured and for partner evaluations. The records are not signed:
-only `measured` is earned by a runner key (kb/evidence_gate.py).
+only `measured` is earned by a runner key (kb/ingest/evidence_gate.py).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from pathlib import Path
 
 from luma.experiments.host import git_revision
 from luma.experiments.model import llm_calibrate
-from luma.kb.dimensions import record_dimensions
+from luma.kb.records.dimensions import record_dimensions
 from luma.kb.knowledge_base import KnowledgeBase
 from luma.kb.records.loader import validate_document
 from luma.kb.records.pex_chain import Level, _check_level

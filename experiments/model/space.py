@@ -36,7 +36,7 @@ import numpy as np
 from luma.errors import ConfigError, ContractError
 from luma.experiments.model import hardware, llm
 from luma.experiments.model.services import get as get_service
-from luma.kb.input_files import CONFIG_FILE, read_text
+from luma.kb.records.input_files import CONFIG_FILE, read_text
 from luma.kb.records.documents import parse_toml
 
 #: axis -> (kind, applies to: "llm", "service" or "both")

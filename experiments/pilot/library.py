@@ -25,12 +25,12 @@ from luma.errors import StateError
 from luma.experiments.sprint import stats
 from luma.experiments.sprint.records import architecture, environment
 from luma.experiments.sprint.states import State, describe, resolve
-from luma.kb import units
-from luma.kb.ledger import Ledger
-from luma.kb.prices import NotPriced, state_cost
+from luma.kb.records import units
+from luma.kb.store.ledger import Ledger
+from luma.experiments.prices import NotPriced, state_cost
 from luma.kb.records import pilot_decision
 from luma.kb.records.pex_chain import Level
-from luma.kb.runners import trusted_keys
+from luma.kb.trust.runners import trusted_keys
 
 MIN_PASS = 2
 #: The two record kinds a library reads.

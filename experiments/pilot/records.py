@@ -13,10 +13,10 @@ from luma.experiments.pilot.controller import write_atomic
 from luma.experiments.pilot.window import ratio_ci
 from luma.experiments.sprint.records import architecture, provenance
 from luma.experiments.services import get
-from luma.kb.judge import combine
+from luma.kb.records.judge import combine
 from luma.kb.knowledge_base import KnowledgeBase
 from luma.kb.records.loader import validate_document
-from luma.kb.runners import project_signer
+from luma.kb.operations.runner_keys import project_signer
 
 TOOL = "luma pilot"
 

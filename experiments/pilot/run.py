@@ -28,7 +28,7 @@ from luma.experiments.pilot.records import DecisionWriter, decision_record
 from luma.experiments.sprint.records import architecture
 from luma.experiments.services import get
 from luma.experiments.sprint.states import describe
-from luma.kb import prices as prices_mod
+from luma.experiments import prices as prices_mod
 from luma.kb.records.loader import validate_document
 from luma.kb.records.pex_chain import Level
 

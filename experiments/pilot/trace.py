@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from luma.errors import ConfigError, ContractError
-from luma.kb.input_files import CONFIG_FILE, read_text
+from luma.kb.records.input_files import CONFIG_FILE, read_text
 
 MAX_RATE = 100_000.0
 MAX_ROWS = 100_000

@@ -20,7 +20,7 @@ import math
 import numpy as np
 
 from luma.experiments.sprint import stats
-from luma.kb import judge as verdict_rules
+from luma.kb.records import judge as verdict_rules
 
 LATENCY_KINDS = {"latency": "latency", "ttft": "first"}
 

@@ -18,14 +18,14 @@ from luma.errors import ConfigError, ContractError
 from luma.experiments.sprint import stats
 from luma.experiments.endpoint.spec import KIND as ENDPOINT, EndpointSpec
 from luma.experiments.sprint import stats
-from luma.kb import units
-from luma.kb.input_files import CONFIG_FILE, read_text
+from luma.kb.records import units
+from luma.kb.records.input_files import CONFIG_FILE, read_text
 from luma.kb.records.documents import parse_toml
 from luma.kb.records.loader import first_error
 from luma.kb.records.pex_chain import Clause, Level, Name, StrictModel
 
 #: Metrics a sprint can judge (its worker measures them); their units are the record layer's
-#: (`luma.kb.metrics`), which the clause itself checks.
+#: (`luma.kb.records.metrics`), which the clause itself checks.
 JUDGED = ("quality", "throughput", "token_throughput")
 #: Percentile metrics a sprint judges: `pNN_<kind>` (the worker keeps every sample of these).
 PERCENTILE_KINDS = ("latency", "ttft", "tpot")

@@ -22,7 +22,7 @@ from pathlib import Path
 from luma.errors import ConfigError, ContractError, StateError
 from luma.experiments.services import get
 from luma.experiments.sprint import contract as contract_mod, pex as sprint_mod, states
-from luma.kb.input_files import RECORD_FILE, read_text
+from luma.kb.records.input_files import RECORD_FILE, read_text
 from luma.kb.records.documents import parse_json
 
 KIND = "pex-experiment-matrix"

@@ -3,7 +3,7 @@ PEX-chain record for the boundary (ingested once, at the end, all or nothing).
 
 Files live under `$LUMA_HOME/sprints/<sprint id>/` (the artifact the records cite): one JSON
 file per trial, `chain.json`, and `sprint.json` (the full result, telemetry included). Every
-record is signed with the project's runner key (kb/runners.py), made on first use.
+record is signed with the project's runner key (kb/operations/runner_keys.py), made on first use.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from luma.experiments.sprint.pex import Plan, Result
 from luma.experiments.sprint.software import artifact_hash, software_config
 from luma.experiments.sprint.trial import Trial
 from luma.kb.knowledge_base import KnowledgeBase
-from luma.kb.runners import project_signer
+from luma.kb.operations.runner_keys import project_signer
 from luma.experiments.host import cpu, describe, git_revision
 from luma.kernels.evidence import environment_block
 
@@ -98,7 +98,7 @@ def trial_record(plan: Plan, sprint_id: str, trial: Trial, started: datetime, ar
 def chain_record(result: Result, started: datetime) -> dict | None:
     """The PEX chain of a sprint that found a boundary and tried an intervention; None otherwise.
     A chain whose recovery failed is still written (recovered: false) — it is evidence too. The
-    chain satisfies what ingest checks of a measured chain (`luma.kb.consistency`): so a sprint
+    chain satisfies what ingest checks of a measured chain (`luma.kb.ingest.consistency`): so a sprint
     whose adjacent FAIL level never FAILed (only INCONCLUSIVE) writes no chain."""
     p, b = result.plan, result.boundary
     if b is None or not b.found or not p.intervention or not result.recovery or not result.diagnosis:

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from luma.errors import ConfigError, ContractError, LumaError
 from luma.experiments.sprint import contract as contracts
-from luma.kb.named_queries import get_named_query
+from luma.kb.query.named import get_named_query
 from luma.kb.records.loader import validate_document
 from luma.kb.vocab import ID, LUMA
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from luma.errors import HardwareError, StateError
 from luma.experiments.endpoint import gpu
-from luma.kb import units
+from luma.kb.records import units
 from luma.kb.records.pex_chain import Level
 
 ENFORCED = ("compute", "host_memory", "kv_cache", "runtime")

@@ -1,6 +1,6 @@
 """Statistics behind a trial verdict: nearest-rank percentiles and their bootstrap confidence
 intervals. The verdict rules themselves (how many requests a percentile needs, PASS / FAIL /
-INCONCLUSIVE against a clause) live in `luma.kb.judge`, where ingest re-judges measured records
+INCONCLUSIVE against a clause) live in `luma.kb.records.judge`, where ingest re-judges measured records
 with the very same code; they are re-exported here for the sprint's callers.
 
 The bootstrap interval (percentile method, resampling requests) is what a percentile clause is
@@ -14,7 +14,7 @@ import math
 
 import numpy as np
 
-from luma.kb.judge import CONFIDENCE, interval_verdict, min_requests, quantile_of, sampled_verdict
+from luma.kb.records.judge import CONFIDENCE, interval_verdict, min_requests, quantile_of, sampled_verdict
 
 __all__ = ["CONFIDENCE", "RESAMPLES", "bootstrap_ci", "interval_verdict", "min_requests", "percentile",
            "percentile_verdict", "quantile_of"]
@@ -46,7 +46,7 @@ def bootstrap_ci(samples, q: float, confidence: float = CONFIDENCE, resamples: i
 
 def percentile_verdict(samples, q: float, op: str, threshold: float, seed: int = 0) -> dict:
     """Point estimate, interval and verdict of one percentile clause. Too few samples for the
-    request-count rule (`luma.kb.judge`) is INCONCLUSIVE whatever the point estimate says."""
+    request-count rule (`luma.kb.records.judge`) is INCONCLUSIVE whatever the point estimate says."""
     n = len(samples)
     lo, hi = bootstrap_ci(samples, q, seed=seed)
     verdict = sampled_verdict(lo, hi, n, q, op, threshold)

@@ -7,7 +7,7 @@ import math
 from luma.experiments.sprint.pex import Result
 from luma.experiments.sprint.states import describe
 from luma.experiments.sprint.trial import Trial
-from luma.kb import units
+from luma.kb.records import units
 from luma.kb.records.pex_chain import Level
 
 

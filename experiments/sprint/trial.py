@@ -19,7 +19,7 @@ from pathlib import Path
 from luma.experiments.sprint import states, stats
 from luma.experiments.sprint.contract import Contract
 from luma.experiments.sprint.states import State
-from luma.kb import judge as verdict_rules
+from luma.kb.records import judge as verdict_rules
 
 #: Seconds a worker may spend beyond its load test's own time-out (imports, loading, quality).
 GRACE_S = 60
@@ -65,7 +65,7 @@ class Trial:
 
 def judge(contract: Contract, tel: dict, seed: int = 0) -> tuple[str, str | None, list[dict]]:
     """(verdict, failure cause, per-clause results) of one trial's telemetry, by the rules of
-    `luma.kb.judge` (ingest re-judges the trial's record with the same rules)."""
+    `luma.kb.records.judge` (ingest re-judges the trial's record with the same rules)."""
     if tel.get("failure_cause"):
         return "FAIL", tel["failure_cause"], []
     rows, verdicts, causes = [], [], []

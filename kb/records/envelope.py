@@ -6,6 +6,8 @@ schema (machine, optimize-result, intervention-parameters) all use it, so the co
 
 from __future__ import annotations
 
+from luma.kb.records.dimensions import record_dimensions
+
 
 def record_schema(kind: str, model, title: str, description: str, *, state_dimensions: bool = False) -> dict:
     """JSON Schema (2020-12) of the record `kind` (its file name: `<kind>.schema.json`) from `model`."""
@@ -17,7 +19,5 @@ def record_schema(kind: str, model, title: str, description: str, *, state_dimen
         "description": description,
     }
     if state_dimensions:
-        from luma.kb.dimensions import record_dimensions
-
         schema["$defs"]["MachineState"]["properties"]["dimensions"]["propertyNames"] = {"enum": sorted(record_dimensions())}
     return schema

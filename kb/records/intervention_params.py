@@ -8,13 +8,13 @@ what it asks of software (coherence, transparency), its limitations and the lice
 evaluation boundary. Evidence class `vendor-claim` unless the record carries the provenance of
 a measurement.
 
-Every quantity is `{"value": number, "unit": text}` (unit names joined by `*` and `/`, small powers: kb/unit_grammar.py) checked against the dimension
+Every quantity is `{"value": number, "unit": text}` (unit names joined by `*` and `/`, small powers: kb/records/unit_grammar.py) checked against the dimension
 of its field (errors name the field path): ratios are dimensionless (`"1"`, `"percent"`,
 `"byte/byte"`), throughput in bytes per second, latency in seconds, power in watts, area in
 square metres (`"mm^2"`), buffering in bytes. NaN and infinities are refused everywhere.
 
 A partner's records are confidential to that partner: the projection writes everything of one
-record (entity descriptions included) into the partner's own named graph (`luma.kb.scope`).
+record (entity descriptions included) into the partner's own named graph (`luma.kb.query.scope`).
 `partner-retraction` records withdraw earlier records of one partner (`luma partner remove`).
 """
 
@@ -24,7 +24,7 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, Field, StrictBool, StrictStr, field_validator, model_validator
 
-from luma.kb import units
+from luma.kb.records import units
 from luma.kb.records.envelope import record_schema
 from luma.kb.records.machine import Quantity, Slug, Source
 from luma.kb.records.pex_chain import EvidenceClass, Provenance, StrictModel

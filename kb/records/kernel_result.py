@@ -12,7 +12,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, StrictInt, StrictStr
 
-from luma.kb.attestation import Attestation
+from luma.kb.trust.attestation import Attestation
 from luma.kb.records.pex_chain import Count, Environment, EvidenceClass, Name, Observation, StrictModel, Workload
 
 

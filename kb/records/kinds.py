@@ -1,7 +1,7 @@
-"""The one list of record kinds: which model validates each, which function projects it, whether
-it has a published JSON Schema, whether it lives in a partner's scope, and whether only LUMA's own
-commands may write it. The loader, the schemas, the projection, scoping, the runner-trust and
-partner code and the CLI's choices are all derived from `KINDS` (issue 15 item 23).
+"""The one list of record kinds: which model validates each, whether it has a published JSON
+Schema, whether it lives in a partner's scope, and whether only LUMA's own commands may write it. The loader, the schemas, the projection, scoping, the runner-trust and
+partner code and the CLI's choices are all derived from `KINDS` (issue 15 item 23); each projector
+module names the kinds it projects (`luma.kb.ingest.projection.PROJECTORS` checks it has them all).
 
 Model classes are named as "module:Class" and imported on first use, so this module imports
 nothing of the records it lists (the record modules import one another)."""
@@ -20,8 +20,6 @@ class RecordKind:
     name: str
     #: "module:Class" of the pydantic model that validates it.
     model: str
-    #: Function of luma.kb.projection that turns it into quads.
-    projector: str
     #: Function of luma.kb.records.schema that gives its JSON Schema (None: no published schema).
     schema: str | None = None
     #: Kept in a partner's own graphs and seen only in that partner's scope.
@@ -48,28 +46,23 @@ def _import(path: str) -> type:
 
 _R = "luma.kb.records."
 KINDS: tuple[RecordKind, ...] = (
-    RecordKind("pex-chain", _R + "pex_chain:PexChain", "_pex_chain", "pex_chain_schema"),
-    RecordKind("kernel-result", _R + "kernel_result:KernelResult", "_kernel_result", "kernel_result_schema"),
-    RecordKind("pex-trial", _R + "pex_trial:PexTrial", "_pex_trial", "pex_trial_schema"),
-    RecordKind("machine", _R + "machine:MachineRecord", "_machine", "machine_schema"),
-    RecordKind("optimize-result", _R + "optimize_result:OptimizeResult", "_optimize_result",
-               "optimize_result_schema"),
+    RecordKind("pex-chain", _R + "pex_chain:PexChain", "pex_chain_schema"),
+    RecordKind("kernel-result", _R + "kernel_result:KernelResult", "kernel_result_schema"),
+    RecordKind("pex-trial", _R + "pex_trial:PexTrial", "pex_trial_schema"),
+    RecordKind("machine", _R + "machine:MachineRecord", "machine_schema"),
+    RecordKind("optimize-result", _R + "optimize_result:OptimizeResult", "optimize_result_schema"),
     # One decision of the Economic Control Pilot (`luma pilot run`): always measured, signed.
-    RecordKind("pilot-decision", _R + "pilot_decision:PilotDecision", "_pilot_decision", "pilot_decision_schema"),
+    RecordKind("pilot-decision", _R + "pilot_decision:PilotDecision", "pilot_decision_schema"),
     RecordKind("intervention-parameters", _R + "intervention_params:InterventionParameters",
-               "_intervention_parameters", "intervention_parameters_schema", partner=True),
-    RecordKind("partner-retraction", _R + "intervention_params:PartnerRetraction", "_partner_retraction",
-               partner=True, evidence=False),
-    RecordKind("runner-trust", _R + "runner:RunnerTrust", "_runner_trust", command_only=True, evidence=False),
-    RecordKind("runner-revocation", _R + "runner:RunnerRevocation", "_runner_revocation", command_only=True,
-               evidence=False),
+               "intervention_parameters_schema", partner=True),
+    RecordKind("partner-retraction", _R + "intervention_params:PartnerRetraction", partner=True, evidence=False),
+    RecordKind("runner-trust", _R + "runner_trust:RunnerTrust", command_only=True, evidence=False),
+    RecordKind("runner-revocation", _R + "runner_trust:RunnerRevocation", command_only=True, evidence=False),
     # The model's outputs (`--record`): simulated or projected, never signed, never partner-scoped
     # (a partner evaluation records the intervention's tag and the predictions, not its figures).
-    RecordKind("model-prediction", _R + "model_prediction:ModelPrediction", "project_model_prediction",
-               "model_prediction_schema"),
-    RecordKind("experiment-matrix", _R + "model_prediction:ExperimentMatrix", "project_experiment_matrix",
-               "experiment_matrix_schema"),
-    RecordKind("rdf-document", _R + "rdf_document:RdfDocument", "project_document", file_record=False),
+    RecordKind("model-prediction", _R + "model_prediction:ModelPrediction", "model_prediction_schema"),
+    RecordKind("experiment-matrix", _R + "model_prediction:ExperimentMatrix", "experiment_matrix_schema"),
+    RecordKind("rdf-document", _R + "rdf_document:RdfDocument", file_record=False),
 )
 BY_NAME = {k.name: k for k in KINDS}
 #: Kinds a record file may hold (command-only ones are then refused by name, not as unknown).

@@ -15,9 +15,9 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from luma.errors import RecordError
-from luma.kb import units
-from luma.kb.dimensions import record_dimensions
-from luma.kb.input_files import RECORD_FILE, Limit, read_text
+from luma.kb.records import units
+from luma.kb.records.dimensions import record_dimensions
+from luma.kb.records.input_files import RECORD_FILE, Limit, read_text
 from luma.kb.records.documents import parse_json, parse_toml, parse_yaml
 from luma.kb.records.kinds import BY_NAME, COMMAND_ONLY, FILE_KINDS
 from luma.kb.records.pex_chain import PexChain

@@ -5,7 +5,7 @@ storage, power and price. `luma machine characterize` measures this host and rec
 **measured**; `experiments/machines/*.json` ship public spec sheets as **vendor-claim** records
 that name their source. Figures are per device; `count` is how many devices a node has.
 
-Every quantity is `{"value": number, "unit": text}` (unit names joined by `*` and `/`, small powers: kb/unit_grammar.py) and must have the dimension
+Every quantity is `{"value": number, "unit": text}` (unit names joined by `*` and `/`, small powers: kb/records/unit_grammar.py) and must have the dimension
 of its field: a bandwidth given in `Gbit/s` converts to bytes per second, one given in `GB` is
 refused, as are negative, zero, NaN and infinite values. The analytical model reads figures
 through `compute_flops`, `memory_capacity`, `memory_bandwidth`, `power_w`, `count`,
@@ -14,16 +14,14 @@ through `compute_flops`, `memory_capacity`, `memory_bandwidth`, `power_w`, `coun
 
 from __future__ import annotations
 
-import difflib
 from datetime import date
-from pathlib import Path
 from typing import Annotated, Literal
 
 from pydantic import AfterValidator, Field, StrictBool, StrictInt, StrictStr, model_validator
 
-from luma.errors import RecordError, UnknownName
-from luma.kb import units
-from luma.kb.attestation import SCHEMA_NOTE, Attestation
+from luma.errors import UnknownName
+from luma.kb.records import units
+from luma.kb.trust.attestation import SCHEMA_NOTE, Attestation
 from luma.kb.records.envelope import record_schema
 from luma.kb.records.pex_chain import (
     Architecture,
@@ -336,59 +334,6 @@ def _pick(rec: MachineRecord, rows: list, cores: int | None, what: str, value):
         raise UnknownName(f"states no {what} figure", source=rec.name)
     whole = [r for r in rows if r.cores is None]
     return whole[0] if whole else max(rows, key=value)
-
-
-# -- finding machines -----------------------------------------------------------------------
-
-
-def catalog() -> dict[str, Path]:
-    """The vendor-claim records shipped in `experiments/machines/`, by machine name (= file name)."""
-    import importlib.resources
-
-    root = importlib.resources.files("luma.experiments.machines")
-    return {p.name[:-5]: Path(str(p)) for p in root.iterdir() if p.name.endswith(".json")}
-
-
-def read_machine(path: Path) -> MachineRecord:
-    """The one machine record of a file (JSON or YAML); RecordError names the field at fault."""
-    from luma.kb.records.loader import read_documents, validate_document
-
-    docs = list(read_documents(Path(path)))
-    if len(docs) != 1:
-        raise RecordError(f"holds {len(docs)} records; a machine file holds one", source=str(path))
-    label, doc = docs[0]
-    if isinstance(doc, dict) and doc.get("record_type") != "machine":
-        raise RecordError(f"record_type must be 'machine', got {doc.get('record_type')!r}", source=str(path),
-                          field="record_type")
-    return validate_document(doc, str(path)).model
-
-
-def stored_machines(project) -> list[tuple[str, MachineRecord]]:
-    """(content hash, record) of every machine record in the ledger of `project` (Settings),
-    oldest first. Reads nothing (and creates nothing) when the project has no ledger yet."""
-    from luma.kb.ledger import payloads_of_kind
-
-    return [(h, MachineRecord.model_validate_json(payload)) for h, payload in payloads_of_kind(project, "machine")]
-
-
-def load_machine(name_or_path: str | Path, project=None) -> MachineRecord:
-    """A machine record from a file path, a machine in the ledger of `project` (Settings; the
-    latest of that name), or a shipped catalog entry. An unknown name is an UnknownName error
-    listing the known names."""
-    path = Path(name_or_path)
-    if path.suffix.lower() in (".json", ".yaml", ".yml") and path.is_file():
-        return read_machine(path)
-    name = str(name_or_path)
-    stored = {rec.name: rec for _, rec in stored_machines(project)} if project is not None else {}
-    if name in stored:
-        return stored[name]
-    shipped = catalog()
-    if name in shipped:
-        return read_machine(shipped[name])
-    known = sorted(set(shipped) | set(stored))
-    close = [k for k in known if name.lower() in k][:3] or difflib.get_close_matches(name.lower(), known, n=3, cutoff=0.5)
-    hint = f"; did you mean {', '.join(close)}?" if close else ""
-    raise UnknownName(f"unknown machine {name!r}{hint} (known: {', '.join(known)})")
 
 
 def machine_schema() -> dict:

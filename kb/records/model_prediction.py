@@ -4,9 +4,9 @@ of states a PEX sprint runs to prove a projection).
 
 Both are the model's evidence, never the machine's: their class is `simulated` (the model of a
 service calibrated on this host) or `projected` (hardware the model has not measured, partner
-figures), as the model states it. Neither needs a runner's signature (kb/evidence_gate.py only
+figures), as the model states it. Neither needs a runner's signature (kb/ingest/evidence_gate.py only
 gates `measured`), and neither can be `measured` or `vendor-claim`. A prediction names the same
-contract and machine-state entities the PEX records do (kb/projection.py), so a rule can set it
+contract and machine-state entities the PEX records do (kb/ingest/projection.py), so a rule can set it
 beside the trials that later measured that state (rules/75-model-agreement.rq).
 """
 
@@ -24,7 +24,7 @@ from luma.kb.records.pex_chain import (
     Provenance,
     StrictModel,
     Workload,
-    _convertible,
+    check_convertible,
 )
 
 #: A recorded model output cites at most this many states (explore proposes at most 1,000, and
@@ -70,7 +70,7 @@ class PredictedClause(StrictModel):
     def _unit(self) -> "PredictedClause":
         for value in (self.predicted, self.threshold):
             if value is not None:
-                _convertible(value, self.unit)
+                check_convertible(value, self.unit)
         return self
 
 

@@ -5,7 +5,7 @@ accepted one with its throughput (the service for the machine, issue 16 item 3).
 A configuration counts as *accepted* when it ran at least `CONFIRMATIONS` trials and every one
 PASSed; its throughput is the lower of its trials' (one run on a shared machine is noise). The
 best is the accepted configuration with the highest throughput; ingest re-judges every trial and
-recomputes the best (kb/consistency.py), so a measured result always agrees with its trials.
+recomputes the best (kb/ingest/consistency.py), so a measured result always agrees with its trials.
 
 `load` is the accepted service's offered load: a search may not pass by changing it, so every
 configuration runs with the contract's concurrency (and arrival mode); ingest refuses one that
@@ -18,7 +18,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, StrictFloat, StrictInt, model_validator
 
-from luma.kb.attestation import SCHEMA_NOTE, Attestation
+from luma.kb.trust.attestation import SCHEMA_NOTE, Attestation
 from luma.kb.records.envelope import record_schema
 from luma.kb.records.pex_chain import (
     MAX_OBSERVATIONS_PER_TRIAL,
@@ -32,6 +32,8 @@ from luma.kb.records.pex_chain import (
     SoftwareConfig,
     StrictModel,
     Workload,
+    check_convertible,
+    check_fits,
 )
 
 #: Trials a configuration needs, all PASS, to be accepted.
@@ -72,10 +74,8 @@ class Throughput(StrictModel):
 
     @model_validator(mode="after")
     def _a_rate(self) -> "Throughput":
-        from luma.kb.records.pex_chain import _convertible, _fits
-
-        _convertible(self.value, self.unit)
-        _fits("throughput", self.value, self.unit)
+        check_convertible(self.value, self.unit)
+        check_fits("throughput", self.value, self.unit)
         return self
 
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Literal
 
-from luma.kb import metrics, units
-from luma.kb.attestation import Attestation
-from luma.kb.dimensions import Dimension, record_dimensions
+from luma.kb.records import metrics, units
+from luma.kb.trust.attestation import Attestation
+from luma.kb.records.dimensions import Dimension, record_dimensions
 from luma.kb.vocab import EvidenceClass
 from pydantic import (
     BaseModel,
@@ -78,8 +78,8 @@ class Clause(StrictModel):
         # A clause is judged, so its metric must be one whose unit LUMA knows.
         if metrics.kind_of(self.metric) is None:
             raise ValueError(f"metric: unknown metric {self.metric!r} (known: {metrics.known()})")
-        _convertible(self.value, self.unit)
-        _fits(self.metric, self.value, self.unit)
+        check_convertible(self.value, self.unit)
+        check_fits(self.metric, self.value, self.unit)
         return self
 
 
@@ -165,8 +165,8 @@ class Observation(StrictModel):
     @model_validator(mode="after")
     def _converts(self) -> "Observation":
         # Telemetry beyond the clauses may have any name; a registered one must fit its unit.
-        _convertible(self.value, self.unit)
-        _fits(self.metric, self.value, self.unit)
+        check_convertible(self.value, self.unit)
+        check_fits(self.metric, self.value, self.unit)
         return self
 
 
@@ -410,14 +410,14 @@ class PexChain(StrictModel):
             restorations("next_binding.diagnosis", n.diagnosis)
 
 
-def _convertible(value, unit: str) -> None:
+def check_convertible(value, unit: str) -> None:
     try:
         units.normalise(value, unit)
     except units.UnitProblem as exc:
         raise ValueError(f"unit: {exc}") from None
 
 
-def _fits(metric: str, value: float, unit: str) -> None:
+def check_fits(metric: str, value: float, unit: str) -> None:
     why = metrics.misfit(metric, unit)
     if why:
         raise ValueError(f"unit: {why}")

@@ -10,7 +10,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, StrictInt
 
-from luma.kb.attestation import Attestation
+from luma.kb.trust.attestation import Attestation
 from luma.kb.records.pex_chain import (
     Architecture,
     Contract,

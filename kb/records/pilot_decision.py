@@ -6,12 +6,12 @@ rolls it back.
 A decision is a physical event — the service really ran in the state before and in the candidate,
 and the verification trials really served traffic — so its evidence class is always `measured`,
 and like every measured record it must be signed by a runner key the project trusts
-(kb/evidence_gate.py). What the controller *saw* and *predicted*, and what the switch *realized*,
+(kb/ingest/evidence_gate.py). What the controller *saw* and *predicted*, and what the switch *realized*,
 are figures, each with its own evidence class: latency and rates are measured, energy comes from
 a power model (simulated) unless counters exist, and cost is measured time times a price table
 (projected / user-supplied). A figure's class travels with it into the KB.
 
-Ingest re-judges the verification trials against the contract (kb/consistency_pilot.py).
+Ingest re-judges the verification trials against the contract (kb/ingest/consistency_pilot.py).
 
 `state_key` is the stable short hash the controller names a library state by.
 """
@@ -23,9 +23,8 @@ from typing import Annotated, Literal
 
 from pydantic import Field, StrictFloat, StrictInt, StrictStr, field_validator, model_validator
 
-from luma.kb import metrics
-from luma.kb.attestation import SCHEMA_NOTE, Attestation
-from luma.kb.prices import PRICE_CLASSES
+from luma.kb.records import metrics
+from luma.kb.trust.attestation import SCHEMA_NOTE, Attestation
 from luma.kb.records.envelope import record_schema
 from luma.kb.records.optimize_result import OptimizeTrial
 from luma.kb.records.pex_chain import (
@@ -38,10 +37,10 @@ from luma.kb.records.pex_chain import (
     Provenance,
     StrictModel,
     Workload,
-    _convertible,
-    _fits,
+    check_convertible,
+    check_fits,
 )
-from luma.kb.vocab import EVIDENCE_CLASSES, canonical_json
+from luma.kb.vocab import EVIDENCE_CLASSES, PRICE_CLASSES, canonical_json
 
 #: Figures one list carries (a controller reports a dozen metrics at most).
 MAX_FIGURES = 64
@@ -105,8 +104,8 @@ class Figure(StrictModel):
         # A figure feeds an economic decision: its metric must be one LUMA knows the unit of.
         if metrics.kind_of(self.metric) is None:
             raise ValueError(f"metric: unknown metric {self.metric!r} (known: {metrics.known()})")
-        _convertible(self.value, self.unit)
-        _fits(self.metric, self.value, self.unit)
+        check_convertible(self.value, self.unit)
+        check_fits(self.metric, self.value, self.unit)
         if (self.ci_low is None) != (self.ci_high is None):
             raise ValueError("ci_low: an interval has both bounds, ci_low and ci_high, or neither")
         if self.ci_low is not None:
@@ -250,7 +249,7 @@ def pilot_decision_schema() -> dict:
         "software variant and settings named by a 12-hex-character key), the decision window in trace "
         "seconds, the action, what the controller observed and predicted, the contract verified on live "
         "traffic (trials with observations) and the outcome: retained (only after a PASS) or rolled back. "
-        "Always `measured`: a decision is a physical event. Figures name a known metric (kb/metrics.py) "
+        "Always `measured`: a decision is a physical event. Figures name a known metric (kb/records/metrics.py) "
         "in a unit of its kind and carry their own evidence class (measured, simulated, projected, "
         "vendor-claim or user-supplied) and optional interval ci_low <= value <= ci_high; a list names "
         "each metric once. `luma kb ingest` re-judges every verification trial on the clauses it "

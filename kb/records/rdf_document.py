@@ -12,8 +12,9 @@ from typing import Literal
 import pyoxigraph as ox
 from pydantic import BaseModel, ConfigDict
 
-from luma.kb.sealed import plain_rdf_problem
-from luma.kb.stores.base import parse_rdf
+from luma.errors import RecordError
+from luma.kb.records.sealed import plain_rdf_problem
+from luma.kb.store.base import parse_rdf
 from luma.kb.vocab import LOADABLE_CLASSES, EvidenceClass, record_graph
 
 
@@ -44,11 +45,9 @@ def document_hash(data: bytes, fmt: str, evidence_class: str) -> str:
 def read_document(data: bytes, fmt: str, evidence_class: str, source: str) -> tuple[str, RdfDocument]:
     """Parse (all or nothing) and skolemise; return (record hash, record). RecordError for a
     `measured` claim, a document that holds no triple, or one with a triple a document may not
-    state (kb/sealed.py: about a node LUMA mints, with a predicate only the ledger, the rules or the
+    state (kb/records/sealed.py: about a node LUMA mints, with a predicate only the ledger, the rules or the
     ontology state, or typing a node with such a class): a document's claims are its own evidence,
     never a derivation, a record's fact, a runner's trust or the ontology."""
-    from luma.errors import RecordError
-
     if evidence_class not in LOADABLE_CLASSES:
         raise RecordError(f"plain RDF cannot be {evidence_class!r} evidence (measured evidence comes from attested "
                           f"runners' records; use {', '.join(LOADABLE_CLASSES)})", source=source,
@@ -97,7 +96,7 @@ def skolemised_triples(quads, prefix: str) -> list[str]:
 
 
 def project_document(w, doc: RdfDocument, meta, dims) -> None:
-    """Projector for `rdf-document` records (see luma.kb.projection)."""
+    """Projector for `rdf-document` records (see luma.kb.ingest.projection)."""
     for t in ox.parse(doc.ntriples.encode(), format=ox.RdfFormat.N_TRIPLES):
         if isinstance(t.subject, ox.NamedNode):
             w.add(t.subject.value, t.predicate.value, str(t.object))

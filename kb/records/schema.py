@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import json
 
-from luma.kb.attestation import SCHEMA_NOTE
-from luma.kb.dimensions import record_dimensions
+from luma.kb.trust.attestation import SCHEMA_NOTE
+from luma.kb.records.dimensions import record_dimensions
 from luma.kb.records.envelope import record_schema
 from luma.kb.records.intervention_params import intervention_parameters_schema  # noqa: F401 (named by the kinds registry)
 from luma.kb.records.kernel_result import KernelResult
@@ -28,7 +28,7 @@ def pex_chain_schema() -> dict:
         "intervention -> recovered PASS. Units are unit names joined by '*' and '/' with powers up "
         "to 4 (e.g. 'GiB', 'GB/s', 'ms', 'core', 'TFLOP/s', '1/s'); a level's unit must fit its "
         "dimension (see ontology/dimensions.ttl), a clause names a known metric in a unit of its kind "
-        "(kb/metrics.py), and the crossed dimension must have a level in both states. These checks "
+        "(kb/records/metrics.py), and the crossed dimension must have a level in both states. These checks "
         "are enforced by `luma kb ingest`, not by this schema alone." + SCHEMA_NOTE
     ), state_dimensions=True)
     dims = sorted(record_dimensions())
@@ -44,7 +44,7 @@ def kernel_result_schema() -> dict:
         "with the benchmark standard's fields: environment, workload, method, metrics with units, "
         "repetitions and warm-up, artifact (how to reproduce it), git revision and limitations. "
         "Metric units are unit expressions ('ms', 'GB/s', '1/s') checked by `luma kb ingest`; a "
-        "metric LUMA knows (kb/metrics.py) must be in a unit of its kind." + SCHEMA_NOTE
+        "metric LUMA knows (kb/records/metrics.py) must be in a unit of its kind." + SCHEMA_NOTE
     ))
 
 
@@ -54,7 +54,7 @@ def pex_trial_schema() -> dict:
         "One physical trial of a PEX sprint (`luma sprint run`): the machine state it ran, the "
         "software variant, the verdict against the contract, the failure cause and the telemetry "
         "as observations with units. Level units must fit their dimension, and a known metric "
-        "(kb/metrics.py) a unit of its kind (checked by `luma kb ingest`)." + SCHEMA_NOTE
+        "(kb/records/metrics.py) a unit of its kind (checked by `luma kb ingest`)." + SCHEMA_NOTE
     ), state_dimensions=True)
 
 

@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from luma.cli.main import cli
-from luma.kb.records.machine import catalog, load_machine
+from luma.kb.records.machine_catalog import catalog, load_machine
 from luma.settings import Settings
 
 
@@ -89,7 +89,7 @@ def test_bad_machine_file_is_refused_whole(quantity, message, luma_home, tmp_pat
     path.write_text(json.dumps(doc))
     assert message in _one_line_error(_run("machine", "show", str(path)))
     assert message in _one_line_error(_run("kb", "ingest", str(path)))
-    from luma.kb.records.machine import stored_machines
+    from luma.kb.records.machine_catalog import stored_machines
 
     assert stored_machines(Settings.from_env(home=luma_home)) == []
 

@@ -89,7 +89,7 @@ def _stderr_steps(stderr: str, title: str) -> list[str]:
     return [ln for ln in stderr.splitlines() if ln.startswith(f"{title}: ")]
 
 
-@pytest.mark.parametrize("group, module", [("kb", "luma.kb.bench"), ("rules", "luma.rules.engine_bench")])
+@pytest.mark.parametrize("group, module", [("kb", "luma.rules.pipeline_bench"), ("rules", "luma.rules.engine_bench")])
 def test_benches_show_their_steps_and_keep_json_clean(group, module, monkeypatch):
     import importlib
 
@@ -118,7 +118,7 @@ def test_benches_show_their_steps_and_keep_json_clean(group, module, monkeypatch
 
 def test_characterize_shows_its_probes(monkeypatch, tmp_path):
     from luma.experiments import characterize as char_mod
-    from luma.kb.records.machine import catalog
+    from luma.kb.records.machine_catalog import catalog
 
     doc = json.loads(catalog()["nvidia-h100-sxm5-80gb"].read_text())
 

@@ -17,7 +17,7 @@ import yaml
 from click.testing import CliRunner
 
 from luma.cli.main import cli
-from luma.kb import attestation as att
+from luma.kb.trust import attestation as att
 from luma.kb.records.loader import iter_records, validate_document
 
 ROOT = Path(__file__).resolve().parents[2]

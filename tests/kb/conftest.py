@@ -1,6 +1,5 @@
-"""The fixtures of the kb tests: the on-disk projects they share (tests/kb/projects.py builds them)."""
-
-from __future__ import annotations
+"""Fixtures of the kb tests: a seeded project copied per test, and a read-only query project (built
+with the helpers of tests/kb/projects.py)."""
 
 import shutil
 

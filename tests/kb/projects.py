@@ -1,5 +1,5 @@
-"""The on-disk projects the ingest and query tests share (a seeded project copied per test, a
-read-only query project: conftest.py hands them out as fixtures) and the helpers that drive them."""
+"""The helpers that build and drive the on-disk projects the ingest and query tests share (the
+fixtures that hold those projects are in tests/kb/conftest.py)."""
 
 
 import json
@@ -11,7 +11,7 @@ from sqlalchemy import text
 
 from luma.cli.main import cli
 from luma.kb.knowledge_base import KnowledgeBase
-from luma.kb.synthetic import mark_bench_project, write_jsonl
+from luma.kb.records.synthetic import mark_bench_project, write_jsonl
 from luma.settings import Settings
 
 
@@ -75,7 +75,7 @@ TRUST_RECORDS = 1
 def _build_project(home: Path, evidence, synthetic: int, rdf: bool = False):
     """A project at `home` with its own runner key, the valid chain and `synthetic` synthetic
     chains signed by it, and optionally a Turtle document; returns the key. With synthetic chains
-    it is a marked benchmark project (kb/synthetic.py), so that the would-be measured ones are
+    it is a marked benchmark project (kb/records/synthetic.py), so that the would-be measured ones are
     measured and the rules have boundaries to derive from."""
     with pytest.MonkeyPatch.context() as mp:
         use_home(mp, home)

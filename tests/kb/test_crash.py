@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from luma.kb.knowledge_base import KnowledgeBase
-from luma.kb.synthetic import write_jsonl
+from luma.kb.records.synthetic import write_jsonl
 from luma.kb.vocab import LUMA
 from luma.settings import Settings
 

@@ -15,13 +15,23 @@ from pathlib import Path
 import pytest
 
 from luma.errors import ConfigError, RdfSyntaxError, RecordError
-from luma.kb.synthetic import write_jsonl
+from luma.kb.records.synthetic import write_jsonl
 from luma.kb.vocab import ID, LUMA
 from luma.rules.engine import Engine
 
 from tests.kb.projects import (
-    TRUST_RECORDS, TURTLE_WITH_BNODE, VALID_JSON, VALID_YAML, _build_project, assert_one_line_error, ledger_rows, luma,
-    open_kb, snapshot, sparql_json, valid_record,
+    _build_project,
+    assert_one_line_error,
+    ledger_rows,
+    luma,
+    open_kb,
+    snapshot,
+    sparql_json,
+    TRUST_RECORDS,
+    TURTLE_WITH_BNODE,
+    VALID_JSON,
+    valid_record,
+    VALID_YAML,
 )
 
 

@@ -12,12 +12,13 @@ import pyoxigraph as ox
 import pytest
 from rdflib import OWL, RDF, RDFS, Graph, Namespace, URIRef
 
-from luma.kb import projection, projection_model, units
-from luma.kb.dimensions import all_dimensions, record_dimensions
-from luma.kb.projection import LedgerMeta, project
-from luma.kb.projection_outcomes import RESTORATION_VERDICTS
+from luma.kb.ingest import projection_model, projection_nodes
+from luma.kb.records import units
+from luma.kb.records.dimensions import all_dimensions, record_dimensions
+from luma.kb.ingest.projection import LedgerMeta, project
+from luma.kb.ingest.projection_outcomes import RESTORATION_VERDICTS
 from luma.kb.records.loader import validate_document
-from luma.kb.vocab import EVIDENCE_CLASSES, LUMA, LUNIT
+from luma.kb.vocab import EVIDENCE_CLASSES, ID, LUMA, LUNIT
 
 ONTOLOGY = importlib.resources.files("luma.ontology")
 TTL_FILES = ["luma.ttl", "shapes.ttl", "dimensions.ttl", "capabilities.ttl"]
@@ -156,8 +157,8 @@ def test_reused_vocabularies_are_declared_not_redefined():
     ("cls", "expected"),
     [
         ("EvidenceClass", set(EVIDENCE_CLASSES.values())),
-        ("ArchitectureKind", {LUMA + v for v in projection.ARCH_KINDS.values()}),
-        ("InterventionKind", {LUMA + v for v in projection.INTERVENTION_KINDS.values()}),
+        ("ArchitectureKind", {LUMA + v for v in projection_nodes.ARCH_KINDS.values()}),
+        ("InterventionKind", {LUMA + v for v in projection_nodes.INTERVENTION_KINDS.values()}),
         # Trial verdicts, luma:NotTested (a restoration's) and UNKNOWN, which only the model predicts.
         ("Verdict", {LUMA + v for v in {**RESTORATION_VERDICTS, **projection_model.PREDICTED}.values()}),
     ],
@@ -177,7 +178,7 @@ def test_every_canonical_unit_is_a_labelled_qudt_unit():
 
 
 def test_only_dimensions_ttl_declares_resource_dimensions():
-    # kb/dimensions.py reads every *.ttl file here and takes each such individual as a dimension.
+    # kb/records/dimensions.py reads every *.ttl file here and takes each such individual as a dimension.
     for name in ("luma.ttl", "shapes.ttl"):
         assert not individuals(graph(name), L.ResourceDimension), name
     assert set(all_dimensions()) == individuals(graph("dimensions.ttl"), L.ResourceDimension)
@@ -193,7 +194,7 @@ def test_a_contracts_concurrency_is_projected_and_old_contracts_keep_their_iri()
     old_iri, old = contract_facts(EXAMPLE)
     assert LUMA + "concurrency" not in {p for p, _ in old}
     # The IRI of a contract without a concurrency is the one it had before the field existed.
-    assert old_iri == "<" + projection.ID + "contract/" + projection._hash(
+    assert old_iri == "<" + ID + "contract/" + projection_nodes.text_hash(
         json.dumps(EXAMPLE["contract"], separators=(",", ":"))) + ">"
     iri, facts = contract_facts({**EXAMPLE, "contract": {**EXAMPLE["contract"], "concurrency": 16}})
     assert iri != old_iri and (LUMA + "concurrency", '"16"^^<http://www.w3.org/2001/XMLSchema#integer>') in facts

@@ -49,18 +49,18 @@ def test_record_kinds_are_listed_once():
 
 def test_evidence_classes_are_listed_once():
     # Three or more together is a list of the classes; a pair can be a legitimate rule of one module.
-    assert _spelled_out(set(EVIDENCE_CLASSES), 3, {"kb/vocab.py", "kb/synthetic.py"}) == []
+    assert _spelled_out(set(EVIDENCE_CLASSES), 3, {"kb/vocab.py", "kb/records/synthetic.py"}) == []
 
 
 def test_everything_is_derived_from_the_registries():
     from luma.cli.main import cli
     from luma.kb.knowledge_base import _REPLAY_TYPES
-    from luma.kb.partners import _KINDS as partner_kinds
-    from luma.kb.projection import PROJECTORS
+    from luma.kb.trust.partners import _KINDS as partner_kinds
+    from luma.kb.ingest.projection import PROJECTORS
     from luma.kb.records.loader import RECORD_TYPES
     from luma.kb.records.schema import SCHEMAS
-    from luma.kb.runners import _KINDS as runner_kinds
-    from luma.kb.scope import PARTNER_RECORD_TYPES
+    from luma.kb.trust.runners import _KINDS as runner_kinds
+    from luma.kb.store.partner_graphs import PARTNER_RECORD_TYPES
 
     names = [k.name for k in kinds.KINDS]
     assert set(PROJECTORS) == set(_REPLAY_TYPES) == set(names)

@@ -18,7 +18,7 @@ import pytest
 from click.testing import CliRunner
 
 from luma.cli.main import cli
-from luma.kb import prices
+from luma.experiments import prices
 from luma.kb.knowledge_base import KnowledgeBase
 from luma.rules.engine import Engine
 from luma.settings import Settings
@@ -140,7 +140,7 @@ def test_the_cli_takes_a_price_table_and_refuses_a_bad_one_in_one_line(home, tmp
 
 @pytest.mark.slow
 def test_the_capabilities_named_query_lists_each_candidate(home):
-    from luma.kb.named_queries import get_named_query
+    from luma.kb.query.named import get_named_query
 
     with KnowledgeBase.open(Settings.from_env(home=home), read_only=True) as kb:
         rows = kb.store.select(get_named_query("capabilities").sparql)

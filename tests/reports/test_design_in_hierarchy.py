@@ -11,8 +11,9 @@ import pyoxigraph as ox
 import pytest
 
 from luma.kb.knowledge_base import KnowledgeBase
-from luma.kb.named_queries import get_named_query
-from luma.kb.partners import add, read_partner_files, remove
+from luma.kb.query.named import get_named_query
+from luma.kb.operations.partners import add, remove
+from luma.kb.trust.partners import read_partner_files
 from luma.rules.engine import Engine
 from luma.settings import Settings
 from tests.rules.test_scenarios import PREFIXES, UNIT, Chain

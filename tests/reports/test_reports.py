@@ -41,12 +41,12 @@ def env():
 def full_home(tmp_path_factory, env) -> dict:
     """A project with a matvec sprint, 150 synthetic chains, the machine catalog (vendor claims),
     model error facts (simulated) and the rules run. It is marked as a throwaway benchmark project
-    (kb/synthetic.py), so that the would-be measured synthetic chains are measured and the rules
+    (kb/records/synthetic.py), so that the would-be measured synthetic chains are measured and the rules
     derive requirements from them; the reports must still label them."""
     from luma.experiments.model.facts import turtle
     from luma.kb.knowledge_base import KnowledgeBase
-    from luma.kb.runners import project_signer
-    from luma.kb.synthetic import mark_bench_project, write_jsonl
+    from luma.kb.operations.runner_keys import project_signer
+    from luma.kb.records.synthetic import mark_bench_project, write_jsonl
     from luma.rules.engine import Engine
     from luma.settings import Settings
 
@@ -204,9 +204,9 @@ def test_synthetic_chains_are_never_taken_for_measurements(full_home):
 @pytest.fixture(scope="module")
 def readme_home(tmp_path_factory, env) -> dict:
     """A project built the README's way (docs/figures/readme-excerpts.sh): a matvec sprint, 150
-    synthetic chains as kb/synthetic.py writes them by default, the machine catalog, the rules run.
+    synthetic chains as kb/records/synthetic.py writes them by default, the machine catalog, the rules run.
     No opt-in: it is no benchmark project."""
-    from luma.kb.synthetic import write_jsonl
+    from luma.kb.records.synthetic import write_jsonl
 
     home = tmp_path_factory.mktemp("readme") / "home"
     env.setenv("LUMA_HOME", str(home))

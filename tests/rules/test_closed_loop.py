@@ -11,7 +11,7 @@ import pyoxigraph as ox
 import pytest
 
 from luma.kb.knowledge_base import KnowledgeBase
-from luma.kb.named_queries import get_named_query
+from luma.kb.query.named import get_named_query
 from luma.kb.vocab import ENTITY_GRAPH, ID, record_graph
 from luma.rules.engine import Engine
 from luma.settings import Settings

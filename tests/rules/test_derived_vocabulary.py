@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from luma.kb.sealed import derived_only_classes
+from luma.kb.records.sealed import derived_only_classes
 from luma.kb.vocab import LUMA
 from luma.rules.loader import load_all
 

@@ -1,5 +1,5 @@
 """`luma rules bench` needs qualified boundaries at scale, so it opts in (issue 28): its child makes
-its own throwaway project, marks it (kb/synthetic.py) so that the synthetic chains are signed as
+its own throwaway project, marks it (kb/records/synthetic.py) so that the synthetic chains are signed as
 measured, and every result, and the table, says so."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from __future__ import annotations
 from click.testing import CliRunner
 
 from luma.cli.main import cli
-from luma.kb import synthetic
+from luma.kb.records import synthetic
 from luma.rules import engine_bench
 
 

@@ -9,7 +9,7 @@ import pytest
 
 from luma.errors import RuleError
 from luma.kb.knowledge_base import KnowledgeBase
-from luma.kb.synthetic import mark_bench_project, write_jsonl
+from luma.kb.records.synthetic import mark_bench_project, write_jsonl
 from luma.rules.analysis import analyse
 from luma.rules.engine import Engine, graph_of
 from luma.rules.loader import parse
@@ -32,7 +32,7 @@ def _modes(report) -> dict[str, str]:
 
 @pytest.fixture
 def bench_key(luma_home, runner_key):
-    """The project's runner key, the project marked as a throwaway benchmark (kb/synthetic.py): the
+    """The project's runner key, the project marked as a throwaway benchmark (kb/records/synthetic.py): the
     only kind of project in which synthetic chains it signs are measured."""
     mark_bench_project(luma_home)
     return runner_key

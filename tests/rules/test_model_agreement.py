@@ -9,7 +9,7 @@ from pathlib import Path
 import pyoxigraph as ox
 
 from luma.kb.knowledge_base import KnowledgeBase
-from luma.kb.named_queries import get_named_query
+from luma.kb.query.named import get_named_query
 from luma.rules.engine import Engine
 from luma.rules.loader import load_all
 from luma.settings import Settings

@@ -19,8 +19,8 @@ from click.testing import CliRunner
 from luma.cli.main import cli
 from luma.errors import RuleError
 from luma.kb.knowledge_base import KnowledgeBase
-from luma.kb.query_safety import CheckedQuery
-from luma.kb.synthetic import mark_bench_project, write_jsonl
+from luma.kb.query.safety import CheckedQuery
+from luma.kb.records.synthetic import mark_bench_project, write_jsonl
 from luma.rules import analysis
 from luma.rules.analysis import analyse
 from luma.rules.engine import Engine

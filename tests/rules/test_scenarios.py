@@ -1,5 +1,5 @@
 """The brief's scenarios, end to end: the whole shipped rule set (`Engine(kb).run()`) over PEX
-chains written as the projection writes them (kb/projection.py: one record graph per chain, the
+chains written as the projection writes them (kb/ingest/projection.py: one record graph per chain, the
 workloads, architectures and interventions in the shared entities graph), with the resource
 hierarchy that `KnowledgeBase.open` loads from ontology/dimensions.ttl.
 
@@ -21,7 +21,7 @@ import pyoxigraph as ox
 import pytest
 
 from luma.kb.knowledge_base import KnowledgeBase
-from luma.kb.named_queries import get_named_query
+from luma.kb.query.named import get_named_query
 from luma.kb.vocab import ENTITY_GRAPH, ID, LUMA, LUNIT, ONTOLOGY_GRAPH, record_graph
 from luma.rules.engine import Engine
 from luma.settings import Settings
@@ -219,7 +219,7 @@ def test_e_counter_evidence_is_counted(luma_home):
         assert counts == {DIM + "memory_bandwidth": 3}
         ce = next(r["ce"] for r in rows if r["r"] == DIM + "memory_bandwidth")
         # counted on the node, listed by the named query
-        from luma.kb.named_queries import get_named_query
+        from luma.kb.query.named import get_named_query
 
         listed = select(kb, get_named_query("counter-chains").sparql)
         against = [r["counterChain"] for r in listed if r["resource"] == "memory_bandwidth"]
@@ -276,10 +276,12 @@ def test_a_with_ingested_records(luma_home, tmp_path):
     from click.testing import CliRunner
 
     from luma.cli.main import cli
-    from luma.kb import runners, synthetic
+    from luma.kb.operations import runner_keys
+    from luma.kb.trust import runners
+    from luma.kb.records import synthetic
 
     with KnowledgeBase.open(Settings.from_env(home=luma_home)) as kb:
-        key = runners.keygen(kb, "lab-one")
+        key = runner_keys.keygen(kb, "lab-one")
     signer = runners.signer(luma_home, key.name)
     rnd = random.Random(5)
     lines = []

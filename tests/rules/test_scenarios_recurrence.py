@@ -14,7 +14,9 @@ import json
 import random
 import pytest
 
-from luma.kb import runners, synthetic
+from luma.kb.operations import runner_keys
+from luma.kb.trust import runners
+from luma.kb.records import synthetic
 from luma.kb.knowledge_base import KnowledgeBase
 from luma.kb.vocab import LUMA
 from luma.rules.engine import Engine
@@ -52,7 +54,7 @@ def chain(workload: int, arch: int, crossed: str, levels: dict[str, float], *, n
 def derive(home, tmp_path, records: list[dict]):
     """Sign and ingest the records, run the rules; the open KB (read-only)."""
     with KnowledgeBase.open(Settings.from_env(home=home)) as kb:
-        key = runners.keygen(kb, "lab-one")
+        key = runner_keys.keygen(kb, "lab-one")
     signer = runners.signer(home, key.name)
     rnd = random.Random(5)
     lines = []

@@ -11,9 +11,9 @@ import pytest
 from click.testing import CliRunner
 
 from luma.cli.main import cli
-from luma.kb.named_queries import get_named_query, named_queries
-from luma.kb.sealed import sealed
-from luma.kb.stores.embedded import EmbeddedStore
+from luma.kb.query.named import get_named_query, named_queries
+from luma.kb.records.sealed import sealed
+from luma.kb.store.embedded import EmbeddedStore
 from luma.kb.vocab import LUMA
 from luma.rules.loader import load_all, render
 from luma.rules.sealing import unsealed_reads, writers

@@ -135,7 +135,7 @@ def _campaign(folder: Path, name: str, classes=("a", "b"), wait_s=8.0) -> Path:
 
 def _records(home: Path, campaign_id: str, db_url: str | None = None) -> list[dict]:
     """The records the campaign's head took in, read back from its ledger (SQLite or PostgreSQL)."""
-    from luma.kb.ledger import Ledger
+    from luma.kb.store.ledger import Ledger
 
     ledger = Ledger(db_url or f"sqlite:///{home / 'ledger.sqlite'}")
     try:

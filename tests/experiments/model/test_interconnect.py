@@ -8,7 +8,8 @@ import pytest
 
 from luma.errors import ConfigError, RecordError
 from luma.experiments.model import hardware, llm
-from luma.kb.records.machine import MachineRecord, load_machine
+from luma.kb.records.machine import MachineRecord
+from luma.kb.records.machine_catalog import load_machine
 
 
 def _link_terms(name: str, tp: float) -> dict:

@@ -17,7 +17,7 @@ from luma.errors import ConfigError, LumaError
 from luma.experiments.sprint import contract
 from luma.experiments.model import effects, partner, predict, space
 from luma.experiments.model.evaluate import Evaluator
-from luma.kb.partners import read_partner_files
+from luma.kb.trust.partners import read_partner_files
 
 ROOT = Path(__file__).resolve().parents[3]
 RECORD = ROOT / "kb" / "examples" / "partner-kv-compression.toml"

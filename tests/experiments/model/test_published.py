@@ -121,7 +121,7 @@ def test_the_tail_has_a_stated_basis_not_a_fixed_ratio(doc):
 
 def test_explore_and_partner_evaluation_state_the_error():
     from luma.experiments.model import partner
-    from luma.kb.partners import read_partner_files
+    from luma.kb.trust.partners import read_partner_files
 
     c = _chat()
     sp = space.load("llm-70b", c)

@@ -15,7 +15,7 @@ from luma.errors import ConfigError
 from luma.experiments.sprint import contract as contract_mod
 from luma.experiments.pilot import library as lib
 from luma.experiments.sprint.records import architecture, provenance
-from luma.kb import prices
+from luma.experiments import prices
 
 
 def _trial(contract, cores: int, verdict: str = "PASS", seq: int = 0, throughput: float = 400.0, **over) -> dict:

@@ -1,5 +1,5 @@
 """The sprint's chain record satisfies what ingest checks of a measured chain
-(`luma.kb.consistency`): recovered or not, with a contradicted FAIL level, and no chain at all
+(`luma.kb.ingest.consistency`): recovered or not, with a contradicted FAIL level, and no chain at all
 when the adjacent FAIL level never FAILed. Trials are judged by the sprint's own judge on
 made-up telemetry (no subprocess)."""
 
@@ -14,7 +14,7 @@ from luma.experiments.sprint import pex as sprint_mod
 from luma.experiments.sprint.records import chain_record
 from luma.experiments.sprint.search import Boundary
 from luma.experiments.sprint.trial import Trial, judge
-from luma.kb.consistency import check_measured
+from luma.kb.ingest.consistency import check_measured
 from luma.kb.records.loader import validate_document
 
 PLAN = sprint_mod.plan(contract_mod.load("matvec-memory"))

@@ -18,7 +18,7 @@ from luma.experiments.sprint import contract as contracts
 from luma.experiments.sprint import optimize
 from luma.experiments.sprint.states import State
 from luma.experiments.sprint.trial import Trial
-from luma.kb.consistency import check_measured
+from luma.kb.ingest.consistency import check_measured
 from luma.kb.knowledge_base import KnowledgeBase
 from luma.kb.records.loader import validate_document
 from luma.rules.engine import Engine

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from luma.kb.consistency import check_measured
+from luma.kb.ingest.consistency import check_measured
 from luma.kb.records.loader import validate_document
 from tests.experiments.sprint.fake_sprint import MiB, chain_of
 from tests.experiments.sprint.fake_sprint import run_sprint as _sprint

@@ -1,0 +1,1 @@
+"""Queries: the read-only safety check, paging, named queries and partner scope."""
