@@ -101,12 +101,12 @@ class RecordError(LumaError):
 
 
 class UnitProblem(LumaError, ValueError):
-    """A unit does not parse or does not fit; the caller adds the field name (kb/units.py). Still a
+    """A unit does not parse or does not fit; the caller adds the field name (kb/records/units.py). Still a
     ValueError, as it was before it joined the tree."""
 
 
 class UnitSyntaxError(UnitProblem):
-    """Unit text outside the grammar (kb/unit_grammar.py; units.parse_unit turns it into a
+    """Unit text outside the grammar (kb/records/unit_grammar.py; units.parse_unit turns it into a
     UnitProblem)."""
 
 

@@ -2,7 +2,7 @@
 trials (pex-trial records) behind it.
 
 A chain and its sprint's trials are written by one `luma sprint run`, which stamps the same
-activity start time on all of them (experiments/records.py); the trials are found by that time
+activity start time on all of them (experiments/sprint/records.py); the trials are found by that time
 together with the chain's contract, workload and architecture. A chain ingested from a file has
 no sprint: the report then works from the trials inside the chain record.
 """

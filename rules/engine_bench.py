@@ -27,7 +27,7 @@ from luma.rules.loader import load_all, render
 from luma.rules.pipeline_bench import run_child
 from luma.settings import Settings
 
-#: Share of the synthetic chains that name their software (kb/synthetic.py).
+#: Share of the synthetic chains that name their software (kb/records/synthetic.py).
 SOFTWARE_SHARE = 0.3
 
 

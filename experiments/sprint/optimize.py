@@ -128,7 +128,7 @@ def settings_of(contract, batch: int, threads: int, cores: int, replicas: int = 
 def result(contract, state: State, out: dict, environment: dict) -> dict:
     """The body of the optimize-result record of a search `out` (from `run`): its configurations
     with their trials, and the best accepted one, from the trials themselves (the rule ingest
-    checks, kb/consistency.py)."""
+    checks, kb/ingest/consistency.py)."""
     groups: dict[tuple, list[Trial]] = {}
     for t in out["_trials"]:
         groups.setdefault((t.variant, t.extra["threads"], t.extra.get("replicas", 1), t.extra["max_batch"]),
