@@ -52,7 +52,9 @@ _ENTITY = {"<": "&lt;", "&": "&amp;"}
 #: list item (`1.` / `1)` then a space).
 _BLOCK_START = re.compile(r"(#|[-+=>\[])|\d{1,9}([.)])(?=\s|$)")
 #: LUMA's own marks (the same two the HTML renderer honours; code first, as it does).
-_MARK = re.compile(r"`([^`]+)`|\*\*([^*]+)\*\*")
+# Bold only where CommonMark sees it: content that neither starts nor ends with a space (`** **`
+# at a line's start is a thematic break, `** x**` no emphasis); other asterisks stay text.
+_MARK = re.compile(r"`([^`]+)`|\*\*([^*\s](?:[^*]*[^*\s])?)\*\*")
 
 
 def text(value, at_line_start: bool = True, in_brackets: bool = False, closed: bool = False) -> str:

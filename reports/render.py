@@ -100,7 +100,7 @@ class Written:
 # -- Jinja2 -------------------------------------------------------------------------------------
 
 _CODE = re.compile(r"`([^`]+)`")
-_BOLD = re.compile(r"\*\*([^*]+)\*\*")
+_BOLD = re.compile(r"\*\*([^*\s](?:[^*]*[^*\s])?)\*\*")  # as md_escape._MARK: what CommonMark makes bold
 
 
 def _inline(text):
