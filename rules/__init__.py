@@ -1,1 +1,1 @@
-"""Rule files (SPARQL) for the rule engine; the engine itself arrives with the rules issue."""
+"""The rule engine (loader, analysis, engine, the isolated run, explanations, sealing) and the shipped rule files (`*.rq`)."""

@@ -9,6 +9,8 @@ from dataclasses import asdict, dataclass, field
 
 @dataclass
 class RuleRun:
+    """One rule's part of a run: its facts, those new and removed, rounds, time and how it was evaluated."""
+
     rule: str
     stratum: int
     facts: int = 0
@@ -21,6 +23,8 @@ class RuleRun:
 
 @dataclass
 class RunReport:
+    """What a rule run did: one RuleRun per rule, the new and removed facts in all, and its seconds."""
+
     runs: list[RuleRun] = field(default_factory=list)
     seconds: float = 0.0
 

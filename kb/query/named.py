@@ -22,6 +22,9 @@ PAGE_SUFFIX = ".page.rq"
 
 @dataclass(frozen=True)
 class NamedQuery:
+    """A shipped query (`luma kb query --name NAME`): its description, its text, the rules whose
+    facts it reads, and its form for pages when it has one."""
+
     name: str
     description: str
     template: str
