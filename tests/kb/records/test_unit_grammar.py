@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parents[3]
 DATA_FOLDERS = ("kb/examples", "experiments/contracts", "experiments/machines", "experiments/model/spaces",
                 "experiments/model/contracts", "tests/kb/data")
 #: Python sources that write records with literal units (`"unit": "s"`).
-WRITERS = ("kb/synthetic.py", "experiments/sprint/trial.py", "experiments/sprint/records.py", "experiments/characterize.py",
+WRITERS = ("kb/records/synthetic.py", "experiments/sprint/trial.py", "experiments/sprint/records.py", "experiments/characterize.py",
            "experiments/sprint/states.py", "kernels/evidence.py")
 #: "512 MiB", "3.35 TB/s", "1 core": a level or figure written as text.
 _QUANTITY = re.compile(r"-?[0-9]+(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?\s+([A-Za-zµμ%][^\s]*)")
