@@ -29,7 +29,7 @@ TRIAL = {
     "observations": [{"metric": "ttft_p99", "value": 0.4, "unit": "s"}], "provenance": {"tool": "pytest"},
 }
 #: Python sources that write metrics with literal units (`{"metric": ..., "value": ..., "unit": ...}`).
-WRITERS = ("kernels/evidence.py", "experiments/sprint/records.py", "experiments/sprint/trial.py", "kb/synthetic.py")
+WRITERS = ("kernels/evidence.py", "experiments/sprint/records.py", "experiments/sprint/trial.py", "kb/records/synthetic.py")
 _PAIR = re.compile(r"""["']metric["']\s*:\s*["']([A-Za-z][\w.-]*)["'][^{}]*?["']unit["']\s*:\s*["']([^"']+)["']""")
 
 
