@@ -197,6 +197,13 @@ class KnowledgeBase:
     def __exit__(self, *exc) -> None:
         self.close()
 
+    def publish_snapshot(self) -> None:
+        """Readers that come from now on read what this writer has committed so far, not the
+        state it opened on (for a writer that stays open across commits: a recording sprint).
+        Nothing to do for a reader or an endpoint store (kb/store/access.py)."""
+        if self._lock is not None and self._lock.exclusive:
+            access.publish_snapshot(self.store.raw, self.settings.home)
+
     def _needs_repair(self) -> bool:
         """Whether a writer must open the store first: an abandoned ingest's marker, ledger
         records beyond the watermark, or an ontology the store does not hold yet."""
@@ -246,7 +253,9 @@ class KnowledgeBase:
             return self._commit(records, submitter or default_submitter())
 
     def ingest_records(self, records: Iterable[LoadedRecord], submitter: str | None = None) -> IngestReport:
-        """Add records the caller read and validated (`luma partner add`), all or nothing."""
+        """Add records the caller read and validated, all or nothing: every gate of `ingest` but
+        the reading (`luma partner add`; a sprint's Recorder, whose records' `source` is the file
+        it wrote them to)."""
         with _gc_paused():
             return self._commit(records, submitter or default_submitter())
 

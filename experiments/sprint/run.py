@@ -115,9 +115,10 @@ def run_sprint(plan: Plan, settings, record: bool = True, progress: Progress | N
     recorder = Recorder(settings, plan, sprint_id, ingest=record, fleet=fleet)
     if fresh:
         shutil.rmtree(recorder.folder, ignore_errors=True)
-    result = Sprint(plan, settings.home / "artifacts", recorder.trial, progress, sprint_id).run()
-    out = summary.summarize(result)
-    chain = recorder.finish(result, out)
+    with recorder:  # a recording sprint holds one KB from its start to its chain (Recorder says why)
+        result = Sprint(plan, settings.home / "artifacts", recorder.trial, progress, sprint_id).run()
+        out = summary.summarize(result)
+        chain = recorder.finish(result, out)
     out["chain_recorded"] = chain is not None and record
     out["records_folder"] = str(recorder.folder)
     return SprintRun(result, out, recorder.folder, chain)
@@ -167,8 +168,9 @@ def run_optimize(setup: OptimizeSetup, settings, record: bool = True, progress: 
     c, state = setup.contract, setup.state
     stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
     recorder = Recorder(settings, optimize.plan_for(c, state.as_dict()), f"{c.name}-optimize-{stamp}", ingest=record)
-    out = optimize.run(c, state, settings.home / "artifacts", setup.threads, setup.batches, recorder.trial, progress,
-                       setup.variants, setup.replicas)
-    public = {k: v for k, v in out.items() if not k.startswith("_")}
-    recorded = recorder.optimum(c, state, out, public) if out["_trials"] else None
+    with recorder:  # one KB for the search's records, held from its start to its result
+        out = optimize.run(c, state, settings.home / "artifacts", setup.threads, setup.batches, recorder.trial,
+                           progress, setup.variants, setup.replicas)
+        public = {k: v for k, v in out.items() if not k.startswith("_")}
+        recorded = recorder.optimum(c, state, out, public) if out["_trials"] else None
     return {**public, "result_recorded": recorded is not None and record, "records_folder": str(recorder.folder)}

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +49,13 @@ class LoadedRecord:
         """The ledger payload: the canonical JSON, plus the attestation when the record carries one
         (so a rebuild, or a revocation later, can check the signature again)."""
         return self.attested or self.canonical
+
+    def with_attestation(self, attestation) -> "LoadedRecord":
+        """This record with `attestation` (a runner's signature over its content hash) in its
+        model: what validating the signed document gives, without validating it again (the hash
+        leaves the attestation out, so it stays; the ledger payload gains the block)."""
+        model = self.model.model_copy(update={"attestation": attestation})
+        return replace(self, model=model, attested=model.model_dump_json(exclude_none=True))
 
 
 def read_documents(path: Path, limit: Limit = RECORD_FILE) -> Iterator[tuple[str, Any]]:

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from luma.errors import RecordError, UnknownName
 from luma.kb.records.kinds import COMMAND_ONLY
-from luma.kb.records.loader import RECORD_TYPES, validate_document
+from luma.kb.records.loader import RECORD_TYPES, LoadedRecord, validate_document
 from luma.kb.records.runner_trust import RunnerRevocation, RunnerTrust
 from luma.kb.store.ledger import as_utc
 from luma.kb.trust import attestation as att
@@ -113,11 +113,17 @@ class Signer:
         """`doc` with an `attestation` over its content hash, computed exactly as ingest does
         (validated by the record loader first; an attestation it had is replaced)."""
         unsigned = {k: v for k, v in doc.items() if k != "attestation"}
-        rec = validate_document(unsigned, source, self.home)
+        rec = self.attest(validate_document(unsigned, source, self.home))
+        return {**unsigned, "attestation": rec.model.attestation.model_dump()}
+
+    def attest(self, rec: LoadedRecord) -> LoadedRecord:
+        """The validated, unsigned record `rec` signed: its model carries an attestation over its
+        content hash, as loading the signed document would give it (a runner that ingests what it
+        signs, such as the sprint's Recorder, validates each record once)."""
         if "attestation" not in type(rec.model).model_fields:
             raise RecordError(f"a {rec.kind!r} record carries no attestation (runners sign "
-                              f"{', '.join(attested_kinds())})", source=source, field="record_type")
-        return {**unsigned, "attestation": att.sign(self.private_key, rec.content_hash).model_dump()}
+                              f"{', '.join(attested_kinds())})", source=rec.source, field="record_type")
+        return rec.with_attestation(att.sign(self.private_key, rec.content_hash))
 
 
 def attested_kinds() -> list[str]:
