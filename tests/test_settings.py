@@ -23,7 +23,9 @@ PACKAGES = ("cli", "kb", "experiments", "kernels", "reports", "rules", "ontology
 #: Where `Settings.from_env` may be called: the CLI's one place, and the Python entry point `open_kb`.
 #: ... and the one entry point that is not the CLI: a campaign unit starting in a Ray worker on a
 #: runner node, whose project is that node's (the LUMA_HOME `luma runner join` started it with).
-FROM_ENV_CALLERS = {"luma/settings.py", "cli/project.py", "kb/knowledge_base.py", "experiments/fleet/node.py"}
+#: luma/api.py names it only in its docstring's example of a program that uses the public API.
+FROM_ENV_CALLERS = {"luma/settings.py", "cli/project.py", "kb/knowledge_base.py", "experiments/fleet/node.py",
+                    "luma/api.py"}
 
 
 def _sources():

@@ -8,7 +8,7 @@ from luma.cli.lazy import LazyGroup
 
 kb = LazyGroup("kb", help=(
     "The evidence ledger and the knowledge base projected from it."), lazy={
-    "bench": ("luma.cli.kb.bench:bench",
+    "bench": ("luma.cli.kb.pipeline_bench:bench",
         "Benchmark ingest and named queries on synthetic records against raw Oxigraph and rdflib."),
     "explain": ("luma.cli.kb.explain:explain",
         "The derivation tree of IRI (full or prefixed, e.g. id:chain/…) down to the ingested records."),

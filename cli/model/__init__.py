@@ -9,7 +9,7 @@ from luma.cli.lazy import LazyGroup
 model = LazyGroup("model", help=(
     "Predict PASS/FAIL and binding resources analytically; explore state spaces (simulated or projected evidence:"
     " it narrows the search, PEX trials qualify)."), lazy={
-    "bench": ("luma.cli.model.bench:bench_cmd",
+    "bench": ("luma.cli.model.throughput_bench:bench_cmd",
         "States per second of the model over a space (evaluation and verdicts, best of 3)."),
     "calibrate": ("luma.cli.model.calibrate:calibrate_cmd",
         "Measure a short design of trials per contract (default: every shipped contract), fit the model's "

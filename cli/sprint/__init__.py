@@ -8,7 +8,7 @@ from luma.cli.lazy import LazyGroup
 
 sprint = LazyGroup("sprint", help=(
     "Qualify resource boundaries with physical trials on this machine."), lazy={
-    "bench": ("luma.cli.sprint.bench:bench_cmd",
+    "bench": ("luma.cli.sprint.bisection_bench:bench_cmd",
         "Physical trials per boundary: bisection vs an exhaustive sweep of the same levels (same run), and "
         "bisection started at the model's predicted boundary (--model)."),
     "contracts": ("luma.cli.sprint.contracts:contracts_cmd", "List the example contracts shipped with LUMA."),
