@@ -145,11 +145,31 @@ runner = LazyGroup("runner", help=(
         "file from `luma runner keygen`, or a PEM public key)."),
 })
 
+chain = LazyGroup("chain", help=(
+    "PEX chains assembled from trial records already in the ledger (imported or measured)."), lazy={
+})
+
+evidence = LazyGroup("evidence", help=(
+    "The evidence set shipped with LUMA: signed measured records from every machine the project's own sprints "
+    "ran on."), lazy={
+})
+
+importer = LazyGroup("import", help=(
+    "Import what other tools measured: serving benchmarks' result files as trials, published MLPerf results as "
+    "third-party evidence."), lazy={
+})
+
+record = LazyGroup("record", help=(
+    "Write records by hand: complete, commented skeletons of each record kind."), lazy={
+})
+
 #: The top group's commands (cli/main.py).
 TOP = {
     "campaign": ("luma.cli.groups:campaign",
         "Campaigns: the same contracts challenged across machine classes, one sprint per contract, dimension and "
         "class, placed by Ray on runners that `luma runner join` a cluster."),
+    "chain": ("luma.cli.groups:chain",
+        "PEX chains assembled from trial records already in the ledger (imported or measured)."),
     "demo": ("luma.cli.demo:demo",
         "The whole loop: example records and RDF, a rejected record, a short qualification sprint (matvec-memory,"
         " measured on this machine), the rules, `luma kb query`, a partner's record with its projected "
@@ -158,6 +178,12 @@ TOP = {
         "Services behind an OpenAI-compatible HTTP endpoint (vLLM, SGLang, TGI, llama.cpp ...)."),
     "engine": ("luma.cli.groups:engine",
         "Serving engines on this host: llama.cpp (through llama-cpp-python) and its model converter."),
+    "evidence": ("luma.cli.groups:evidence",
+        "The evidence set shipped with LUMA: signed measured records from every machine the project's own sprints "
+        "ran on."),
+    "import": ("luma.cli.groups:importer",
+        "Import what other tools measured: serving benchmarks' result files as trials, published MLPerf results "
+        "as third-party evidence."),
     "kb": ("luma.cli.kb:kb", "The evidence ledger and the knowledge base projected from it."),
     "kernels": ("luma.cli.groups:kernels", "The int8 quantization family: accuracy and speed."),
     "machine": ("luma.cli.groups:machine", "Machine parameter records: measure this host, list and show machines."),
@@ -168,6 +194,7 @@ TOP = {
         "Partner records: intervention parameters, kept in per-partner named graphs."),
     "pilot": ("luma.cli.groups:pilot",
         "Run a live service inside the library of qualified states (Economic Control Pilot)."),
+    "record": ("luma.cli.groups:record", "Write records by hand: complete, commented skeletons of each record kind."),
     "report": ("luma.cli.groups:report", "Reports rendered from the knowledge base (Markdown + self-contained HTML)."),
     "rules": ("luma.cli.groups:rules", "Declarative rules: qualification, recurrences, hardware requirements."),
     "runner": ("luma.cli.groups:runner",
