@@ -288,6 +288,29 @@ class Fleet(StrictModel):
     labels: dict[StrictStr, StrictStr] = Field(default_factory=dict, max_length=64)
 
 
+class SourceFile(StrictModel):
+    """One file an imported record was read from: its name (never its folders: a path can name a
+    person), size and SHA-256, so a reader can tell whether the file in hand is the one imported."""
+
+    name: Name
+    sha256: Sha256
+    bytes: Annotated[StrictInt, Field(ge=0, le=2**63 - 1)]
+
+
+class ImportSource(StrictModel):
+    """Where an imported record's figures come from: the tool that measured them (its version and
+    command line as its file records them), the files read, what a published figure cites (round,
+    submitter, file), and why the record has the evidence class it has (e.g. summary only: no
+    per-request samples, so never measured)."""
+
+    tool: Name
+    version: Name | None = None
+    command: Annotated[list[Annotated[StrictStr, Field(max_length=4096)]], Field(max_length=256)] = []
+    files: Annotated[list[SourceFile], Field(max_length=64)] = []
+    citation: Name | None = None
+    reason: Name | None = None
+
+
 class Provenance(StrictModel):
     """Who or what produced the record."""
 
@@ -301,6 +324,8 @@ class Provenance(StrictModel):
     engine: Engine | None = None
     #: The campaign, machine class and runner node of a sprint a fleet ran.
     fleet: Fleet | None = None
+    #: The outside tool and files an imported record was read from (`luma import`).
+    source: ImportSource | None = None
 
 
 class PexChain(StrictModel):
