@@ -157,6 +157,16 @@ evidence = LazyGroup("evidence", help=(
 importer = LazyGroup("import", help=(
     "Import what other tools measured: serving benchmarks' result files as trials, published MLPerf results as "
     "third-party evidence."), lazy={
+    "aiperf": ("luma.cli.imports:aiperf_cmd",
+        "Import NVIDIA AIPerf / GenAI-Perf result files as pex-trial records judged by LUMA's rules."),
+    "llama-bench": ("luma.cli.imports:llama_bench_cmd",
+        "Import llama.cpp `llama-bench` result files as pex-trial records judged by LUMA's rules."),
+    "mlperf-loadgen": ("luma.cli.imports:mlperf_loadgen_cmd",
+        "Import MLPerf LoadGen result files as pex-trial records judged by LUMA's rules."),
+    "sglang-bench": ("luma.cli.imports:sglang_bench_cmd",
+        "Import SGLang `bench_serving` result files as pex-trial records judged by LUMA's rules."),
+    "vllm-bench": ("luma.cli.imports:vllm_bench_cmd",
+        "Import vLLM `vllm bench serve` result files as pex-trial records judged by LUMA's rules."),
 })
 
 record = LazyGroup("record", help=(

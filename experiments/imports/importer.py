@@ -16,7 +16,11 @@ from luma.experiments.imports import checks, detect
 from luma.experiments.imports.formats import FORMATS
 from luma.experiments.imports.run import ToolRun
 from luma.experiments.imports.trials import TOOL, Judged, Target, check_contract, judge
+from luma.kb.knowledge_base import KnowledgeBase
+from luma.kb.operations.runner_keys import project_signer
 from luma.kb.records.loader import validate_document
+from luma.kb.store.ledger import Ledger
+from luma.kb.trust.runners import signer
 
 
 @dataclass
@@ -89,8 +93,6 @@ def default_sprint(runs: list[ToolRun]) -> str:
 
 def next_sequence(settings, sprint: str) -> int:
     """One past the highest sequence of the sprint's trials already in the ledger."""
-    from luma.kb.store.ledger import Ledger
-
     url = settings.db_url
     if url.startswith("sqlite:///") and not Path(url[len("sqlite:///"):]).is_file():
         return 0
@@ -135,8 +137,6 @@ def import_files(settings, fmt: str, paths: list[Path], target: Target, *, key: 
         Path(out).write_text("".join(json.dumps(r, default=str) + "\n" for r in result.records))
         result.written = Path(out)
     if ingest:
-        from luma.kb.knowledge_base import KnowledgeBase
-
         with KnowledgeBase.open(settings) as kb:
             report = kb.ingest_records(loaded, submitter=TOOL)
         result.ingested = len(report.added)
@@ -146,7 +146,4 @@ def import_files(settings, fmt: str, paths: list[Path], target: Target, *, key: 
 def _signer(settings, key: str | None, create: bool):
     """The runner key that signs the measured records: `key` of $LUMA_HOME/keys/, else the
     project's signing key (made on first use when the records are ingested, as a sprint does)."""
-    from luma.kb.operations.runner_keys import project_signer
-    from luma.kb.trust.runners import signer
-
     return signer(settings.home, key) if key else project_signer(settings, create=create)

@@ -1,0 +1,55 @@
+"""Where imported trials are placed (`trials.Target`) from what the command line says: the
+contract (a shipped name or a TOML path, loaded as `luma sprint` loads it), the state's levels
+(`DIM=LEVEL`, parsed as a sprint's are, over the contract's base state), the variant (default:
+the contract's baseline), the workload (the contract's) and the architecture the tool ran on."""
+
+from __future__ import annotations
+
+import socket
+
+from luma.errors import ConfigError, StateError
+from luma.experiments.imports.trials import Target
+from luma.experiments.services import for_contract
+from luma.experiments.sprint import contract as contracts
+from luma.experiments.sprint import states
+from luma.experiments.sprint.records import architecture as this_architecture, environment as this_environment
+
+KINDS = ("cpu", "gpu", "accelerator", "system")
+
+
+def parse_state(items: list[str], base: dict) -> states.State:
+    """The levels `DIM=LEVEL` over `base` (the contract's [state]); units checked, never this
+    host's capacity (the run happened elsewhere)."""
+    levels = {d: states.parse_level(d, lv) for d, lv in base.items()}
+    for item in items:
+        dim, sep, text = item.partition("=")
+        if not sep or not dim.strip() or not text.strip():
+            raise StateError(f"{item!r} is not DIM=LEVEL (e.g. kv_cache=256MiB, compute=2core)", field="--state")
+        dim = dim.strip()
+        levels[dim] = states.parse_level(dim, text)
+        states.unit_kind(dim, levels[dim])
+    if not levels:
+        raise StateError("no state: give the machine state the tool ran at (--state DIM=LEVEL)", field="--state")
+    return states.State.of(levels)
+
+
+def target(contract_ref: str, state_items: list[str], *, settings=None, variant: str | None = None,
+           architecture: str | None = None, kind: str | None = None, vendor: str | None = None,
+           here: bool = False) -> Target:
+    """The Target of an import (ConfigError naming the option at fault)."""
+    c = contracts.load(contract_ref, settings)
+    service = for_contract(c)
+    baseline = getattr(service, "baseline", None) or "baseline"
+    if here and architecture:
+        raise ConfigError("--here and --architecture both name the architecture: give one", field="--here")
+    if here:
+        arch, env, host = this_architecture(), this_environment(), socket.gethostname() or None
+    elif architecture:
+        if kind not in KINDS or not vendor:
+            raise ConfigError(f"--architecture needs --architecture-kind ({'|'.join(KINDS)}) and --vendor",
+                              field="--architecture")
+        arch, env, host = {"name": architecture, "kind": kind, "vendor": vendor}, None, None
+    else:
+        raise ConfigError("which machine did the tool run on? --architecture NAME --architecture-kind KIND --vendor V, "
+                          "or --here for this host", field="--architecture")
+    return Target(c, parse_state(state_items, dict(c.state)), variant or baseline, service.workload(), arch, env, host)
