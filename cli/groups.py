@@ -154,21 +154,6 @@ evidence = LazyGroup("evidence", help=(
     "ran on."), lazy={
 })
 
-importer = LazyGroup("import", help=(
-    "Import what other tools measured: serving benchmarks' result files as trials, published MLPerf results as "
-    "third-party evidence."), lazy={
-    "aiperf": ("luma.cli.imports:aiperf_cmd",
-        "Import NVIDIA AIPerf / GenAI-Perf result files as pex-trial records judged by LUMA's rules."),
-    "llama-bench": ("luma.cli.imports:llama_bench_cmd",
-        "Import llama.cpp `llama-bench` result files as pex-trial records judged by LUMA's rules."),
-    "mlperf-loadgen": ("luma.cli.imports:mlperf_loadgen_cmd",
-        "Import MLPerf LoadGen result files as pex-trial records judged by LUMA's rules."),
-    "sglang-bench": ("luma.cli.imports:sglang_bench_cmd",
-        "Import SGLang `bench_serving` result files as pex-trial records judged by LUMA's rules."),
-    "vllm-bench": ("luma.cli.imports:vllm_bench_cmd",
-        "Import vLLM `vllm bench serve` result files as pex-trial records judged by LUMA's rules."),
-})
-
 record = LazyGroup("record", help=(
     "Write records by hand: complete, commented skeletons of each record kind."), lazy={
 })
@@ -191,7 +176,7 @@ TOP = {
     "evidence": ("luma.cli.groups:evidence",
         "The evidence set shipped with LUMA: signed measured records from every machine the project's own sprints "
         "ran on."),
-    "import": ("luma.cli.groups:importer",
+    "import": ("luma.cli.import_group:importer",
         "Import what other tools measured: serving benchmarks' result files as trials, published MLPerf results "
         "as third-party evidence."),
     "kb": ("luma.cli.kb:kb", "The evidence ledger and the knowledge base projected from it."),

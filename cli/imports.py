@@ -72,7 +72,7 @@ def _command(fmt: str, doc: str) -> click.Command:
     return cmd
 
 
-_DOC = ("Import {tool} result files as pex-trial records judged by LUMA's rules. FILE: {file}. With per-request "
+_DOC = ("Import {tool} results as pex-trial records judged by LUMA. FILE: {file}. With per-request "
         "samples a record is measured (signed by --key, re-judged at ingest); from a summary alone it is "
         "vendor-claim, with the reason. A file with failed requests is a FAIL (cause error); a file whose samples "
         "disagree with its own summary is refused whole, and nothing is written on any refusal.")

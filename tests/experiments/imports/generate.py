@@ -178,7 +178,7 @@ def loadgen(name: str, n=400, seed=4, trace=True):
         files["mlperf_log_trace.json"] = json.dumps({"traceEvents": events + [{"name": "LastTrace"}],
                                                     "displayTimeUnit": "ns", "otherData": {"version": "MLPerf LoadGen v1.0"}})
     printed = {"latency_ms": {"mean": (sum(lat) // n) / 1e6, "p50": pct[0.5] / 1e6, "p90": pct[0.9] / 1e6,
-                              "p99": pct[0.99] / 1e6}, "completed": n}
+                              "p99": pct[0.99] / 1e6}, **({"completed": n} if trace else {})}
     case("mlperf-loadgen", name, files,
          {"tool": "mlperf loadgen", "version": "6.0.17", "command": ["python", "sut.py", "--scenario", "SingleStream"],
           "source": "mlcommons/inference loadgen/results.cc, loadgen.cc (TraceSample), logging.h (ChromeTracer)",
