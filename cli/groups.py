@@ -147,6 +147,10 @@ runner = LazyGroup("runner", help=(
 
 chain = LazyGroup("chain", help=(
     "PEX chains assembled from trial records already in the ledger (imported or measured)."), lazy={
+    "assemble": ("luma.cli.chain:assemble_cmd",
+        "Build a pex-chain from trial records already in the ledger (imported or measured): the minimum PASS "
+        "state, the adjacent FAIL, the intervention's recovered state, checked as ingest checks a sprint's chain, "
+        "then signed and ingested."),
 })
 
 evidence = LazyGroup("evidence", help=(
