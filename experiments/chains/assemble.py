@@ -14,6 +14,7 @@ measured), and a measured chain is signed with a runner key (`--key`, else the p
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -106,7 +107,7 @@ def assemble_chain(settings, config: AssembleConfig, ingest: bool = True, out: P
     if config.dimension is not None and config.dimension not in dims:
         a.missing.append(f"unknown dimension {config.dimension!r}")
         return a
-    doc = chain_document(b, trials)
+    doc = chain_document(b)
     rec = validate_document(doc, "assembled chain", settings.home, dims)
     _check(rec, trials)
     a.notes = _notes(doc, b, _min_repetitions(settings))
@@ -132,10 +133,11 @@ def assemble_chain(settings, config: AssembleConfig, ingest: bool = True, out: P
     return a
 
 
-def chain_document(b: Boundary, trials: list[TrialRecord]) -> dict:
-    """The pex-chain record (unsigned) of a complete boundary `b` among `trials`."""
+def chain_document(b: Boundary) -> dict:
+    """The pex-chain record (unsigned) of a complete boundary `b`."""
     first = b.pass_trials[0].model
     rows, counts = [], {}
+    cited = b.pass_trials + b.fail_trials + b.recovered_trials + [t for *_, ts in b.restorations for t in ts]
     for role, group in (("pass", b.pass_trials), ("fail", b.fail_trials), ("recovered", b.recovered_trials)):
         for t in group:
             counts[role] = counts.get(role, 0) + 1
@@ -151,7 +153,7 @@ def chain_document(b: Boundary, trials: list[TrialRecord]) -> dict:
         "crossed_dimension": b.dimension, "binding_resource": b.dimension,
         "intervention": {"name": b.intervention, "kind": "software"}, "recovered": recovered,
         "repetitions": chain_repetitions(counts["pass"], counts.get("recovered", 0), recovered),
-        "trials": rows, "provenance": _provenance([t.model for t in trials]),
+        "trials": rows, "provenance": _provenance([t.model for t in cited]),
     }
     if b.restorations:
         # The sprint's diagnosis: restoring the crossed dimension is the minimum PASS state itself
@@ -180,13 +182,13 @@ def _row(t: TrialRecord, role: str, repetition: int) -> dict:
 
 
 def _provenance(models) -> dict:
-    """This tool, with the host, environment and engine the trials share, and their first start."""
+    """This tool, with the host, environment and engine the cited trials share, and their first start."""
     prov = {"tool": TOOL}
+    blocks = [m.provenance.model_dump(mode="json", exclude_none=True) for m in models]
     for part in ("host", "environment", "engine"):
-        values = {json.dumps(getattr(m.provenance, part).model_dump(mode="json", exclude_none=True), sort_keys=True)
-                  if getattr(m.provenance, part) is not None else None for m in models}
-        if len(values) == 1 and None not in values:
-            prov[part] = json.loads(values.pop())
+        values = {json.dumps(b.get(part), sort_keys=True) for b in blocks}
+        if len(values) == 1 and blocks[0].get(part) is not None:
+            prov[part] = blocks[0][part]
     starts = [m.provenance.started for m in models if m.provenance.started is not None]
     if starts:
         prov["started"] = min(starts).isoformat()
@@ -255,7 +257,17 @@ def _check(rec: LoadedRecord, trials: list[TrialRecord]) -> None:
     vendor-claim chain is held to the same trials, re-judged, as a measured one would be."""
     chain = rec.model.model_copy(update={"evidence_class": "measured"})
     cited = {t.content_hash: t.model.model_copy(update={"evidence_class": "measured"}) for t in trials}
-    check_measured(chain, trials_by_hash=cited, source=rec.source)
+    try:
+        check_measured(chain, trials_by_hash=cited, source=rec.source)
+    except RecordError as exc:
+        # Name the ledger's trial record, not only the chain's row: that record is what to look at.
+        m = re.match(r"trials\[(\d+)\]", exc.field or "")
+        row = chain.trials[int(m.group(1))] if m else None
+        if row is None or row.record is None:
+            raise
+        t = next(t.model for t in trials if t.content_hash == row.record)
+        raise RecordError(f"trial record {row.record[:12]} (sprint {t.sprint!r}, sequence {t.sequence}) does not bear "
+                          f"out its verdict: {exc.message}", source=exc.source, field=exc.field) from None
 
 
 def _notes(doc: dict, b: Boundary, needed: int) -> list[str]:
