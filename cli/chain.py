@@ -38,10 +38,10 @@ _STATES = ["role", "state", "variant", "verdicts", "trials"]
 @project(READ)
 def assemble_cmd(sprint, contract, workload, architecture, evidence_class, dimension, intervention, variant,
                  baseline, key, no_ingest, out, fmt) -> None:
-    """Build a pex-chain from trial records already in the ledger (imported or measured): the
-    minimum PASS state, the adjacent FAIL, the intervention's recovered state, checked as ingest
-    checks a sprint's chain, then signed and ingested. What is missing is listed, one line each,
-    and nothing is written."""
+    """Build a pex-chain from pex-trial records in the ledger (imported or measured). Its trials at
+    the minimum PASS state, the adjacent FAIL and the intervention's recovered state are checked as
+    ingest checks a sprint's chain, then it is signed and ingested. What is missing is listed, one
+    line each, and nothing is written."""
     if sprint is None and contract is None:
         raise click.UsageError("name the trials: --sprint NAME or --contract NAME")
     if no_ingest and out is None:

@@ -148,9 +148,7 @@ runner = LazyGroup("runner", help=(
 chain = LazyGroup("chain", help=(
     "PEX chains assembled from trial records already in the ledger (imported or measured)."), lazy={
     "assemble": ("luma.cli.chain:assemble_cmd",
-        "Build a pex-chain from trial records already in the ledger (imported or measured): the minimum PASS "
-        "state, the adjacent FAIL, the intervention's recovered state, checked as ingest checks a sprint's chain, "
-        "then signed and ingested."),
+        "Build a pex-chain from pex-trial records in the ledger (imported or measured)."),
 })
 
 evidence = LazyGroup("evidence", help=(
