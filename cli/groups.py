@@ -147,6 +147,8 @@ runner = LazyGroup("runner", help=(
 
 chain = LazyGroup("chain", help=(
     "PEX chains assembled from trial records already in the ledger (imported or measured)."), lazy={
+    "assemble": ("luma.cli.chain:assemble_cmd",
+        "Build a pex-chain from pex-trial records in the ledger (imported or measured)."),
 })
 
 evidence = LazyGroup("evidence", help=(

@@ -97,6 +97,14 @@ def trial_record(plan: Plan, sprint_id: str, trial: Trial, started: datetime, ar
     return rec
 
 
+def chain_repetitions(passes: int, recoveries: int, recovered: bool) -> int:
+    """A chain's `repetitions`: the trials at the minimum PASS state, and at the recovered state
+    too when the intervention recovered (ingest checks both hold at least that many PASS trials);
+    at least 1. A sprint's chain and one assembled from trial records (experiments/chains) count
+    alike, so both qualify under the same `min_repetitions`."""
+    return max(1, min(passes, recoveries) if recovered else passes)
+
+
 def chain_record(result: Result, started: datetime) -> dict | None:
     """The PEX chain of a sprint that found a boundary and tried an intervention; None otherwise.
     A chain whose recovery failed is still written (recovered: false) — it is evidence too. The
@@ -125,7 +133,7 @@ def chain_record(result: Result, started: datetime) -> dict | None:
         add(t, "recovered")
     if not any(row["state"] == "fail" and row["verdict"] == "FAIL" for row in trials):
         return None  # no measured adjacent FAIL: not a boundary (the sprint reports the problem)
-    reps = min(counters.get("pass", 0), counters.get("recovered", 0)) if result.recovered else counters.get("pass", 1)
+    reps = chain_repetitions(counters.get("pass", 0), counters.get("recovered", 0), result.recovered)
     prov = provenance(started)
     env = prov.get("environment", {})
 
@@ -141,7 +149,7 @@ def chain_record(result: Result, started: datetime) -> dict | None:
         "pass_state": pass_state.record(), "fail_state": fail_state.record(), "crossed_dimension": p.dimension,
         "binding_resource": result.binding() or p.dimension,
         "intervention": {"name": p.intervention, "kind": "software", "software": software(p.variant)},
-        "recovered": result.recovered, "repetitions": max(1, reps), "trials": trials, "provenance": prov,
+        "recovered": result.recovered, "repetitions": reps, "trials": trials, "provenance": prov,
         "software": software(p.baseline),
     }
     chain.update(outcomes(result, software))

@@ -1,0 +1,1 @@
+"""PEX chains assembled from pex-trial records already in the ledger (imported or measured)."""
