@@ -157,6 +157,9 @@ evidence = LazyGroup("evidence", help=(
 importer = LazyGroup("import", help=(
     "Import what other tools measured: serving benchmarks' result files as trials, published MLPerf results as "
     "third-party evidence."), lazy={
+    "mlperf-results": ("luma.cli.import_mlperf:mlperf_cmd",
+        "Read an MLPerf Inference results checkout: each system becomes a machine record, each valid result a "
+        "vendor-claim trial, PASS at the system's state against the benchmark's latency bounds."),
 })
 
 record = LazyGroup("record", help=(
