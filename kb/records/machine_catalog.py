@@ -40,9 +40,8 @@ def stored_machines(project) -> list[tuple[str, MachineRecord]]:
 
 def load_machine(name_or_path: str | Path, project=None) -> MachineRecord:
     """A machine record from a file path, a machine in the ledger of `project` (Settings; the
-    latest of that name), or a shipped catalog entry; a name that one catalog entry (else one
-    machine of the KB) contains names it (`B200`). An unknown name is an UnknownName error listing
-    the known names."""
+    latest of that name), or a shipped catalog entry. An unknown name is an UnknownName error
+    listing the known names."""
     path = Path(name_or_path)
     if path.suffix.lower() in (".json", ".yaml", ".yml") and path.is_file():
         return read_machine(path)
@@ -53,12 +52,6 @@ def load_machine(name_or_path: str | Path, project=None) -> MachineRecord:
     shipped = catalog()
     if name in shipped:
         return read_machine(shipped[name])
-    # A device's short name (B200, MI300X) is how people say it: one catalogue entry containing it
-    # is that device; else one machine of the KB (an imported MLPerf system) containing it.
-    for names, read in ((shipped, lambda k: read_machine(shipped[k])), (stored, stored.get)):
-        hits = [k for k in names if name.lower() in k]
-        if len(hits) == 1 and name.strip():
-            return read(hits[0])
     known = sorted(set(shipped) | set(stored))
     close = [k for k in known if name.lower() in k][:3] or difflib.get_close_matches(name.lower(), known, n=3, cutoff=0.5)
     hint = f"; did you mean {', '.join(close)}?" if close else ""

@@ -43,16 +43,17 @@ def test_every_system_of_the_sample_becomes_a_machine_record():
 
 
 def test_accelerators_the_catalogue_lacked_are_known_after_import(luma_home):
-    before = {"nvidia-b200-sxm-180gb"}  # the catalogue learnt it with the sample
-    assert load_machine("B200").name in before
+    assert load_machine("nvidia-b200-sxm-180gb").memory_capacity("hbm") == 180e9  # the catalogue learnt it
     result = mlperf_results.read_results(SAMPLE)
     mlperf_results.ingest(Settings.from_env(), result)
     accels = {m.model.architecture.name for m in result.machines}
     assert any("B200" in a for a in accels) and any("MI300X" in a for a in accels)
     for m in result.machines:  # every imported machine is known by its name afterwards
         assert load_machine(m.model.name, Settings.from_env()).name == m.model.name
-    b200 = load_machine("b200-sxm-180gbx1", Settings.from_env())
+    b200 = load_machine("nvidia-b200-sxm-180gbx1_trt", Settings.from_env())
     assert b200.memory_capacity("hbm") == 180e9 and b200.evidence_class == "vendor-claim"
+    assert b200.compute_flops("fp8") == 4.5e15  # the catalogue's datasheet figure, named in its method
+    assert "catalogue nvidia-b200-sxm-180gb" in next(c.method for c in b200.compute if c.precision == "fp8")
 
 
 def test_valid_results_become_vendor_claim_pass_trials_with_citations():
