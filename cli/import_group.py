@@ -14,6 +14,9 @@ importer = LazyGroup("import", help=(
         "Import NVIDIA AIPerf / GenAI-Perf results as pex-trial records judged by LUMA."),
     "llama-bench": ("luma.cli.imports:llama_bench_cmd",
         "Import llama.cpp `llama-bench` results as pex-trial records judged by LUMA."),
+    "mlperf-results": ("luma.cli.import_mlperf:mlperf_cmd",
+        "Read an MLPerf Inference results checkout: each system becomes a machine record, each valid result a "
+        "vendor-claim trial, PASS at the system's state against the benchmark's latency bounds."),
     "mlperf-loadgen": ("luma.cli.imports:mlperf_loadgen_cmd",
         "Import MLPerf LoadGen results as pex-trial records judged by LUMA."),
     "sglang-bench": ("luma.cli.imports:sglang_bench_cmd",

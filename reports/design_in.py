@@ -16,6 +16,7 @@ from luma.experiments.prices import load as load_prices
 from luma.reports import budget
 from luma.reports import design_in_capabilities as capabilities
 from luma.reports import design_in_data as data
+from luma.reports import design_in_published as published
 from luma.reports.derivation import compact
 from luma.reports.fmt import CLASS_ORDER, class_name, dim_key, local, num, quantity
 from luma.reports.md_escape import fmt, record
@@ -255,6 +256,8 @@ def build(kb, scope: Scope | None = None, max_rows: int = MAX_ROWS, prices: Pric
     sections = [*_requirements(reqs, bindings, counters), *economics, _counter(reqs, counters),
                 _remedies(rems, bindings, max_rows * 2),
                 derivations, *_class_sections(r, counts, max_rows, synthetic)]
+    if r.scope.partner is None:  # the owner imported them; a partner's view shows only its own and public graphs
+        sections.append(published.section(kb.settings, max_rows))
     chains = {c: n.get("pex-chain", 0) for c, n in counts.items()}
     facts = [("Scope", record(r.label)),
              ("PEX chains", ", ".join(f"{chains.get(c, 0)} {c}" for c in CLASS_ORDER)),

@@ -9,6 +9,7 @@ import click
 
 from luma.cli.model.common import load_contract
 from luma.cli.model.llm import calibrate_llm
+from luma.cli.model.mlperf import calibrate_mlperf
 from luma.cli.output import format_option, print_rows
 from luma.cli.progress import trials as trial_progress
 from luma.cli.project import WRITE, project, settings as command_settings
@@ -28,12 +29,22 @@ from luma.experiments.sprint.run import import_service
 @click.option("--published", type=click.Path(exists=True, dir_okay=False),
               help="With --llm: a file of your own published figures (the format of "
                    "experiments/model/published/llm-serving.json) to add.")
+@click.option("--mlperf", "mlperf_mode", is_flag=True,
+              help="Calibrate the LLM serving model on the MLPerf results imported into this project's KB "
+                   "(`luma import mlperf-results`), each submitter held out in turn.")
 @format_option(choices=("table", "json"))
 @project(WRITE)
-def calibrate_cmd(contract_refs, repeats, record, llm_mode, published, fmt) -> None:
+def calibrate_cmd(contract_refs, repeats, record, llm_mode, published, mlperf_mode, fmt) -> None:
     """Measure a short design of trials per contract (default: every shipped contract), fit the
     model's efficiency figures, and report its error per metric. With --llm: fit the LLM serving
-    model to published measurements and report its error on the held-out ones."""
+    model to published measurements and report its error on the held-out ones. With --mlperf: fit it to the
+    imported MLPerf results, each submitter held out in turn, and report the error on each."""
+    if mlperf_mode:
+        if contract_refs or llm_mode or published:
+            raise click.UsageError("--mlperf calibrates on the imported MLPerf results; it takes no CONTRACT, --llm "
+                                   "or --published")
+        calibrate_mlperf(fmt)
+        return
     if llm_mode or published:
         if contract_refs:
             raise click.UsageError("--llm calibrates on published measurements; it takes no CONTRACT")

@@ -96,7 +96,7 @@ def _build(home: Path, kind: str, **kw):
 
 BOUNDARY_SECTIONS = ["contract", "boundary", "binding", "intervention", "frontier", "trials", "decision", "provenance"]
 DESIGN_SECTIONS = ["requirements", "capabilities", "economics", "prices", "counter-evidence", "remedies", "derivations", "evidence", "evidence-measured",
-                   "evidence-simulated", "evidence-projected", "evidence-vendor-claim", "evidence-synthetic"]
+                   "evidence-simulated", "evidence-projected", "evidence-vendor-claim", "evidence-synthetic", "published-results"]
 
 
 def _check_markdown(report, md: str, out: Path) -> None:

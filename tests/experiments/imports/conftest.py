@@ -1,9 +1,15 @@
-"""Fixtures of the import tests: a fresh project with a trusted runner key, and the target the
-trials are placed at (the llama.cpp TinyLlama contract: p90 TTFT and p90 TPOT)."""
+"""Fixtures of the import tests: a fresh project with a trusted runner key, the target the trials
+are placed at (the llama.cpp TinyLlama contract: p90 TTFT and p90 TPOT), and a writable copy of the
+shipped MLPerf sample."""
 
 from __future__ import annotations
 
+import shutil
+from pathlib import Path
+
 import pytest
+
+from luma.experiments.imports import mlperf_results
 
 
 @pytest.fixture
@@ -26,3 +32,11 @@ def where():
 
     return target("llamacpp-tinyllama-kv", ["kv_cache=256MiB"], architecture="AMD EPYC 7B13", kind="cpu",
                   vendor="AMD")
+
+
+@pytest.fixture
+def mlperf_copy(tmp_path) -> Path:
+    """The shipped MLPerf v4.1 sample, copied where a test may change it."""
+    dest = tmp_path / "inference_results_v4.1"
+    shutil.copytree(mlperf_results.sample_path(), dest)
+    return dest
