@@ -152,6 +152,17 @@ chain = LazyGroup("chain", help=(
 evidence = LazyGroup("evidence", help=(
     "The evidence set shipped with LUMA: signed measured records from every machine the project's own sprints "
     "ran on."), lazy={
+    "list": ("luma.cli.evidence:list_cmd",
+        "Machines and contracts in the shipped evidence set: records, wall time, CPU steal, outcome."),
+    "load": ("luma.cli.evidence:load_cmd",
+        "Load the shipped evidence set into this project, trusting each machine's shipped key for the shipped "
+        "records only; all or nothing, and a second load adds nothing."),
+    "record": ("luma.cli.evidence:record_cmd",
+        "Run the shipped contracts on this machine in this (scratch) project and write the machine's entry -- "
+        "signed records, public key, manifest -- into the evidence folder."),
+    "verify": ("luma.cli.evidence:verify_cmd",
+        "Check the shipped evidence set: every record's signature against its machine's shipped key, its content "
+        "hash, and the manifest against the files (counts, SHA-256s); one line per problem."),
 })
 
 importer = LazyGroup("import", help=(
