@@ -183,8 +183,9 @@ TOP = {
         "PEX chains assembled from trial records already in the ledger (imported or measured)."),
     "demo": ("luma.cli.demo:demo",
         "The whole loop: example records and RDF, a rejected record, a short qualification sprint (matvec-memory,"
-        " measured on this machine), the rules, `luma kb query`, a partner's record with its projected "
-        "evaluation, and the Resource Boundary, Design-In and Partner Evaluation reports."),
+        " measured on this machine), the shipped evidence set, the rules, `luma kb query`, a partner's record with "
+        "its projected evaluation, and the Resource Boundary, Design-In and Partner Evaluation reports (and a "
+        "Design-In Report from the shipped evidence alone)."),
     "endpoint": ("luma.cli.groups:endpoint",
         "Services behind an OpenAI-compatible HTTP endpoint (vLLM, SGLang, TGI, llama.cpp ...)."),
     "engine": ("luma.cli.groups:engine",

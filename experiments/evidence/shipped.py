@@ -76,24 +76,30 @@ def _check_file(root: Path, mid: str, entry: dict, fp: str, raw: bytes, out: Ver
     if not path.is_file():
         out.problems.append(f"{path}: listed in the manifest but missing")
         return
-    if _sha256(path) != entry.get("sha256"):
-        out.problems.append(f"{path}: SHA-256 differs from the manifest's (the file was changed)")
     try:
         recs = list(iter_records([path]))
     except LumaError as exc:
         out.problems.append(exc.one_line())
         return
-    hashes = [r.content_hash for r in recs]
-    if hashes != entry.get("records", []):
-        out.problems.append(f"{path}: holds {len(hashes)} record(s) whose content hashes are not the "
-                            f"{len(entry.get('records', []))} the manifest lists")
+    listed = entry.get("records", [])
+    before = len(out.problems)
+    # One line per record at fault: a changed figure changes the content hash (so neither the
+    # manifest's hash nor the signature can match); say the first, which names the cause.
     for r in recs:
         block = getattr(r.model, "attestation", None)
-        if block is None or block.key != fp:
+        if r.content_hash not in listed:
+            out.problems.append(f"{r.source}: content hash {r.content_hash[:12]}… is not one the manifest lists "
+                                "(the record was changed or added after recording)")
+        elif block is None or block.key != fp:
             out.problems.append(f"{r.source}: not signed by machine {mid}'s key {fp}")
         elif not att.verify(block, r.content_hash, raw):
-            out.problems.append(f"{r.source}: does not verify with machine {mid}'s key {fp} (the record or its "
-                                "signature was changed after signing)")
+            out.problems.append(f"{r.source}: does not verify with machine {mid}'s key {fp} (its signature was "
+                                "changed after signing)")
+    hashes = [r.content_hash for r in recs]
+    if len(out.problems) == before and hashes != listed:
+        out.problems.append(f"{path}: holds {len(hashes)} record(s), the manifest lists {len(listed)}")
+    if len(out.problems) == before and _sha256(path) != entry.get("sha256"):
+        out.problems.append(f"{path}: SHA-256 differs from the manifest's (the file was changed)")
     out.records.setdefault(mid, []).extend(recs)
 
 
