@@ -34,8 +34,8 @@ from luma.kb.vocab import LUMA
 def demo(ctx: click.Context, demo_home: Path | None, quick: bool) -> None:
     """The whole loop: example records and RDF, a rejected record, a short qualification sprint
     (matvec-memory, measured on this machine), the shipped evidence set, the rules, `luma kb query`, a
-    partner's record with its projected evaluation, and the Resource Boundary, Design-In and Partner
-    Evaluation reports (and a Design-In Report from the shipped evidence alone).
+    partner's record with its projected evaluation, and the Resource Boundary and Design-In (also of
+    the shipped set alone) and Partner Evaluation reports.
 
     The example records are illustrative (their provenance says so), not measurements; the
     sprint's are measured here.

@@ -24,7 +24,8 @@ _TABLE = ["machine", "contract", "records", "wall_s", "steal_pct", "outcome"]
 @format_option()
 @project(NONE)
 def list_cmd(folder: Path | None, fmt: str) -> None:
-    """Machines and contracts in the shipped evidence set: records, wall time, CPU steal, outcome."""
+    """Machines and contracts of the shipped evidence set. Per contract: records, wall time, CPU
+    steal while it ran, outcome."""
     print_rows(shipped.rows(folder), _TABLE if fmt == "table" else _COLUMNS, fmt, title="shipped evidence")
 
 
@@ -32,8 +33,9 @@ def list_cmd(folder: Path | None, fmt: str) -> None:
 @_FOLDER
 @project(NONE)
 def verify_cmd(folder: Path | None) -> None:
-    """Check the shipped evidence set: every record's signature against its machine's shipped key,
-    its content hash, and the manifest against the files (counts, SHA-256s); one line per problem."""
+    """Check the evidence set's signatures, hashes and manifest; one line per problem. Every record's
+    signature against its machine's shipped key, its content hash against the manifest's, and the
+    manifest against the files (counts, SHA-256s)."""
     v = shipped.verify(folder)
     for problem in v.problems:
         click.echo(f"Error: {problem}", err=True)
@@ -47,8 +49,8 @@ def verify_cmd(folder: Path | None) -> None:
 @format_option(choices=("table", "json"))
 @project(WRITE)
 def load_cmd(folder: Path | None, fmt: str) -> None:
-    """Load the shipped evidence set into this project, trusting each machine's shipped key for the
-    shipped records only; all or nothing, and a second load adds nothing."""
+    """Load the shipped evidence set, each machine's key trusted for its records only. All or
+    nothing, and a second load adds nothing."""
     out = shipped.load(settings(), folder)
     rows = [{**t, "purpose": shipped.purpose(t["machine"])} for t in out.trusted]
     if fmt == "json":
@@ -77,8 +79,8 @@ def _default_out() -> Path:
 @format_option(choices=("table", "json"))
 @project(WRITE)
 def record_cmd(out: Path | None, names: tuple[str, ...], machine_id: str | None, append: bool, fmt: str) -> None:
-    """Run the shipped contracts on this machine in this (scratch) project and write the machine's
-    entry -- signed records, public key, manifest -- into the evidence folder."""
+    """Run the shipped contracts here and add this machine to an evidence folder. Run it in a scratch
+    project (LUMA_HOME): its records, public key and manifest entry go to --out."""
     machine = recording.record(settings(), out or _default_out(), list(names) or None, None, machine_id, append)
     print_rows(machine["contracts"], ["name", "sprint", "records", "wall_s", "outcome"], fmt,
                title=f"machine {machine['id']} ({machine['cpu_model']})")
