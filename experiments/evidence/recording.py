@@ -19,6 +19,7 @@ from pathlib import Path
 
 from luma.errors import ConfigError, LumaError
 from luma.experiments.evidence import manifest as mf
+from luma.experiments.machine_record import characterize_host
 from luma.experiments.sprint import contract as contracts
 from luma.experiments.sprint.run import contract_plan, run_sprint
 from luma.kb.knowledge_base import KnowledgeBase
@@ -28,7 +29,10 @@ from luma.kb.store.ledger import Ledger
 from luma.kb.trust import attestation as att
 
 #: Record kinds a sprint leaves in the ledger that the set ships.
-KINDS = ("pex-trial", "pex-chain", "machine")
+KINDS = ("pex-trial", "pex-chain")
+#: The entry of the machine's own measured record (`luma machine characterize`: memory bandwidth,
+#: matmul throughput per core count), listed with the contracts.
+CHARACTERIZE = "machine-characterize"
 
 
 @dataclass
@@ -85,10 +89,23 @@ def run_contract(settings, name: str) -> ContractRun:
                        outcome(out))
 
 
-def _sprint_payloads(ledger: Ledger, sprint: str) -> list[str]:
-    """The ledger payloads of one sprint's records (trials, then its chain), in ledger order."""
+def characterize(settings, name: str) -> ContractRun:
+    """Measure this host into a signed machine record in the project of `settings`."""
+    before, t0 = mf.contention(), time.monotonic()
+    rec = characterize_host(settings, name=name)
+    return ContractRun(CHARACTERIZE, rec.recorded, time.monotonic() - t0,
+                       mf.contention_between(before, mf.contention()),
+                       "measured machine record: memory bandwidth, matmul throughput per core count")
+
+
+def _payloads(ledger: Ledger, run: ContractRun) -> list[str]:
+    """The ledger payloads of one run's records (a sprint's trials, then its chain; the machine
+    record of a characterization), in ledger order."""
+    if run.name == CHARACTERIZE:
+        rows = ledger.rows_of_kinds(["machine"], "source", "payload")
+        return [p for src, p in rows if src == run.sprint][-1:]
     rows = ledger.rows_of_kinds(KINDS, "source", "payload")
-    return [p for src, p in rows if f"/sprints/{sprint}/" in src.replace("\\", "/")]
+    return [p for src, p in rows if f"/sprints/{run.sprint}/" in src.replace("\\", "/")]
 
 
 def export_machine(settings, out: Path, machine: dict, runs: list[ContractRun], public_key: bytes,
@@ -116,14 +133,17 @@ def export_machine(settings, out: Path, machine: dict, runs: list[ContractRun], 
     ledger = Ledger(settings.db_url)
     try:
         for run in runs:
-            payloads = _sprint_payloads(ledger, run.sprint) if run.sprint else []
+            payloads = _payloads(ledger, run) if run.sprint else []
             if payloads:
                 path = folder / f"{run.name}.jsonl"
                 path.write_text("".join(p + "\n" for p in payloads))
                 hashes = [r.content_hash for r in iter_records([path])]
                 machine["files"].append({"path": f"records/{mid}/{path.name}", "contract": run.name,
                                          "sha256": hashlib.sha256(path.read_bytes()).hexdigest(), "records": hashes})
-            machine["contracts"].append(run.entry(len(payloads)))
+            entry = run.entry(len(payloads))
+            if run.name == CHARACTERIZE:
+                entry["sprint"] = None  # the record's file in the scratch project: nothing to cite
+            machine["contracts"].append(entry)
     finally:
         ledger.dispose()
     data["machines"] = [m for m in data["machines"] if m["id"] != mid] + [machine]
@@ -142,8 +162,12 @@ def record(settings, out: Path, names: list[str] | None = None, skip: dict[str, 
             keygen(kb, mid, submitter="luma evidence record")
     signer = project_signer(settings)
     runs = []
-    for name in names or sorted(contracts.shipped()):
-        reason = (skip or {}).get(name) or not_runnable(settings, name)
-        runs.append(ContractRun(name, None, None, None, f"not run: {reason}") if reason else run_contract(settings, name))
+    for ref in names or sorted(contracts.shipped()):
+        reason = (skip or {}).get(ref) or not_runnable(settings, ref)
+        run = ContractRun(ref, None, None, None, f"not run: {reason}") if reason else run_contract(settings, ref)
+        run.name = Path(ref).stem  # a contract file's name, as the shipped ones are named
+        runs.append(run)
+    if not names:
+        runs.append(characterize(settings, mid))
     machine = mf.describe_machine(mid, signer.fingerprint)
     return export_machine(settings, out, machine, runs, att.public_bytes(signer.private_key), append)
