@@ -156,6 +156,11 @@ def load(settings, root: Path | None = None) -> Loaded:
     # Read again in the project's context (its dimensions): the records the KB ingests.
     by_machine = {m["id"]: list(iter_records([v.root / e["path"] for e in m["files"]], settings.home))
                   for m in v.manifest["machines"]}
+    for mid, recs in by_machine.items():
+        if [r.content_hash for r in recs] != [r.content_hash for r in v.records[mid]]:
+            # The project's own dimensions read them differently: the trust would not match the set.
+            raise RecordError(f"machine {mid}'s records read differently in this project (its dimensions), nothing "
+                              "was loaded", source=str(v.root))
     trusted, batch = [], []
     with KnowledgeBase.open(settings) as kb:
         for m in v.manifest["machines"]:
