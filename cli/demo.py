@@ -20,6 +20,7 @@ from luma.cli.report import boundary_cmd, design_in_cmd, partner_cmd
 from luma.cli.rules import run_cmd as rules_run
 from luma.cli.sprint.run import run_cmd as sprint_run
 from luma.errors import LumaError
+from luma.experiments.evidence import shipped
 from luma.kb.knowledge_base import KnowledgeBase
 from luma.kb.query.named import get_named_query
 from luma.kb.vocab import LUMA
@@ -87,7 +88,7 @@ _PARTNER_ARGS = {"record_ref": "kvzip", "contract_ref": "llm-long-context", "spa
 
 
 def _measured_before(s) -> str | None:
-    """The sprint id of a matvec-memory sprint that recorded a chain in this project, if any."""
+    """The sprint id of a matvec-memory sprint this project ran and recorded a chain of, if any."""
     with KnowledgeBase.open(s, read_only=True) as kb:
         # Trials and chains inside their own record graphs (facts read where they are stated).
         rows = kb.store.select(f"""SELECT ?s WHERE {{
@@ -99,8 +100,10 @@ def _measured_before(s) -> str | None:
           GRAPH ?cg {{ ?cg <{LUMA}recordKind> "pex-chain" .
             ?c a <{LUMA}BoundaryQualification> ; <{LUMA}contract> ?k ; <{LUMA}workload> ?w ; <{LUMA}architecture> ?a ;
                <http://www.w3.org/ns/prov#wasGeneratedBy> ?ca . ?ca <http://www.w3.org/ns/prov#startedAtTime> ?start }}
-        }} ORDER BY ?s LIMIT 1""")
-    return rows[0]["s"] if rows else None
+        }} ORDER BY ?s""")
+    shipped_sprints = {r["sprint"] for r in shipped.rows() if r.get("sprint")}
+    mine = [r["s"] for r in rows if r["s"] not in shipped_sprints]  # the shipped set's sprints are not this machine's
+    return mine[0] if mine else None
 
 
 def _loop(ctx: click.Context, s, examples) -> None:
