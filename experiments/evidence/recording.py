@@ -55,7 +55,7 @@ def outcome(summary: dict) -> str:
     """A sprint's outcome in one phrase: the qualified boundary, or why there is none."""
     dim, low = summary.get("dimension"), summary.get("min_pass")
     if low is None:
-        return "no boundary: no level passed" + "".join(f"; {p}" for p in summary.get("problems") or [])
+        return "no boundary: " + ("; ".join(summary.get("problems") or []) or "no level passed")
     if summary.get("adjacent_fail") is None:
         return (f"no boundary: {dim} passes already at its lowest level ({low}), so no adjacent FAIL and no chain "
                 "(the boundary lies below the levels given)")
@@ -92,7 +92,7 @@ def run_contract(settings, name: str) -> ContractRun:
 def characterize(settings, name: str) -> ContractRun:
     """Measure this host into a signed machine record in the project of `settings`."""
     before, t0 = mf.contention(), time.monotonic()
-    rec = characterize_host(settings, name=name)
+    rec = characterize_host(settings, name=name, progress=lambda step: None)  # it reports each step; quiet here
     return ContractRun(CHARACTERIZE, rec.recorded, time.monotonic() - t0,
                        mf.contention_between(before, mf.contention()),
                        "measured machine record: memory bandwidth, matmul throughput per core count")

@@ -19,7 +19,8 @@ def test_outcome_says_boundary_recovery_or_why_none():
     assert recording.outcome({**base, "recovered": False}).endswith("not recovered by int8-weights")
     assert "passes already at its lowest level (8 MiB)" in recording.outcome({**base, "adjacent_fail": None})
     assert recording.outcome({**base, "min_pass": None, "problems": ["every level failed"]}) == (
-        "no boundary: no level passed; every level failed")
+        "no boundary: every level failed")
+    assert recording.outcome({**base, "min_pass": None}) == "no boundary: no level passed"
 
 
 def test_contention_is_the_share_of_ticks_over_the_interval():
