@@ -59,11 +59,12 @@ def outcome(summary: dict) -> str:
     if summary.get("adjacent_fail") is None:
         return (f"no boundary: {dim} passes already at its lowest level ({low}), so no adjacent FAIL and no chain "
                 "(the boundary lies below the levels given)")
-    text = (f"qualified boundary: {dim} min PASS {low}, adjacent FAIL {summary['adjacent_fail']}, binding "
-            f"{summary.get('binding')}")
+    boundary = (f"{dim} min PASS {low}, adjacent FAIL {summary['adjacent_fail']}, binding "
+                f"{summary.get('binding')}")
     if summary.get("recovered"):
-        return text + f"; recovered by {summary.get('intervention')} (min PASS {summary.get('requalified_min_pass')})"
-    return text + f"; not recovered by {summary.get('intervention')}"
+        return (f"qualified boundary: {boundary}; recovered by {summary.get('intervention')} (min PASS "
+                f"{summary.get('requalified_min_pass')})")
+    return f"not recovered: boundary {boundary}; {summary.get('intervention')} did not recover PASS"
 
 
 def not_runnable(settings, name: str) -> str | None:
@@ -161,6 +162,7 @@ def record(settings, out: Path, names: list[str] | None = None, skip: dict[str, 
         if att.default_key(settings.home) is None:
             keygen(kb, mid, submitter="luma evidence record")
     signer = project_signer(settings)
+    machine = mf.describe_machine(mid, signer.fingerprint)  # the revision and date the sprints run at
     runs = []
     for ref in names or sorted(contracts.shipped()):
         reason = (skip or {}).get(ref) or not_runnable(settings, ref)
@@ -169,5 +171,4 @@ def record(settings, out: Path, names: list[str] | None = None, skip: dict[str, 
         runs.append(run)
     if not names:
         runs.append(characterize(settings, mid))
-    machine = mf.describe_machine(mid, signer.fingerprint)
     return export_machine(settings, out, machine, runs, att.public_bytes(signer.private_key), append)
