@@ -60,7 +60,7 @@ def load_cmd(folder: Path | None, fmt: str) -> None:
         return
     print_rows(rows, ["machine", "fingerprint", "records", "trust"], fmt, title="keys trusted for the shipped records")
     click.echo(f"loaded {out.added} record(s), {out.present} already present; each key above authenticates "
-               "only the shipped records it signed (`luma runner list`, `luma runner revoke NAME`)")
+               "only the shipped records it signed (`luma runner list --format json`, `luma runner revoke NAME`)")
 
 
 def _default_out() -> Path:
