@@ -10,6 +10,7 @@ from pathlib import Path
 
 import click
 
+from luma.cli.evidence import load_cmd as evidence_load
 from luma.cli.kb.query import query as query_cmd
 from luma.cli.output import ERROR_PREFIX, print_rows
 from luma.cli.sparql_table import print_table as print_sparql_table
@@ -19,6 +20,7 @@ from luma.cli.report import boundary_cmd, design_in_cmd, partner_cmd
 from luma.cli.rules import run_cmd as rules_run
 from luma.cli.sprint.run import run_cmd as sprint_run
 from luma.errors import LumaError
+from luma.experiments.evidence import shipped
 from luma.kb.knowledge_base import KnowledgeBase
 from luma.kb.query.named import get_named_query
 from luma.kb.vocab import LUMA
@@ -32,8 +34,9 @@ from luma.kb.vocab import LUMA
 @project(NONE)
 def demo(ctx: click.Context, demo_home: Path | None, quick: bool) -> None:
     """The whole loop: example records and RDF, a rejected record, a short qualification sprint
-    (matvec-memory, measured on this machine), the rules, `luma kb query`, a partner's record with
-    its projected evaluation, and the Resource Boundary, Design-In and Partner Evaluation reports.
+    (matvec-memory, measured on this machine), the shipped evidence set, the rules, `luma kb query`, a
+    partner's record with its projected evaluation, and the Resource Boundary and Design-In (also of
+    the shipped set alone) and Partner Evaluation reports.
 
     The example records are illustrative (their provenance says so), not measurements; the
     sprint's are measured here.
@@ -85,7 +88,7 @@ _PARTNER_ARGS = {"record_ref": "kvzip", "contract_ref": "llm-long-context", "spa
 
 
 def _measured_before(s) -> str | None:
-    """The sprint id of a matvec-memory sprint that recorded a chain in this project, if any."""
+    """The sprint id of a matvec-memory sprint this project ran and recorded a chain of, if any."""
     with KnowledgeBase.open(s, read_only=True) as kb:
         # Trials and chains inside their own record graphs (facts read where they are stated).
         rows = kb.store.select(f"""SELECT ?s WHERE {{
@@ -97,8 +100,10 @@ def _measured_before(s) -> str | None:
           GRAPH ?cg {{ ?cg <{LUMA}recordKind> "pex-chain" .
             ?c a <{LUMA}BoundaryQualification> ; <{LUMA}contract> ?k ; <{LUMA}workload> ?w ; <{LUMA}architecture> ?a ;
                <http://www.w3.org/ns/prov#wasGeneratedBy> ?ca . ?ca <http://www.w3.org/ns/prov#startedAtTime> ?start }}
-        }} ORDER BY ?s LIMIT 1""")
-    return rows[0]["s"] if rows else None
+        }} ORDER BY ?s""")
+    shipped_sprints = {r["sprint"] for r in shipped.rows() if r.get("sprint")}
+    mine = [r["s"] for r in rows if r["s"] not in shipped_sprints]  # the shipped set's sprints are not this machine's
+    return mine[0] if mine else None
 
 
 def _loop(ctx: click.Context, s, examples) -> None:
@@ -116,6 +121,9 @@ def _loop(ctx: click.Context, s, examples) -> None:
         click.secho("\n== luma sprint run matvec-memory   (a short qualification sprint, measured here)", bold=True)
         ctx.invoke(sprint_run, contract_ref="matvec-memory", dimension=None, levels=None, intervention=None,
                    repetitions=None, start_level=None, use_model=False, record=True, fmt="table")
+    click.secho("\n== luma evidence load   (the shipped evidence set: signed measured records from the machines "
+                "LUMA's own sprints ran on; each machine's key is trusted for those records only)", bold=True)
+    ctx.invoke(evidence_load, folder=None, fmt="table")
     click.secho("\n== luma rules run", bold=True)
     ctx.invoke(rules_run, params=(), full=False, workers=None, fmt="table")
     click.secho("\n== luma kb query --name qualified-boundaries", bold=True)
@@ -131,5 +139,26 @@ def _loop(ctx: click.Context, s, examples) -> None:
     ctx.invoke(design_in_cmd, scope="owner", max_rows=25, out=reports / "design-in")
     click.secho(f"\n== luma report partner kvzip --contract llm-long-context ... --out {reports / 'partner'}", bold=True)
     ctx.invoke(partner_cmd, **_PARTNER_ARGS, scope="owner", out=reports / "partner")
-    click.secho(f"\nReports: {reports}/{{boundary,design-in,partner}}/report.html (and report.md)", bold=True)
+    _shipped_alone(ctx, s)
+    click.secho(f"\nReports: {reports}/{{boundary,design-in,partner,design-in-shipped}}/report.html (and report.md)",
+                bold=True)
+
+
+def _shipped_alone(ctx: click.Context, s) -> None:
+    """The Design-In Report from the shipped evidence alone, in a project of its own beside the
+    demo's: what real cross-machine evidence shows today, without the examples or this run."""
+    alone = s.at(s.home / "shipped-only")
+    out = s.home / "reports" / "design-in-shipped"
+    click.secho(f"\n== the shipped evidence alone (project {alone.home}): luma evidence load; luma rules run; "
+                f"luma report design-in --out {out}", bold=True)
+    make_home(alone)
+    use_settings(alone)
+    try:
+        ctx.invoke(evidence_load, folder=None, fmt="table")
+        ctx.invoke(rules_run, params=(), full=False, workers=None, fmt="table")
+        ctx.invoke(design_in_cmd, scope="owner", max_rows=25, out=out)
+    finally:
+        use_settings(s)
+    decision = [line for line in (out / "report.md").read_text().splitlines() if line.startswith("> **Decision.**")]
+    click.echo("\n".join(decision))
 

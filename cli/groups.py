@@ -154,6 +154,10 @@ chain = LazyGroup("chain", help=(
 evidence = LazyGroup("evidence", help=(
     "The evidence set shipped with LUMA: signed measured records from every machine the project's own sprints "
     "ran on."), lazy={
+    "list": ("luma.cli.evidence:list_cmd", "Machines and contracts of the shipped evidence set."),
+    "load": ("luma.cli.evidence:load_cmd", "Load the shipped evidence set, each machine's key trusted for its records only."),
+    "record": ("luma.cli.evidence:record_cmd", "Run the shipped contracts here and add this machine to an evidence folder."),
+    "verify": ("luma.cli.evidence:verify_cmd", "Check the evidence set's signatures, hashes and manifest; one line per problem."),
 })
 
 record = LazyGroup("record", help=(
@@ -169,8 +173,9 @@ TOP = {
         "PEX chains assembled from trial records already in the ledger (imported or measured)."),
     "demo": ("luma.cli.demo:demo",
         "The whole loop: example records and RDF, a rejected record, a short qualification sprint (matvec-memory,"
-        " measured on this machine), the rules, `luma kb query`, a partner's record with its projected "
-        "evaluation, and the Resource Boundary, Design-In and Partner Evaluation reports."),
+        " measured on this machine), the shipped evidence set, the rules, `luma kb query`, a partner's record with "
+        "its projected evaluation, and the Resource Boundary and Design-In (also of the shipped set alone) and "
+        "Partner Evaluation reports."),
     "endpoint": ("luma.cli.groups:endpoint",
         "Services behind an OpenAI-compatible HTTP endpoint (vLLM, SGLang, TGI, llama.cpp ...)."),
     "engine": ("luma.cli.groups:engine",

@@ -17,6 +17,7 @@ from luma.reports import budget
 from luma.reports import design_in_capabilities as capabilities
 from luma.reports import design_in_data as data
 from luma.reports import design_in_published as published
+from luma.reports import design_in_reach as reach
 from luma.reports.derivation import compact
 from luma.reports.fmt import CLASS_ORDER, class_name, dim_key, local, num, quantity
 from luma.reports.md_escape import fmt, record
@@ -253,7 +254,8 @@ def build(kb, scope: Scope | None = None, max_rows: int = MAX_ROWS, prices: Pric
     synthetic = data.synthetic_count(r) if qualified_total else 0
     table = prices if prices is not None else load_prices(None, kb.settings)
     economics, ranked = capabilities.sections(r, reqs, bindings, table, synthetic)
-    sections = [*_requirements(reqs, bindings, counters), *economics, _counter(reqs, counters),
+    measured_on, reach_note = reach.section(r)
+    sections = [*_requirements(reqs, bindings, counters), measured_on, *economics, _counter(reqs, counters),
                 _remedies(rems, bindings, max_rows * 2),
                 derivations, *_class_sections(r, counts, max_rows, synthetic)]
     if r.scope.partner is None:  # the owner imported them; a partner's view shows only its own and public graphs
@@ -284,6 +286,8 @@ def build(kb, scope: Scope | None = None, max_rows: int = MAX_ROWS, prices: Pric
                "No hardware requirement, so no capability qualifies: no resource binds recurrently enough in "
                "qualified chains without a remedy (the section \"Capability classes and economics\" says which "
                f"threshold is not met and what would be needed).{warning}")
+    if reach_note:
+        callout += " " + reach_note
     return Report("design-in", "Design-In Report", fmt("Hardware requirements from the knowledge base (scope "
                   "`{}`)", r.label), facts, sections, callout=callout,
                   footer="Made by `luma report design-in` from the facts the rules derived at their last run "

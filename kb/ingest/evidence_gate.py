@@ -23,6 +23,7 @@ never waits for, locks or touches the KB (`luma kb ingest` validates small input
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
+from datetime import datetime, timezone
 from pathlib import Path
 
 from luma.errors import RecordError
@@ -94,6 +95,10 @@ class MeasuredGate:
             runners.signed_by(rec, self.keys())
         if rec.kind == "pex-trial":
             self.trials.batch[rec.content_hash] = rec.model
+        elif rec.kind == "runner-trust":
+            # Trust and the records it vouches for may commit together (`luma evidence load`: all
+            # or nothing). Only LUMA's commands make these records; files cannot carry them.
+            self.keys().setdefault(rec.model.fingerprint, runners.trusted_from(rec.model, datetime.now(timezone.utc)))
 
 
 def check_before_open(settings, records: list) -> None:

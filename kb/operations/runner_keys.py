@@ -55,6 +55,31 @@ def trust(kb, public_key: bytes, name: str, partner: str | None = None, submitte
     return trusted_keys(kb.ledger)[fp]
 
 
+def scoped_trust(kb, public_key: bytes, name: str, purpose: str, hashes: list[str]):
+    """A runner-trust record (validated, not yet ingested) trusting `public_key` as `name` for
+    `purpose` and for the records with these content hashes only; None when the project trusts the
+    key for all of them already. The caller ingests it in the same batch as those records (all or
+    nothing). TrustError: the key was revoked here, is trusted for other records only, or its name
+    is a live key's."""
+    fp = att.fingerprint(public_key)
+    keys = trusted_keys(kb.ledger)
+    known = keys.get(fp)
+    if known is not None:
+        if known.revoked:
+            raise TrustError(f"runner key {fp} ({known.name}) was revoked here on {known.revoked_at:%Y-%m-%d %H:%M}Z; "
+                             f"its records are not loaded for {purpose}", source=f"runner {name}")
+        if known.scope is not None and not set(hashes) <= known.scope:
+            raise TrustError(f"runner key {fp} ({known.name}) is trusted here for {known.purpose or 'other records'} "
+                             f"only, not for {len(set(hashes) - known.scope)} of these records",
+                             source=f"runner {name}")
+        return None
+    if any(k.name == name and not k.revoked for k in keys.values()):
+        raise TrustError(f"a trusted key is called {name!r} already (a different key)", source=f"runner {name}")
+    doc = {"record_type": "runner-trust", "name": att.check_name(name), "public_key": att.public_key_text(public_key),
+           "fingerprint": fp, "purpose": purpose, "scope": sorted(set(hashes)), "provenance": _provenance()}
+    return validate_document(doc, f"trust {name} for {purpose}", kb.settings.home)
+
+
 def revoke(kb, name: str, reason: str | None = None, submitter: str | None = None) -> TrustedKey:
     """Append a runner-revocation for the live key `name` (or fingerprint); its records stay."""
     key = find(trusted_keys(kb.ledger), name)

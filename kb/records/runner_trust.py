@@ -3,9 +3,13 @@
 key's records stay, and the KB marks the key revoked (luma:revokedAt).
 
 They are statements of the project, not evidence, so their evidence class is vendor-claim (as a
-partner retraction's). Only `luma runner keygen|trust|revoke` write them: `luma kb ingest`
+partner retraction's). Only `luma runner keygen|trust|revoke` (and `luma evidence load`) write them: `luma kb ingest`
 refuses them in record files (kb/records/loader.py), so a submitted file can never trust the key
 that signed it.
+
+A trust may be scoped: `scope` lists the content hashes of the only records the key may
+authenticate here, and `purpose` says why (`luma evidence load` trusts the shipped evidence set's
+keys for exactly its records, so a record someone else signs with such a key does not ride in).
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ from typing import Annotated, Literal
 from pydantic import Field, StrictStr, model_validator
 
 from luma.kb.trust.attestation import Fingerprint, fingerprint, strict_b64
-from luma.kb.records.intervention_params import Text
+from luma.kb.records.intervention_params import Hash, Text
 from luma.kb.records.machine import Slug
 from luma.kb.records.pex_chain import Provenance, StrictModel
 
@@ -30,6 +34,9 @@ class RunnerTrust(StrictModel):
                                            description="Base64 of the raw 32-byte Ed25519 public key.")]
     fingerprint: Fingerprint
     partner: Slug | None = None
+    purpose: Text | None = Field(default=None, description="Why the key is trusted, when for one purpose only.")
+    scope: Annotated[list[Hash], Field(min_length=1)] | None = Field(
+        default=None, description="Content hashes of the only records this key authenticates here (absent: any).")
     provenance: Provenance
 
     @model_validator(mode="after")

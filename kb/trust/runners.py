@@ -9,7 +9,7 @@ append those records open a knowledge base, so they sit above it: `luma.kb.opera
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -38,6 +38,8 @@ class TrustedKey:
     trusted_since: datetime
     revoked_at: datetime | None = None
     reason: str | None = None
+    purpose: str | None = None
+    scope: frozenset[str] | None = None  # content hashes it may authenticate; None: any record
 
     @property
     def revoked(self) -> bool:
@@ -47,7 +49,14 @@ class TrustedKey:
         """One row of `luma runner list`."""
         return {"name": self.name, "fingerprint": self.fingerprint, "partner": self.partner,
                 "since": self.trusted_since.isoformat(), "revoked": self.revoked_at.isoformat() if self.revoked else None,
-                "reason": self.reason}
+                "reason": self.reason, "purpose": self.purpose,
+                "scope": None if self.scope is None else f"{len(self.scope)} records"}
+
+
+def trusted_from(t: RunnerTrust, at: datetime) -> TrustedKey:
+    """The key a runner-trust record `t`, ingested at `at`, trusts."""
+    return TrustedKey(t.name, t.fingerprint, t.key_bytes, t.partner, as_utc(at), purpose=t.purpose,
+                      scope=None if t.scope is None else frozenset(t.scope))
 
 
 def trusted_keys(ledger) -> dict[str, TrustedKey]:
@@ -59,13 +68,12 @@ def trusted_keys(ledger) -> dict[str, TrustedKey]:
     for kind, payload, at in rows:
         if kind == "runner-trust":
             t = RunnerTrust.model_validate_json(payload)
-            keys.setdefault(t.fingerprint, TrustedKey(t.name, t.fingerprint, t.key_bytes, t.partner, as_utc(at)))
+            keys.setdefault(t.fingerprint, trusted_from(t, at))
         else:
             r = RunnerRevocation.model_validate_json(payload)
             k = keys.get(r.fingerprint)
             if k is not None and not k.revoked:
-                keys[r.fingerprint] = TrustedKey(k.name, k.fingerprint, k.public_key, k.partner, k.trusted_since,
-                                                 as_utc(at), r.reason)
+                keys[r.fingerprint] = replace(k, revoked_at=as_utc(at), reason=r.reason)
     return keys
 
 
@@ -83,6 +91,10 @@ def signed_by(rec, keys: dict[str, TrustedKey]) -> TrustedKey:
     if key.revoked:
         raise RecordError(f"key {block.key} ({key.name}) was revoked on {key.revoked_at:%Y-%m-%d %H:%M}Z",
                           source=rec.source, field="attestation.key")
+    if key.scope is not None and rec.content_hash not in key.scope:
+        # A key trusted for one purpose (the shipped evidence set) vouches for its listed records only.
+        raise RecordError(f"key {block.key} ({key.name}) is trusted here only for {key.purpose or 'listed records'}, "
+                          "and this record is not one of them", source=rec.source, field="attestation.key")
     if not att.verify(block, rec.content_hash, key.public_key):
         raise RecordError(f"does not verify with key {block.key} ({key.name}): the record or the signature "
                           "was changed after signing", source=rec.source, field="attestation.signature")

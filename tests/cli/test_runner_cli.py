@@ -83,7 +83,8 @@ def test_keygen_makes_a_private_key_nothing_ever_shows(luma_home):
     shown = [result.output, listed, run("kb", "export").output, *ledger_payloads(luma_home)]
     assert not any(s in text for s in secrets for text in shown)
     assert json.loads(listed) == [{"name": "lab-a", "fingerprint": fp, "partner": None,
-                                   "since": json.loads(listed)[0]["since"], "revoked": None, "reason": None}]
+                                   "since": json.loads(listed)[0]["since"], "revoked": None, "reason": None,
+                                   "purpose": None, "scope": None}]
     assert (luma_home / "keys" / "default").read_text().strip() == "lab-a"
     # The same name again is refused, the key stays as it was.
     line = one_line_error(run("runner", "keygen", "--name", "lab-a", ok=False))
