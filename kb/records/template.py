@@ -34,7 +34,8 @@ NOTES = {
         "measured | simulated | projected | vendor-claim. `measured` is earned: the record must be signed by a "
         "runner key the project trusts (`luma runner keygen` once, then `luma runner sign FILE` after the last "
         "edit: any change afterwards breaks the signature), and ingest re-judges every trial from its "
-        "observations. Without a trusted signature write vendor-claim."),
+        "observations (pex-trial, pex-chain, optimize-result, pilot-decision). Without a trusted signature write "
+        "vendor-claim; simulated and projected are the model's."),
     "metric": "A registered metric name (`luma kb schema --observations` lists them with their units).",
     "unit": "A unit of the metric's or dimension's kind: ms, s, GiB, GB/s, core, request, token/s, dimensionless …",
     "value": "A number, in `unit`.",
@@ -67,8 +68,20 @@ NOTES = {
     "PexTrial.state": "The machine state the trial ran: a level per dimension.",
     "phase": "Which step of a sprint ran it (boundary for a hand-written trial).",
     "attempts": "How often the trial ran before it counted (1 unless a run was retried).",
+    "Workload.model": "The model served (its name or file).",
+    "Workload.task": "What the service does: generation, embedding, classification …",
+    "Architecture.kind": "cpu, gpu, accelerator or system.",
+    "Architecture.vendor": "Who makes it (AMD, Intel, NVIDIA …).",
+    "Intervention.kind": "software (a change to the service), hardware, or partner (a partner's technology).",
+    "Provenance.tool": "What produced the figures: your benchmark tool and its version (free text).",
+    "git_revision": "The revision of the code that ran, if any.",
+    "host": "The machine the figures were measured on (a name, never a person's).",
     "intervention": "The mechanism applied at the FAIL state (its name, kind: software, hardware or partner).",
 }
+
+
+#: Fields whose note here says more to a writer than the model's developer comment.
+_OURS = ("attestation", "evidence_class")
 
 
 def template(kind: str, fmt: str = "yaml") -> str:
@@ -86,7 +99,7 @@ def template(kind: str, fmt: str = "yaml") -> str:
 def _header(kind: str, model: type[BaseModel], doc: dict) -> str:
     measured = doc.get("evidence_class") == "measured"
     return (
-        f"A {kind} record: {_first_paragraph(model.__doc__)} Written by `luma record template {kind}`; the "
+        f"{'An' if kind[0] in 'aeiou' else 'A'} {kind} record: {_first_paragraph(model.__doc__)} Written by `luma record template {kind}`; the "
         "values are made up for illustration: replace them with yours. A field shown commented out is "
         "optional. " + ("It is `measured`: sign it with `luma runner sign FILE` after your last edit (or set "
                         "evidence_class: vendor-claim). " if measured else "")
@@ -115,8 +128,11 @@ def _fields(model: type[BaseModel], doc: dict, indent: int, lines: list[str], ct
         elif isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
             lines.append(f"{pad}{_key(name)}:")
             _items(sub, value, indent + 2, lines, ctx)
+        elif isinstance(value, list) and len(_flow(value)) > WIDTH - indent - len(name) - 2:
+            lines.append(f"{pad}{_key(name)}:")
+            lines += [f"{pad}  - {_flow(v)}" for v in value]
         else:
-            lines.append(f"{pad}{_key(name)}: {_flow(value)}")
+            lines.append(f"{pad}{_key(name)}: {_flow(value)}" + _absent(sub, value))
 
 
 def _items(sub: type[BaseModel] | None, values: list[dict], indent: int, lines: list[str], ctx: dict) -> None:
@@ -125,7 +141,7 @@ def _items(sub: type[BaseModel] | None, values: list[dict], indent: int, lines: 
         if sub is not None and _flat(sub, item):
             if i == 0:
                 lines += _comment("Each: " + "; ".join(f"{k}: {describe(sub, k)}" for k in sub.model_fields), indent)
-            lines.append(f"{pad}- {_flow(item)}" + _item_note(sub, item))
+            lines.append(f"{pad}- {_flow(item)}" + (_item_note(sub, item) or _absent(sub, item)))
             continue
         if sub is None:
             lines.append(f"{pad}- {_flow(item)}")
@@ -136,6 +152,14 @@ def _items(sub: type[BaseModel] | None, values: list[dict], indent: int, lines: 
         _fields(sub, item, indent + 2, body, ctx) if i == 0 else _bare(sub, item, indent + 2, body, ctx)
         first = next(j for j, line in enumerate(body) if not line.lstrip().startswith("#"))
         lines += body[:first] + [pad + "- " + body[first].lstrip()] + body[first + 1:]
+
+
+def _absent(model: type[BaseModel] | None, value) -> str:
+    """A trailing comment naming the optional fields a one-line block leaves out."""
+    if model is None or not isinstance(value, dict):
+        return ""
+    missing = [f"{k}: [{_type_text(i.annotation)}]" for k, i in model.model_fields.items() if k not in value]
+    return "  # optional too: " + "; ".join(missing) if missing else ""
 
 
 def _bare(model: type[BaseModel], doc: dict, indent: int, lines: list[str], ctx: dict) -> None:
@@ -161,7 +185,8 @@ def describe(model: type[BaseModel], name: str) -> str:
     info = model.model_fields[name]
     sub = _model_of(info.annotation)
     noted = next((NOTES[k] for k in [f"{c.__name__}.{name}" for c in model.__mro__] + [name] if k in NOTES), None)
-    text = (info.description or _source_comments(model).get(name) or noted
+    own = None if name in _OURS else info.description or _source_comments(model).get(name)
+    text = (own or noted
             or (_first_paragraph(sub.__doc__) if sub is not None else ""))
     kind = _type_text(info.annotation)
     return f"{text} [{kind}]" if text else f"[{kind}]"
