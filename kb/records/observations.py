@@ -83,16 +83,18 @@ def table() -> list[dict]:
     for phase in metrics.PERCENTILE_OF:
         for q in SHOWN_QUANTILES:
             metric = f"p{_pct(q)}_{phase}"
-            rows.append(_row(metric, f"≥ {judge.min_requests(q)} samples, interval decides"))
+            rows.append(_row(metric, f"{judge.CONFIDENCE:.0%} interval; ≥ {judge.min_requests(q)} samples"))
     for metric in sorted(metrics.METRICS):
-        rows.append(_row(metric, "one value, [v, v]"))
+        rows.append(_row(metric, "one value"))
     return rows
 
 
 def _row(metric: str, judged: str) -> dict:
     kind = metrics.kind_of(metric)
-    return {"metric": metric, "kind": kind.description, "unit": kind.example,
-            "observations": ", ".join(n.metric for n in needs(metric)), "judged": judged}
+    names = [n.metric for n in needs(metric)]
+    shown = names[0] + "".join(f" {n.removeprefix(metric)}" for n in names[1:])  # p95_ttft .ci_low .ci_high …
+    return {"metric": metric, "kind": kind.description, "unit": kind.example, "observations": shown,
+            "judged": judged}
 
 
 def summary() -> str:
