@@ -92,7 +92,7 @@ def template(kind: str, fmt: str = "yaml") -> str:
         return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
     model = BY_NAME[kind].model_class()
     lines = [*_comment(_header(kind, model, doc), 0), ""]
-    _fields(model, doc, 0, lines, {"clauses": doc.get("contract", {}).get("clauses", [])})
+    _fields(model, doc, 0, lines)
     return "\n".join(lines) + "\n"
 
 
@@ -107,7 +107,7 @@ def _header(kind: str, model: type[BaseModel], doc: dict) -> str:
     )
 
 
-def _fields(model: type[BaseModel], doc: dict, indent: int, lines: list[str], ctx: dict) -> None:
+def _fields(model: type[BaseModel], doc: dict, indent: int, lines: list[str]) -> None:
     pad = " " * indent
     for name, info in model.model_fields.items():
         text = describe(model, name)
@@ -124,10 +124,10 @@ def _fields(model: type[BaseModel], doc: dict, indent: int, lines: list[str], ct
         elif isinstance(value, dict) and value and sub is not None and not _mapping(info.annotation) \
                 and not _flat(sub, value):
             lines.append(f"{pad}{_key(name)}:")
-            _fields(sub, value, indent + 2, lines, ctx)
+            _fields(sub, value, indent + 2, lines)
         elif isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
             lines.append(f"{pad}{_key(name)}:")
-            _items(sub, value, indent + 2, lines, ctx)
+            _items(sub, value, indent + 2, lines)
         elif isinstance(value, list) and len(_flow(value)) > WIDTH - indent - len(name) - 2:
             lines.append(f"{pad}{_key(name)}:")
             lines += [f"{pad}  - {_flow(v)}" for v in value]
@@ -135,7 +135,7 @@ def _fields(model: type[BaseModel], doc: dict, indent: int, lines: list[str], ct
             lines.append(f"{pad}{_key(name)}: {_flow(value)}" + _absent(sub, value))
 
 
-def _items(sub: type[BaseModel] | None, values: list[dict], indent: int, lines: list[str], ctx: dict) -> None:
+def _items(sub: type[BaseModel] | None, values: list[dict], indent: int, lines: list[str]) -> None:
     pad = " " * indent
     for i, item in enumerate(values):
         if sub is not None and _flat(sub, item):
@@ -149,7 +149,7 @@ def _items(sub: type[BaseModel] | None, values: list[dict], indent: int, lines: 
         if i > 0:
             lines += _comment(f"[{i}]: as the first item (the comments there apply)", indent)
         body: list[str] = []
-        _fields(sub, item, indent + 2, body, ctx) if i == 0 else _bare(sub, item, indent + 2, body, ctx)
+        (_fields if i == 0 else _bare)(sub, item, indent + 2, body)
         first = next(j for j, line in enumerate(body) if not line.lstrip().startswith("#"))
         lines += body[:first] + [pad + "- " + body[first].lstrip()] + body[first + 1:]
 
@@ -162,10 +162,10 @@ def _absent(model: type[BaseModel] | None, value) -> str:
     return "  # optional too: " + "; ".join(missing) if missing else ""
 
 
-def _bare(model: type[BaseModel], doc: dict, indent: int, lines: list[str], ctx: dict) -> None:
+def _bare(model: type[BaseModel], doc: dict, indent: int, lines: list[str]) -> None:
     """Like _fields, without the comments (a list's later items)."""
     out: list[str] = []
-    _fields(model, doc, indent, out, ctx)
+    _fields(model, doc, indent, out)
     lines += [line for line in out if not line.lstrip().startswith("#")]
 
 
@@ -314,8 +314,8 @@ def _flow(value) -> str:
 
 def _comment(text: str, indent: int) -> list[str]:
     pad = " " * indent + "# "
-    return textwrap.wrap(text, WIDTH - len(pad), break_on_hyphens=False, break_long_words=False) and [
-        pad + line for line in textwrap.wrap(text, WIDTH - len(pad), break_on_hyphens=False, break_long_words=False)]
+    return [pad + line for line in textwrap.wrap(text, WIDTH - len(pad), break_on_hyphens=False,
+                                                 break_long_words=False)]
 
 
 def _first_paragraph(doc: str | None) -> str:
