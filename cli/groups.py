@@ -161,8 +161,7 @@ importer = LazyGroup("import", help=(
 
 record = LazyGroup("record", help=(
     "Write records by hand: complete, commented skeletons of each record kind."), lazy={
-    "template": ("luma.cli.record:template_cmd",
-        "Print a complete, valid, commented skeleton of a record of KIND to edit and ingest."),
+    "template": ("luma.cli.record:template_cmd", "Print a complete, valid, commented skeleton of a KIND record."),
 })
 
 #: The top group's commands (cli/main.py).

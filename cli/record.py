@@ -23,9 +23,9 @@ TEMPLATE_KINDS = tuple(k for k in FILE_KINDS if k not in COMMAND_ONLY)
               help="Write to this file instead of stdout (never over an existing file).")
 @project(NONE)
 def template_cmd(kind: str, fmt: str, out: Path | None) -> None:
-    """Print a complete, valid, commented skeleton of a record of KIND to edit and ingest.
+    """Print a complete, valid, commented skeleton of a KIND record.
 
-    The values are made up for illustration. A measured record must then be signed (`luma runner
+    Edit it and ingest it; the values are made up for illustration. A measured record must then be signed (`luma runner
     sign FILE`); `luma kb ingest FILE` lists every problem of a record, one per line."""
     text = template(kind, fmt)
     if out is None:
