@@ -162,6 +162,7 @@ evidence = LazyGroup("evidence", help=(
 
 record = LazyGroup("record", help=(
     "Write records by hand: complete, commented skeletons of each record kind."), lazy={
+    "template": ("luma.cli.record:template_cmd", "Print a complete, valid, commented skeleton of a KIND record."),
 })
 
 #: The top group's commands (cli/main.py).

@@ -26,7 +26,7 @@ class LumaGroup(LazyGroup):
         try:
             return super().invoke(ctx)
         except LumaError as exc:
-            raise click.ClickException(exc.one_line()) from None
+            raise click.ClickException("\n".join(exc.lines())) from None
         except ModuleNotFoundError as exc:
             missing = from_import_error(exc)
             if missing is None:

@@ -69,6 +69,11 @@ class LumaError(Exception):
         text = f"{prefix}: {self.message}" if prefix else str(self.message)
         return " ".join(text.split()) if "\n" in text or "\r" in text else text
 
+    def lines(self) -> list[str]:
+        """The message as the CLI prints it, a line each: `one_line()` (a RecordError with several
+        problems says how many, then one line per problem)."""
+        return [self.one_line()]
+
 
 class ConfigError(LumaError):
     """A setting (environment variable, URL, project directory) is invalid."""
@@ -97,7 +102,50 @@ class TrustError(ConfigError):
 
 
 class RecordError(LumaError):
-    """An ingested record (file, JSON/YAML, schema, unit, shape) is invalid."""
+    """An ingested record (file, JSON/YAML, schema, unit, shape) is invalid. One error may carry
+    every problem of the record (`problems`, from `RecordError.of`): its `field` and `message`
+    are then the first problem's, so a caller that reads one still reads the first."""
+
+    #: Lines the CLI prints at most for one record (the rest are counted).
+    SHOWN = 50
+
+    def __init__(self, message: str, *, source: str | None = None, field: str | None = None,
+                 problems: tuple = ()):
+        self.problems: tuple[RecordError, ...] = tuple(problems)
+        super().__init__(message, source=source, field=field)
+
+    @classmethod
+    def of(cls, problems, source: str | None = None) -> "RecordError":
+        """One error for the RecordErrors `problems` of one record (flattened, in order, repeats
+        dropped): the single problem itself, or an error carrying them all."""
+        flat: list[RecordError] = []
+        for p in problems:
+            for q in p.problems or (p,):
+                if all((q.field, q.message) != (f.field, f.message) for f in flat):
+                    flat.append(q)
+        if len(flat) == 1:
+            return flat[0]
+        first = flat[0]
+        return cls(first.message, source=source if source is not None else first.source, field=first.field,
+                   problems=tuple(flat))
+
+    def one_line(self) -> str:
+        if len(self.problems) < 2:
+            return super().one_line()
+        head = f"{self.source}: " if self.source else ""
+        return " ".join(f"{head}{len(self.problems)} problems: {'; '.join(_problem(p) for p in self.problems)}".split())
+
+    def lines(self) -> list[str]:
+        if len(self.problems) < 2:
+            return super().lines()
+        head = f"{self.source}: " if self.source else ""
+        shown = [f"  {' '.join(_problem(p).split())}" for p in self.problems[:self.SHOWN]]
+        more = len(self.problems) - len(shown)
+        return [f"{head}{len(self.problems)} problems:", *shown, *([f"  … and {more} more"] if more else [])]
+
+
+def _problem(p: LumaError) -> str:
+    return f"{p.field}: {p.message}" if p.field else str(p.message)
 
 
 class UnitProblem(LumaError, ValueError):

@@ -18,6 +18,7 @@ from luma.kb.records.input_files import RECORD_FILE
 from luma.kb.store.ledger import _safe_url
 from luma.kb.records.kinds import SCHEMA_KINDS
 from luma.kb.records.loader import iter_records
+from luma.kb.records.observations import table as observation_table
 from luma.kb.records.schema import schema_text
 from luma.kb.vocab import LOADABLE_CLASSES
 from luma.privacy import tighten
@@ -141,9 +142,16 @@ def _safe(url: str) -> str:
 @click.option("--record-type", type=click.Choice(SCHEMA_KINDS), default="pex-chain",
               show_default=True, help="Which record format.")
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None, help="Write to a file instead of stdout.")
+@click.option("--observations", is_flag=True, help="Instead: per metric, the observations a contract clause on it "
+                                                   "needs in every trial (statistic, bounds, sample count) and how "
+                                                   "it is judged.")
+@format_option()
 @project(NONE)
-def schema(record_type: str, out: Path | None) -> None:
+def schema(record_type: str, out: Path | None, observations: bool, fmt: str) -> None:
     """Print the JSON Schema of a record format."""
+    if observations:
+        print_rows(observation_table(), ["metric", "kind", "unit", "observations", "judged"], fmt)
+        return
     text = schema_text(record_type)
     if out:
         out.write_text(text)

@@ -78,44 +78,59 @@ def check_measured(record, *, trials_by_hash: Mapping[str, object] | None = None
 
 
 def _check_chain(chain: PexChain, trials_by_hash: Mapping[str, object], source: str | None) -> None:
+    """Every trial, the counts and the outcomes, each checked whatever the others find; one
+    RecordError carrying all their problems."""
+    problems: list[RecordError] = []
     cited: set[str] = set()
     for i, trial in enumerate(chain.trials):
         wanted = "pass_state" if trial.state == "pass" else "fail_state"
-        check_trial(chain, trial, trials_by_hash, source, f"trials[{i}]", cited, getattr(chain, wanted), wanted)
-    _check_counts(chain, source)
-    check_outcomes(chain, trials_by_hash, source, cited)
+        try:
+            check_trial(chain, trial, trials_by_hash, source, f"trials[{i}]", cited, getattr(chain, wanted), wanted)
+        except RecordError as exc:
+            problems.append(exc)
+    _check_counts(chain, source, problems)
+    try:
+        check_outcomes(chain, trials_by_hash, source, cited)
+    except RecordError as exc:
+        problems.append(exc)
+    if problems:
+        raise RecordError.of(problems, source)
 
 
-def _check_counts(chain: PexChain, source: str | None) -> None:
-    """Enough trials, in the right states, for what the chain claims (module docstring)."""
+def _check_counts(chain: PexChain, source: str | None, problems: list[RecordError]) -> None:
+    """Enough trials, in the right states, for what the chain claims (module docstring); each
+    shortfall added to `problems`."""
+    def refuse(field: str, message: str) -> None:
+        problems.append(RecordError(message, source=source, field=field))
+
     if not chain.trials:
-        _refuse(source, "trials", "a measured chain carries its trials (embedded or referenced by record hash); "
-                                  "this one has none")
+        return refuse("trials", "a measured chain carries its trials (embedded or referenced by record hash); "
+                                "this one has none")
     by_state: dict[str, list[tuple[int, str]]] = {"pass": [], "fail": [], "recovered": []}
     for i, t in enumerate(chain.trials):
         by_state[t.state].append((i, t.verdict))
     reps = chain.repetitions
     for i, verdict in by_state["pass"]:
         if verdict != "PASS":
-            _refuse(source, f"trials[{i}].verdict", f"a pass-state trial is {verdict}: the minimum PASS must "
-                                                    "reproduce in every repetition")
+            refuse(f"trials[{i}].verdict", f"a pass-state trial is {verdict}: the minimum PASS must "
+                                           "reproduce in every repetition")
     if len(by_state["pass"]) < reps:
-        _refuse(source, "trials", f"{len(by_state['pass'])} PASS trial(s) in the pass state, fewer than "
-                                  f"repetitions ({reps})")
+        refuse("trials", f"{len(by_state['pass'])} PASS trial(s) in the pass state, fewer than "
+                         f"repetitions ({reps})")
     if not any(v == "FAIL" for _, v in by_state["fail"]):
-        _refuse(source, "trials", "no FAIL trial in the fail state: the adjacent FAIL was not measured")
+        refuse("trials", "no FAIL trial in the fail state: the adjacent FAIL was not measured")
     passed = sum(v == "PASS" for _, v in by_state["recovered"])
     others = [(i, v) for i, v in by_state["recovered"] if v != "PASS"]
     if chain.recovered and others:
         i, v = others[0]
-        _refuse(source, "recovered", f"recovered is true but trials[{i}] (recovered state) is {v}")
+        refuse("recovered", f"recovered is true but trials[{i}] (recovered state) is {v}")
     if chain.recovered and passed < reps:
-        _refuse(source, "recovered", f"recovered is true but {passed} recovered-state trial(s) PASS, fewer than "
-                                     f"repetitions ({reps})")
+        refuse("recovered", f"recovered is true but {passed} recovered-state trial(s) PASS, fewer than "
+                            f"repetitions ({reps})")
     if not chain.recovered and not others:
         detail = f"all {passed} recovered-state trials PASS" if passed else "it has no recovered-state trial"
-        _refuse(source, "recovered", f"recovered is false but {detail}: a failed recovery is a measured "
-                                     "recovered-state trial that did not PASS")
+        refuse("recovered", f"recovered is false but {detail}: a failed recovery is a measured "
+                            "recovered-state trial that did not PASS")
 
 
 def _check_optimum(result: OptimizeResult, source: str | None) -> None:

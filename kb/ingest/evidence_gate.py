@@ -79,6 +79,8 @@ class MeasuredGate:
         return self._keys
 
     def check(self, rec) -> None:
+        """RecordError carrying every problem of `rec` the gate finds: a missing or untrusted
+        signature and what its own evidence does not bear out, side by side."""
         block = getattr(rec.model, "attestation", None)
         if rec.evidence_class == "measured":
             tool = getattr(getattr(rec.model, "provenance", None), "tool", None)
@@ -87,8 +89,19 @@ class MeasuredGate:
                                   "as `synthetic`; only a throwaway benchmark project marked by "
                                   f"luma.kb.records.synthetic.mark_bench_project ({synthetic.BENCH_MARKER}) counts it as measured",
                                   source=rec.source, field="evidence_class")
-            runners.signed_by(rec, self.keys())
-            consistency.check_measured(rec, trials_by_hash=self.trials)
+            problems = []
+            # Both checks run whatever the other finds: a hand-written record learns in one run
+            # that it needs a signature *and* which observations its trials lack.
+            try:
+                runners.signed_by(rec, self.keys())
+            except RecordError as exc:
+                problems.append(exc)
+            try:
+                consistency.check_measured(rec, trials_by_hash=self.trials)
+            except RecordError as exc:
+                problems.append(exc)
+            if problems:
+                raise RecordError.of(problems, rec.source)
         elif block is not None and block.key in self.keys():
             # A vendor-claim may keep a lab's own signature, but one naming a key this project
             # trusts must be that key's: the KB would show the record as attested by it.

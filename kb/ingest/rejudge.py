@@ -43,7 +43,15 @@ def rejudge(clauses: Sequence[Clause], observations: Sequence[Observation], fail
     if failure_cause and not judge.is_clause_cause(failure_cause):
         return Judgement("FAIL", failure_cause, (f"failure_cause {failure_cause!r}",))
     seen = _Observed(observations, source, where)
-    results = [_clause(c, seen) for c in clauses]
+    results, problems = [], []
+    for c in clauses:
+        # Every clause is judged whatever another lacks, so a record learns all it lacks at once.
+        try:
+            results.append(_clause(c, seen))
+        except RecordError as exc:
+            problems.append(exc)
+    if problems:
+        raise RecordError.of(problems, source)
     verdict = judge.combine(v for v, _ in results)
     cause = judge.failure_cause(judge.clause_cause(c.metric) for c, (v, _) in zip(clauses, results) if v == "FAIL")
     return Judgement(verdict, cause if verdict == "FAIL" else None, tuple(why for v, why in results if v == verdict))
@@ -93,9 +101,15 @@ class _Observed:
     def need(self, metric: str, clause: Clause, what: str = "") -> float:
         value = self.get(metric)
         if value is None:
-            raise RecordError(f"no observation {metric!r} to judge the clause {_text(clause)}{what}",
-                              source=self.source, field=self.field)
+            raise self.missing(metric, clause, what)
         return value
+
+    def missing(self, metric: str, clause: Clause, what: str = "") -> RecordError | None:
+        """The error for an observation a clause needs and the trial lacks; None when it has it."""
+        if metric in self.first:
+            return None
+        return RecordError(f"no observation {metric!r} to judge the clause {_text(clause)}{what}",
+                           source=self.source, field=self.field)
 
 
 def _clause(c: Clause, seen: _Observed):
@@ -107,13 +121,20 @@ def _clause(c: Clause, seen: _Observed):
         verdict = judge.interval_verdict(v, v, c.op, threshold)
         return verdict, lambda: f"{c.metric} {_shown(v, c)} {_side(verdict, c.op)} {_shown(threshold, c)}"
     n = _samples(c, seen)
+    if n is None:
+        # Without a count the bounds are asked for too: a percentile clause needs both.
+        missing = [seen.missing(c.metric + b, c, " (its confidence bounds)") for b in (".ci_low", ".ci_high")]
+        raise RecordError.of([_uncounted(c, seen), *filter(None, missing)], seen.source)
     if n < judge.min_requests(q):
         verdict = judge.sampled_verdict(None, None, n, q, c.op, threshold)
         if n == 0:
             return verdict, lambda: f"{c.metric} has no samples"
         return verdict, lambda: (f"{c.metric} rests on {n} samples, fewer than the {judge.min_requests(q)} its "
                                  "interval needs")
-    lo, hi = (seen.need(c.metric + b, c, " (its confidence bounds)") for b in (".ci_low", ".ci_high"))
+    lo, hi = (seen.get(c.metric + b) for b in (".ci_low", ".ci_high"))
+    if lo is None or hi is None:
+        missing = [seen.missing(c.metric + b, c, " (its confidence bounds)") for b in (".ci_low", ".ci_high")]
+        raise RecordError.of(list(filter(None, missing)), seen.source)
     if lo > hi:
         raise RecordError(f"{c.metric}.ci_low {_shown(lo, c)} is above {c.metric}.ci_high {_shown(hi, c)}",
                           source=seen.source, field=seen.field)
@@ -131,8 +152,9 @@ def _clause(c: Clause, seen: _Observed):
                              f"(interval {interval()})")
 
 
-def _samples(c: Clause, seen: _Observed) -> int:
-    """The number of samples behind a percentile: its own count, else the completed requests."""
+def _samples(c: Clause, seen: _Observed) -> int | None:
+    """The number of samples behind a percentile: its own count, else the completed requests;
+    None when the trial observes neither."""
     for metric in (c.metric + ".samples", "completed_requests"):
         n = seen.get(metric)
         if n is not None:
@@ -140,8 +162,12 @@ def _samples(c: Clause, seen: _Observed) -> int:
                 raise RecordError(f"{metric} must be a whole number of samples, got {n:g}",
                                   source=seen.source, field=seen.field)
             return int(n)
-    raise RecordError(f"no observation {c.metric + '.samples'!r} or 'completed_requests': the samples behind "
-                      f"{c.metric} cannot be counted", source=seen.source, field=seen.field)
+    return None
+
+
+def _uncounted(c: Clause, seen: _Observed) -> RecordError:
+    return RecordError(f"no observation {c.metric + '.samples'!r} or 'completed_requests': the samples behind "
+                       f"{c.metric} cannot be counted", source=seen.source, field=seen.field)
 
 
 def _side(verdict: str, op: str) -> str:

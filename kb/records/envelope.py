@@ -6,6 +6,7 @@ schema (machine, optimize-result, intervention-parameters) all use it, so the co
 
 from __future__ import annotations
 
+from luma.kb.records import observations
 from luma.kb.records.dimensions import record_dimensions
 
 
@@ -18,6 +19,14 @@ def record_schema(kind: str, model, title: str, description: str, *, state_dimen
         "title": title,
         "description": description,
     }
+    defs = schema.get("$defs", {})
+    # What a clause needs observed is the judge's rule, not the model's docstring: spelled out
+    # where a writer looks (luma.kb.records.observations).
+    if "Observation" in defs:
+        defs["Observation"]["description"] = observations.summary()
+    if "Clause" in defs:
+        defs["Clause"]["description"] += (" Every trial under the contract observes what each clause is judged on "
+                                          "(see Observation).")
     if state_dimensions:
         schema["$defs"]["MachineState"]["properties"]["dimensions"]["propertyNames"] = {"enum": sorted(record_dimensions())}
     return schema

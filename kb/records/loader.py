@@ -122,8 +122,8 @@ def validate_document(doc: Any, source: str, home: Path | None = None, dims: dic
     try:
         model = model_cls.model_validate(doc, context=context)
     except ValidationError as exc:
-        field, message = first_error(exc)
-        raise RecordError(message, source=source, field=field) from None
+        raise RecordError.of([RecordError(message, source=source, field=field)
+                              for field, message in all_errors(exc)], source) from None
     return _loaded(kind, model, source)
 
 
@@ -173,8 +173,21 @@ def first_error(exc: ValidationError) -> tuple[str | None, str]:
     union tags and prefixes."""
     errors = exc.errors(include_url=False)
     loc = _format_loc(errors[0]["loc"])
+    return _worded([e for e in errors if _format_loc(e["loc"]) == loc], loc)
+
+
+def all_errors(exc: ValidationError) -> list[tuple[str | None, str]]:
+    """(field path, message) of every problem of a validation error, one per field, in order
+    (worded as `first_error` words the first)."""
+    by_loc: dict[str | None, list[dict]] = {}
+    for e in exc.errors(include_url=False):
+        by_loc.setdefault(_format_loc(e["loc"]), []).append(e)
+    return [_worded(same, loc) for loc, same in by_loc.items()]
+
+
+def _worded(same: list[dict], loc: str | None) -> tuple[str | None, str]:
+    """One field's problem from its errors (`same`: every error at `loc`)."""
     # A union (number | text) reports one error per branch; the type mismatches say least.
-    same = [e for e in errors if _format_loc(e["loc"]) == loc]
     err = next((e for e in same if "should be a valid" not in e["msg"]), same[0])
     msg = err["msg"]
     for prefix in ("Value error, ", "Assertion failed, "):

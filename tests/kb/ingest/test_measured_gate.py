@@ -47,12 +47,15 @@ def state(home: Path) -> tuple[int, str]:
 
 
 def refused(result, *fragments: str) -> str:
-    """The one error line of a refused command, which holds every fragment."""
+    """The error of a refused command, which holds every fragment: one line, or for a record with
+    several problems `Error: FILE: N problems:` and one line per problem."""
     assert result.exit_code == 1, (result.exit_code, result.output)
     lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("Error: ") and "Traceback" not in result.output, result.output
-    assert all(f in lines[0] for f in fragments), (fragments, lines[0])
-    return lines[0]
+    assert lines[0].startswith("Error: ") and "Traceback" not in result.output, result.output
+    assert len(lines) == 1 or lines[0].endswith(" problems:") and all(x.startswith("  ") for x in lines[1:]), lines
+    text = "\n".join(lines)
+    assert all(f in text for f in fragments), (fragments, text)
+    return text
 
 
 def write(path: Path, *docs: dict) -> Path:
@@ -213,8 +216,8 @@ def test_a_chain_citing_trial_records_by_hash_needs_them_in_the_ledger(project, 
     chain = signed_chain(tmp_path, cited)
 
     before = state(project)
-    refused(luma("kb", "ingest", chain), f"{chain}: trials[0].record: ", f"trial record {hashes[0][:12]}",
-            "neither in the ledger nor in this batch")
+    refused(luma("kb", "ingest", chain), f"{chain}: {len(hashes)} problems:", "\n  trials[0].record: ",
+            f"trial record {hashes[0][:12]}", "neither in the ledger nor in this batch")
     assert state(project) == before
 
     assert json.loads(ok(luma("kb", "ingest", trials, "--format", "json")).stdout)["added"] == len(hashes)
