@@ -145,32 +145,13 @@ runner = LazyGroup("runner", help=(
         "file from `luma runner keygen`, or a PEM public key)."),
 })
 
-chain = LazyGroup("chain", help=(
-    "PEX chains assembled from trial records already in the ledger (imported or measured)."), lazy={
-    "assemble": ("luma.cli.chain:assemble_cmd",
-        "Build a pex-chain from pex-trial records in the ledger (imported or measured)."),
-})
-
-evidence = LazyGroup("evidence", help=(
-    "The evidence set shipped with LUMA: signed measured records from every machine the project's own sprints "
-    "ran on."), lazy={
-    "list": ("luma.cli.evidence:list_cmd", "Machines and contracts of the shipped evidence set."),
-    "load": ("luma.cli.evidence:load_cmd", "Load the shipped evidence set, each machine's key trusted for its records only."),
-    "record": ("luma.cli.evidence:record_cmd", "Run the shipped contracts here and add this machine to an evidence folder."),
-    "verify": ("luma.cli.evidence:verify_cmd", "Check the evidence set's signatures, hashes and manifest; one line per problem."),
-})
-
-record = LazyGroup("record", help=(
-    "Write records by hand: complete, commented skeletons of each record kind."), lazy={
-    "template": ("luma.cli.record:template_cmd", "Print a complete, valid, commented skeleton of a KIND record."),
-})
 
 #: The top group's commands (cli/main.py).
 TOP = {
     "campaign": ("luma.cli.groups:campaign",
         "Campaigns: the same contracts challenged across machine classes, one sprint per contract, dimension and "
         "class, placed by Ray on runners that `luma runner join` a cluster."),
-    "chain": ("luma.cli.groups:chain",
+    "chain": ("luma.cli.evidence_groups:chain",
         "PEX chains assembled from trial records already in the ledger (imported or measured)."),
     "demo": ("luma.cli.demo:demo",
         "The whole loop: example records and RDF, a rejected record, a short qualification sprint (matvec-memory,"
@@ -181,10 +162,10 @@ TOP = {
         "Services behind an OpenAI-compatible HTTP endpoint (vLLM, SGLang, TGI, llama.cpp ...)."),
     "engine": ("luma.cli.groups:engine",
         "Serving engines on this host: llama.cpp (through llama-cpp-python) and its model converter."),
-    "evidence": ("luma.cli.groups:evidence",
+    "evidence": ("luma.cli.evidence_groups:evidence",
         "The evidence set shipped with LUMA: signed measured records from every machine the project's own sprints "
         "ran on."),
-    "import": ("luma.cli.import_group:importer",
+    "import": ("luma.cli.evidence_groups:importer",
         "Import what other tools measured: serving benchmarks' result files as trials, published MLPerf results "
         "as third-party evidence."),
     "kb": ("luma.cli.kb:kb", "The evidence ledger and the knowledge base projected from it."),
@@ -197,7 +178,7 @@ TOP = {
         "Partner records: intervention parameters, kept in per-partner named graphs."),
     "pilot": ("luma.cli.groups:pilot",
         "Run a live service inside the library of qualified states (Economic Control Pilot)."),
-    "record": ("luma.cli.groups:record", "Write records by hand: complete, commented skeletons of each record kind."),
+    "record": ("luma.cli.evidence_groups:record", "Write records by hand: complete, commented skeletons of each record kind."),
     "report": ("luma.cli.groups:report", "Reports rendered from the knowledge base (Markdown + self-contained HTML)."),
     "rules": ("luma.cli.groups:rules", "Declarative rules: qualification, recurrences, hardware requirements."),
     "runner": ("luma.cli.groups:runner",
