@@ -104,10 +104,10 @@ sglang_case() {  # sglang_case CASE CONCURRENCY PROMPTS
 }
 
 # ---------------------------------------------------------------- MLPerf loadgen 6.0.17
-mlperf_case() {  # mlperf_case CASE SCENARIO QPS MIN_DURATION_S MIN_QUERIES
+mlperf_case() {  # mlperf_case CASE SCENARIO QPS MIN_DURATION_S MIN_QUERIES [--no-trace]
   local dir; dir=$(fresh mlperf-loadgen "$1")
   local cmd=(/tmp/loadgen-venv/bin/python "$HERE/mlperf_sut.py" --url "$URL" --scenario "$2" --qps "$3"
-    --min-duration-s "$4" --min-queries "$5" --max-tokens 64 --workers 4 --ttft-ms 500 --tpot-ms 20 "$dir")
+    --min-duration-s "$4" --min-queries "$5" --max-tokens 64 --workers 4 --ttft-ms 500 --tpot-ms 20 "${@:6}" "$dir")
   timed "$dir/console.txt" "${cmd[@]}"
   finish mlperf-loadgen "$1" "mlcommons-loadgen (mlperf_sut.py)" \
     "$(/tmp/loadgen-venv/bin/pip show mlcommons-loadgen | sed -n 's/^Version: //p')" "$SECS" "$(argv_json "${cmd[@]}")"
@@ -135,14 +135,15 @@ run_case() {
     vllm-summary) vllm_case c2-summary-only 2 100 no ;;
     sglang-c2) sglang_case c2-details 2 200 ;;
     mlperf-server) mlperf_case server-qps8 Server 8 12 100 ;;
-    mlperf-offline) mlperf_case offline Offline 10 8 100 ;;
+    mlperf-offline) mlperf_case offline Offline 22 8 100 ;;
+    mlperf-server-valid) mlperf_case server-qps8-valid-notrace Server 8 60 480 --no-trace ;;
     llama-bench-f16) llama_bench_case f16-kv ;;
     llama-bench-q8) llama_bench_case q8_0-kv -ctk q8_0 -ctv q8_0 ;;
     *) echo "unknown case $1" >&2; return 2 ;;
   esac
 }
 
-SERVED="aiperf-c1 aiperf-c4 vllm-c1 vllm-c4 vllm-summary sglang-c2 mlperf-server mlperf-offline"
+SERVED="aiperf-c1 aiperf-c4 vllm-c1 vllm-c4 vllm-summary sglang-c2 mlperf-server mlperf-server-valid mlperf-offline"
 CASES=("$@"); [ ${#CASES[@]} -gt 0 ] || CASES=($SERVED llama-bench-f16 llama-bench-q8)
 for c in "${CASES[@]}"; do
   case " $SERVED " in
