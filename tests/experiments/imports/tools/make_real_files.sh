@@ -60,18 +60,19 @@ timed() {  # timed OUTFILE CMD...: run CMD, its console to OUTFILE (and ours); s
 }
 
 # ---------------------------------------------------------------- AIPerf 0.13.0
-aiperf_case() {  # aiperf_case CASE CONCURRENCY REQUESTS
+aiperf_case() {  # aiperf_case CASE CONCURRENCY REQUESTS [EXPORT_LEVEL: records (default) | summary]
   local dir; dir=$(fresh aiperf "$1"); local art=$WORK/aiperf-$1; rm -rf "$art"
   local cmd=(/tmp/aiperf-venv/bin/aiperf profile --model tinyllama --url "$URL" --endpoint-type completions
     --streaming --tokenizer "$HF" --isl 32 --isl-stddev 0 --osl 64 --osl-stddev 0 --use-legacy-max-tokens
     --extra-inputs '{"logit_bias": {"2": -100}, "temperature": 0}' --request-count "$3" --warmup-request-count 4
     --concurrency "$2" --request-rate 1000 --arrival-pattern constant --random-seed 0
-    --ui-type none --no-server-metrics --no-gpu-telemetry --artifact-dir "$art" --export-level records)
+    --ui-type none --no-server-metrics --no-gpu-telemetry --artifact-dir "$art" --export-level "${4:-records}")
   local scratch; scratch=$(mktemp -d /tmp/aip-XXXX)  # AIPerf's IPC sockets: a short path
   timed "$dir/console.txt" env -u HF_HUB_OFFLINE -u TRANSFORMERS_OFFLINE TMPDIR="$scratch" COLUMNS=160 \
     HF_HUB_DISABLE_TELEMETRY=1 TOKENIZERS_PARALLELISM=false "${cmd[@]}"
   rm -rf "$scratch"
-  cp "$art"/profile_export.jsonl "$art"/profile_export_aiperf.json "$art"/profile_export_aiperf.csv "$dir"/
+  cp "$art"/profile_export_aiperf.json "$art"/profile_export_aiperf.csv "$dir"/
+  [ "${4:-records}" = summary ] || cp "$art"/profile_export.jsonl "$dir"/
   finish aiperf "$1" aiperf "$(/tmp/aiperf-venv/bin/aiperf --version 2>/dev/null | tail -1)" "$SECS" "$(argv_json "${cmd[@]}")"
 }
 
@@ -92,12 +93,13 @@ vllm_case() {  # vllm_case CASE CONCURRENCY PROMPTS DETAILED(yes|no)
 
 # ---------------------------------------------------------------- SGLang 0.5.23 bench_serving
 SGLANG_PATH=/tmp/sglang-venv/lib/python3.11/site-packages:/tmp/sglang-venv/stubs
-sglang_case() {  # sglang_case CASE CONCURRENCY PROMPTS
+sglang_case() {  # sglang_case CASE CONCURRENCY PROMPTS [DETAILS: yes (default) | no]
   local dir; dir=$(fresh sglang-bench "$1")
   local cmd=("$PY" -m sglang.bench_serving --backend vllm --base-url "$URL" --model tinyllama --tokenizer "$HF"
     --dataset-name random-ids --random-input-len 32 --random-output-len 64 --random-range-ratio 1.0
     --num-prompts "$3" --max-concurrency "$2" --request-rate inf --warmup-requests 4
-    --extra-request-body '{"logit_bias": {"2": -100}}' --seed 0 --output-file "$dir/result.jsonl" --output-details)
+    --extra-request-body '{"logit_bias": {"2": -100}}' --seed 0 --output-file "$dir/result.jsonl")
+  [ "${4:-yes}" = no ] || cmd+=(--output-details)
   timed "$dir/console.txt" env -u HF_HUB_OFFLINE PYTHONPATH="$SGLANG_PATH" "${cmd[@]}"
   finish sglang-bench "$1" "sglang.bench_serving" "$(/tmp/sglang-venv/bin/pip show sglang | sed -n 's/^Version: //p')" \
     "$SECS" "$(argv_json "${cmd[@]}")"
@@ -130,10 +132,12 @@ run_case() {
   case $1 in
     aiperf-c1) aiperf_case c1-stream 1 200 ;;
     aiperf-c4) aiperf_case c4-stream 4 200 ;;
+    aiperf-summary) aiperf_case c2-summary-only 2 100 summary ;;
     vllm-c1) vllm_case c1-detailed 1 200 yes ;;
     vllm-c4) vllm_case c4-detailed 4 200 yes ;;
     vllm-summary) vllm_case c2-summary-only 2 100 no ;;
     sglang-c2) sglang_case c2-details 2 200 ;;
+    sglang-summary) sglang_case c1-summary-only 1 100 no ;;
     mlperf-server) mlperf_case server-qps8 Server 8 12 100 ;;
     mlperf-offline) mlperf_case offline Offline 22 8 100 ;;
     mlperf-server-valid) mlperf_case server-qps8-valid-notrace Server 8 60 480 --no-trace ;;
@@ -143,7 +147,7 @@ run_case() {
   esac
 }
 
-SERVED="aiperf-c1 aiperf-c4 vllm-c1 vllm-c4 vllm-summary sglang-c2 mlperf-server mlperf-server-valid mlperf-offline"
+SERVED="aiperf-c1 aiperf-c4 aiperf-summary vllm-c1 vllm-c4 vllm-summary sglang-c2 sglang-summary mlperf-server mlperf-server-valid mlperf-offline"
 CASES=("$@"); [ ${#CASES[@]} -gt 0 ] || CASES=($SERVED llama-bench-f16 llama-bench-q8)
 for c in "${CASES[@]}"; do
   case " $SERVED " in
