@@ -1,6 +1,7 @@
 """Write a real-file case's `case.json`: what produced the files, and the figures the tool itself
-printed (read from the console text it left in `console.txt`, so a test can compare an import's
-percentiles with the tool's own).
+printed (read from the console text it left in `console.txt`, or loadgen's own summary and detail logs,
+so a test can compare an import's percentiles with the tool's own). A figure the tool did not
+print is absent, and latencies are in ms, throughputs per second.
 
     python case_json.py CASE_DIR FORMAT TOOL VERSION SECONDS ARGV_JSON
 """
@@ -87,12 +88,19 @@ def mlperf(console: str, case: Path) -> dict:
         return out or None
 
     result = re.search(r"^Result is\s*:\s*(\S+)", text, re.M)
+    detail = (case / "mlperf_log_detail.txt").read_text()
+
+    def key(name: str) -> int | None:
+        m = re.search(r'"key": "' + name + r'", "value": (\d+)', detail)
+        return int(m.group(1)) if m else None
+
+    queries, per_query = key("result_query_count"), key("effective_samples_per_query")
     return {"ttft_ms": stat("first token latency", "First Token latency"),
             "tpot_ms": stat("time to output token", "Time per Output Token"), "itl_ms": None,
             "latency_ms": stat("latency", "latency"),
             "request_throughput_per_s": val("Completed samples per second") or val("Samples per second"),
             "output_token_throughput_per_s": val("Completed tokens per second") or val("Tokens per second"),
-            "completed": None, "scenario": re.search(r"^Scenario\s*:\s*(\S+)", text, re.M).group(1),
+            "completed": queries * per_query if queries and per_query else None, "scenario": re.search(r"^Scenario\s*:\s*(\S+)", text, re.M).group(1),
             "result": result.group(1) if result else None}
 
 
@@ -111,6 +119,8 @@ def main(argv: list[str]) -> int:
     printed = {"aiperf": aiperf, "vllm-bench": serving, "sglang-bench": serving,
                "llama-bench": llama_bench}.get(fmt)
     printed = printed(console) if printed else mlperf(console, case)
+    # a figure the tool did not print is left out, not written as null
+    printed = {k: v for k, v in printed.items() if v is not None}
     files = sorted(p.name for p in case.iterdir() if p.name != "case.json")
     doc = {"format": fmt, "tool": tool, "version": version, "command": json.loads(argv_json), "real": True,
            "produced": datetime.date.today().isoformat(), "host": HOST, "server": SERVER,

@@ -116,14 +116,14 @@ mlperf_case() {  # mlperf_case CASE SCENARIO QPS MIN_DURATION_S MIN_QUERIES [--n
 }
 
 # ---------------------------------------------------------------- llama-bench (llama.cpp of llama-cpp-python 0.3.36)
-llama_bench_case() {  # llama_bench_case CASE EXTRA_ARGS...
+llama_bench_case() {  # llama_bench_case CASE EXTRA_ARGS...: JSON on stdout (result.json), its markdown table on stderr
   local name=$1; shift; local dir; dir=$(fresh llama-bench "$name")
   model
-  local cmd=("$LLAMA_BENCH" -m "$MODEL" -o json -r 5 -p 64 -n 64 -t 1 "$@")
+  local cmd=("$LLAMA_BENCH" -m "$MODEL" -o json -oe md -r 5 -p 64 -n 64 -t 1 "$@")
   local t0; t0=$(date +%s.%N)
-  taskset -c 0 "${cmd[@]}" > "$dir/result.json" 2> "$dir/stderr.txt"
-  taskset -c 0 "$LLAMA_BENCH" -m "$MODEL" -o md -r 5 -p 64 -n 64 -t 1 "$@" 2>/dev/null | tee "$dir/console.txt"
+  taskset -c 0 "${cmd[@]}" > "$dir/result.json" 2> "$dir/console.txt"
   SECS=$(python3 -c "import sys; print(round(float(sys.argv[2]) - float(sys.argv[1]), 1))" "$t0" "$(date +%s.%N)")
+  cat "$dir/console.txt"
   finish llama-bench "$name" llama-bench "$("$LLAMA_BENCH" --version 2>&1 | grep -m1 version || true)" \
     "$SECS" "$(argv_json "${cmd[@]}")"
 }
