@@ -18,6 +18,8 @@ HOST = "AMD EPYC, AVX2, 2 vCPUs (shared)"
 SERVER = ("llama.cpp server (llama-cpp-python 0.3.36), tinyllama f16 (LUMA's 2-layer Llama trained here, "
           "GGUF by llama.cpp's converter), --n_threads 1 --n_ctx 1024 --flash_attn true, pinned to core 0 "
           "(taskset -c 0), 127.0.0.1")
+IN_PROCESS = ("none: llama-bench runs llama.cpp in-process (the llama.cpp vendored in the llama-cpp-python 0.3.36 "
+              "sdist, commit 0c1e570, built here: Release, GGML_NATIVE=ON), tinyllama f16 GGUF, -t 1, pinned to core 0")
 NUM = r"(-?[\d,]+(?:\.\d+)?|N/A)"
 
 
@@ -123,7 +125,7 @@ def main(argv: list[str]) -> int:
     printed = {k: v for k, v in printed.items() if v is not None}
     files = sorted(p.name for p in case.iterdir() if p.name != "case.json")
     doc = {"format": fmt, "tool": tool, "version": version, "command": json.loads(argv_json), "real": True,
-           "produced": datetime.date.today().isoformat(), "host": HOST, "server": SERVER,
+           "produced": datetime.date.today().isoformat(), "host": HOST, "server": IN_PROCESS if fmt == "llama-bench" else SERVER,
            "files": files, "seconds": float(seconds), "printed": printed}
     (case / "case.json").write_text(json.dumps(doc, indent=2) + "\n")
     return 0

@@ -124,7 +124,8 @@ llama_bench_case() {  # llama_bench_case CASE EXTRA_ARGS...: JSON on stdout (res
   taskset -c 0 "${cmd[@]}" > "$dir/result.json" 2> "$dir/console.txt"
   SECS=$(python3 -c "import sys; print(round(float(sys.argv[2]) - float(sys.argv[1]), 1))" "$t0" "$(date +%s.%N)")
   cat "$dir/console.txt"
-  finish llama-bench "$name" llama-bench "$("$LLAMA_BENCH" --version 2>&1 | grep -m1 version || true)" \
+  # "version: 0.5.0-dev (build 1, commit 0c1e570)": the llama.cpp commit is the version that matters
+  finish llama-bench "$name" llama-bench "$("$LLAMA_BENCH" --version 2>&1 | sed -n 's/^version: \(.*\)$/llama.cpp \1, llama-cpp-python 0.3.36 sdist/p')" \
     "$SECS" "$(argv_json "${cmd[@]}")"
 }
 
