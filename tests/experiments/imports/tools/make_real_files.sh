@@ -38,7 +38,10 @@ start_server() {  # LUMA's launch line (experiments/contracts/llamacpp-tinyllama
   echo "server did not start: $WORK/server.log" >&2; return 1
 }
 
-stop_server() { [ -n "$SERVER" ] && kill "$SERVER" 2>/dev/null && wait "$SERVER" 2>/dev/null; SERVER=""; }
+stop_server() {
+  if [ -n "$SERVER" ]; then kill "$SERVER" 2>/dev/null || true; wait "$SERVER" 2>/dev/null || true; fi
+  SERVER=""
+}
 trap stop_server EXIT
 
 fresh() {  # an empty case folder: fresh FORMAT CASE
