@@ -133,6 +133,7 @@ def _summary(path: Path, doc, run: ToolRun) -> None:
     if not isinstance(doc, dict):
         raise checks.refuse(path, "", "not an AIPerf summary (a JSON object is expected)")
     run.version = doc.get("aiperf_version") if isinstance(doc.get("aiperf_version"), str) else None
+    _load(doc.get("input_config"), run)
     cmd = _find(doc, "cli_command")
     run.command = cmd.split() if isinstance(cmd, str) else run.command
     has_records = bool(run.samples)
@@ -168,6 +169,20 @@ def _summary(path: Path, doc, run: ToolRun) -> None:
             for s, v in figures.items():
                 mine = (checks.mean(samples) if s == "avg" else checks.linear_percentile(samples, float(s[1:]))) * 1000
                 checks.agree(path, f"{tag}.{s}", mine, v, f"{s} {tag}")
+
+
+def _load(config, run: ToolRun) -> None:
+    """The run's concurrency and requested output length from AIPerf's `input_config` (0.13.0:
+    `phases[kind=profiling].concurrency`, `datasets[].prompts.osl.mean` when its stddev is 0)."""
+    if not isinstance(config, dict):
+        return
+    for phase in config.get("phases") or []:
+        if isinstance(phase, dict) and phase.get("kind") == "profiling" and isinstance(phase.get("concurrency"), int):
+            run.concurrency = phase["concurrency"]
+    for ds in config.get("datasets") or []:
+        osl = ((ds or {}).get("prompts") or {}).get("osl") if isinstance(ds, dict) else None
+        if isinstance(osl, dict) and not osl.get("stddev") and isinstance(osl.get("mean"), (int, float)):
+            run.output_len = int(osl["mean"])
 
 
 def _find(doc, key):

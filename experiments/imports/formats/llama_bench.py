@@ -56,6 +56,7 @@ def read(path: Path, data: bytes, source) -> list[ToolRun]:
         ns = checks.numbers(path, f"[{i}].samples_ns", checks.field_of(path, t, "samples_ns", list))
         ts = checks.numbers(path, f"[{i}].samples_ts", checks.field_of(path, t, "samples_ts", list), length=len(ns))
         n_gen = t["n_gen"]
+        run.output_len, run.concurrency = int(n_gen), 1  # one stream of n_gen tokens
         for k, (a, b) in enumerate(zip(ns, ts)):
             if a > 0:
                 checks.agree(path, f"[{i}].samples_ts[{k}]", 1e9 * n_gen / a, b, f"n_gen / samples_ns[{k}]",
