@@ -36,7 +36,7 @@ start_server() {  # start_server N_CTX [EXTRA...]: the contract's launch line at
   for _ in $(seq 60); do curl -sf "$URL/v1/models" > /dev/null && return 0; sleep 0.5; done
   echo "server did not start: $WORK/chain-server.log" >&2; return 1
 }
-stop_server() { [ -n "$SERVER" ] && kill "$SERVER" 2>/dev/null && wait "$SERVER" 2>/dev/null; SERVER=""; return 0; }
+stop_server() { if [ -n "$SERVER" ]; then kill "$SERVER" 2>/dev/null; wait "$SERVER" 2>/dev/null || true; fi; SERVER=""; }
 trap stop_server EXIT
 
 bench() {  # bench DIR: one repetition, the contract's load
