@@ -23,6 +23,11 @@ def _command(fmt: str, doc: str) -> click.Command:
     @click.option("--state", "state_items", multiple=True, metavar="DIM=LEVEL",
                   help="The machine state the tool ran at (repeatable), over the contract's [state].")
     @click.option("--variant", help="The software variant (default: the contract's baseline).")
+    @click.option("--concurrency", type=click.IntRange(1, 1024),
+                  help="Judge at this concurrency (the run's), as the contract <name>-c<N>; without it a run at "
+                       "another concurrency than the contract's is refused.")
+    @click.option("--max-new-tokens", type=click.IntRange(1, 1 << 20),
+                  help="Judge at this output length (the run's), as the contract <name>-out<N>.")
     @click.option("--architecture", help="The machine the tool ran on (with --architecture-kind and --vendor).")
     @click.option("--architecture-kind", "kind", type=click.Choice(KINDS))
     @click.option("--vendor")
@@ -35,11 +40,12 @@ def _command(fmt: str, doc: str) -> click.Command:
     @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), help="Write the records (JSON Lines).")
     @format_option()
     @project(WRITE, when=lambda p: not p["no_ingest"])
-    def cmd(files, contract_ref, state_items, variant, architecture, kind, vendor, here, key, sprint, tool_version,
+    def cmd(files, contract_ref, state_items, variant, concurrency, max_new_tokens, architecture, kind, vendor, here, key, sprint, tool_version,
             no_ingest, out, fmt):
         settings = command_settings()
         where = target(contract_ref, list(state_items), settings=settings, variant=variant,
-                       architecture=architecture, kind=kind, vendor=vendor, here=here)
+                       architecture=architecture, kind=kind, vendor=vendor, here=here, concurrency=concurrency,
+                       max_new_tokens=max_new_tokens)
         many = len(files) > 1
 
         def progress(path: Path) -> None:

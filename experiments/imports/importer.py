@@ -15,7 +15,7 @@ from luma.errors import ConfigError, RecordError
 from luma.experiments.imports import checks, detect
 from luma.experiments.imports.formats import FORMATS
 from luma.experiments.imports.run import ToolRun
-from luma.experiments.imports.trials import TOOL, Judged, Target, check_contract, judge
+from luma.experiments.imports.trials import TOOL, Judged, Target, check_contract, judge, load_mismatch
 from luma.kb.knowledge_base import KnowledgeBase
 from luma.kb.operations.runner_keys import project_signer
 from luma.kb.records.loader import validate_document
@@ -113,13 +113,16 @@ def import_files(settings, fmt: str, paths: list[Path], target: Target, *, key: 
     if not ingest and out is None:
         raise ConfigError("--no-ingest needs --out FILE (where the records go)", field="--out")
     runs = read_runs(fmt, paths, settings, tool_version, progress)
+    for run in runs:
+        why = load_mismatch(run, target.contract)
+        if why:
+            raise RecordError(why, source=run.label, field="load")
     result = ImportResult(sprint or default_sprint(runs))
     start = next_sequence(settings, result.sprint) if ingest else 0
-    conc = target.contract.load.concurrency
     for i, run in enumerate(runs):
-        if isinstance(run.concurrency, int) and run.concurrency != conc:
-            result.warnings.append(f"{run.label}: the tool ran at concurrency {run.concurrency}, the contract "
-                                   f"states {conc}")
+        if run.concurrency is None:
+            result.warnings.append(f"{run.label}: the file does not record its concurrency: judged at the "
+                                   f"contract's {target.contract.load.concurrency}, as stated")
         result.trials.append(judge(run, target, result.sprint, start + i))
     signer = _signer(settings, key, ingest) if any(j.evidence_class == "measured" for j in result.trials) else None
     loaded = []

@@ -33,11 +33,38 @@ def parse_state(items: list[str], base: dict) -> states.State:
     return states.State.of(levels)
 
 
+def at_load(c: contracts.Contract, concurrency: int | None = None,
+            max_new_tokens: int | None = None) -> contracts.Contract:
+    """The contract `c` held at another load (`--concurrency`, `--max-new-tokens`): the same
+    clauses, the given load, and a name that says so (`<name>-c4-out64`), because a contract at
+    another load is another contract -- its records state the concurrency they were judged at,
+    and no trial of it is taken for one of `c`."""
+    load, suffix = {}, ""
+    if concurrency is not None and concurrency != c.load.concurrency:
+        load["concurrency"], suffix = concurrency, f"-c{concurrency}"
+    if max_new_tokens is not None and max_new_tokens != c.load.max_new_tokens:
+        load["max_new_tokens"], suffix = max_new_tokens, suffix + f"-out{max_new_tokens}"
+    if not load:
+        return c
+    data = c.model_dump(exclude_none=True)
+    data["load"] = {**data.get("load", {}), **load}
+    data["name"] = (c.name[:200] + suffix)
+    if c.endpoint is not None:  # the [service] table as a contract file writes it
+        data.pop("endpoint", None)
+        data["service"] = {"kind": "openai-endpoint", **c.endpoint.model_dump(exclude_none=True)}
+    try:
+        return contracts.Contract.model_validate(data)
+    except ValueError as exc:
+        raise ConfigError(f"the contract at that load is not valid: {str(exc).splitlines()[0]}",
+                          field="--concurrency") from None
+
+
 def target(contract_ref: str, state_items: list[str], *, settings=None, variant: str | None = None,
            architecture: str | None = None, kind: str | None = None, vendor: str | None = None,
-           here: bool = False) -> Target:
-    """The Target of an import (ConfigError naming the option at fault)."""
-    c = contracts.load(contract_ref, settings)
+           here: bool = False, concurrency: int | None = None, max_new_tokens: int | None = None) -> Target:
+    """The Target of an import (ConfigError naming the option at fault); `concurrency` and
+    `max_new_tokens` hold the contract at the run's load (`at_load`)."""
+    c = at_load(contracts.load(contract_ref, settings), concurrency, max_new_tokens)
     service = for_contract(c)
     baseline = getattr(service, "baseline", None) or "baseline"
     if here and architecture:

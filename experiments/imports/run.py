@@ -46,6 +46,8 @@ class ToolRun:
     command: list[str] = field(default_factory=list)
     model: str | None = None
     concurrency: int | None = None
+    #: The output length (tokens) the tool asked each request for, when its file records it.
+    output_len: int | None = None
     request_rate: float | None = None
     duration_s: float | None = None
     completed: int = 0

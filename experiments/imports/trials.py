@@ -68,7 +68,46 @@ def missing(run: ToolRun, contract: Contract) -> list[str]:
     return [c.metric for c, _ in contract.percentile_clauses() if not run.has_samples(c.metric.split("_", 1)[1])]
 
 
-def telemetry(run: ToolRun) -> dict:
+def load_mismatch(run: ToolRun, contract: Contract) -> str | None:
+    """Why `run` was not at the contract's load (its concurrency or requested output length, as
+    its file records them), else None: a trial at another load is no evidence for the contract."""
+    load, said = contract.load, []
+    if isinstance(run.concurrency, int) and run.concurrency != load.concurrency:
+        said.append(f"concurrency {run.concurrency}, the contract's {load.concurrency} (--concurrency "
+                    f"{run.concurrency} judges it at its own)")
+    if run.output_len is not None and load.max_new_tokens is not None and run.output_len != load.max_new_tokens:
+        said.append(f"output length {run.output_len} tokens, the contract's {load.max_new_tokens} "
+                    f"(--max-new-tokens {run.output_len} judges it at its own)")
+    if not said:
+        return None
+    return "the run's load is not the contract's: " + "; ".join(said) + \
+        ": a trial not at the contract's load is no evidence for that contract (file refused)"
+
+
+#: How far under the contract's output length a stream's token count may be and still count as
+#: whole: the tools count a stream's tokens by re-tokenizing its text when the server reports no
+#: usage (AIPerf, vLLM and SGLang against llama.cpp's server), which is a few tokens off either way
+#: (AIPerf counted 62–66 for 64-token streams here); a shortened stream is far shorter.
+SHORT_SLACK = 0.05
+
+
+def short_streams(run: ToolRun, contract: Contract) -> tuple[int, int] | None:
+    """(streams shorter than the contract's output length, the shortest) when the contract holds
+    every stream to its length (`exact_tokens`, as a sprint's client does), else None."""
+    ep, want = contract.endpoint, contract.load.max_new_tokens
+    if ep is None or not ep.exact_tokens or want is None or not run.output_lens:
+        return None
+    short = [n for n in run.output_lens if n < want * (1 - SHORT_SLACK)]
+    return (len(short), min(short)) if short else None
+
+
+def _short_cause(contract: Contract) -> str:
+    """The contract's failure cause of a shortened stream (`[service.causes]`), else `error`."""
+    causes = contract.endpoint.causes if contract.endpoint is not None else {}
+    return next((cause for cause, words in causes.items() if "short-output" in words), "error")
+
+
+def telemetry(run: ToolRun, contract: Contract | None = None) -> dict:
     """The run as a sprint worker's telemetry (samples in seconds), which `judge` reads."""
     tel = {k: list(v) for k, v in run.samples.items() if k in SAMPLED}
     tel["completed"] = run.completed
@@ -79,13 +118,18 @@ def telemetry(run: ToolRun) -> dict:
     if run.failed:
         # As a sprint does: a trial whose requests failed is a FAIL with cause `error`.
         tel.update(failure_cause="error", error=f"{run.failed} request(s) failed: " + "; ".join(run.errors[:3])[:400])
+    elif contract is not None and (short := short_streams(run, contract)):
+        # As a sprint's client: a stream shorter than max_tokens is a failed request (short-output).
+        tel.update(failure_cause=_short_cause(contract),
+                   error=f"short-output: {short[0]} of {len(run.output_lens)} streams shorter than the contract's "
+                         f"{contract.load.max_new_tokens} tokens (shortest {short[1]})")
     return tel
 
 
 def judge(run: ToolRun, target: Target, sprint: str, sequence: int, seed: int = 0) -> Judged:
     """The pex-trial record of `run` at `target` (unsigned)."""
     gaps = missing(run, target.contract)
-    tel = telemetry(run)
+    tel = telemetry(run, target.contract)
     if not gaps:
         verdict, cause, rows = sprint_trial.judge(target.contract, tel, seed)
         t = sprint_trial.Trial(target.state, target.variant, "boundary", verdict, cause, rows, tel, run.completed)

@@ -3,7 +3,9 @@ the summary `profile_export_aiperf.json` beside it.
 
 Checked against AIPerf 0.13.0: `aiperf/post_processors/record_export_jsonl_writer.py` writes one
 `MetricRecordInfo` per line (`metadata`, `metrics` {tag: {value, unit}} in display units,
-`error`: null or the request's error); `aiperf/exporters/metrics_json_exporter.py` writes the
+`error` only when the request failed: the writer dumps with exclude_none; warm-up requests are
+records too, `metadata.benchmark_phase` "warmup", which the summary leaves out and so does LUMA);
+`aiperf/exporters/metrics_json_exporter.py` writes the
 summary (`aiperf_version`, `input_config`, and per metric tag {unit, avg, p1 … p99, min, max,
 std}); `aiperf/metrics/metric_dicts.py` `metric_result_from_array` computes its percentiles by
 linear interpolation between order statistics. AIPerf's `inter_token_latency` of a request is
@@ -34,7 +36,7 @@ def looks_like_summary(doc) -> tuple[int, list[str]]:
 
 
 def looks_like_records(first) -> tuple[int, list[str]]:
-    marks = ("metadata", "metrics", "error")
+    marks = ("metadata", "metrics")
     if not isinstance(first, dict):
         return 0, ["one JSON object per line"]
     return sum(k in first for k in marks), [k for k in marks if k not in first]
@@ -93,7 +95,9 @@ def _records(path: Path, data: bytes, run: ToolRun) -> None:
         except ValueError as exc:
             raise checks.refuse(path, f"line {n}", f"not valid JSON ({exc})") from None
         if not isinstance(rec, dict) or not isinstance(rec.get("metrics"), dict):
-            raise checks.refuse(path, f"line {n}", "not an AIPerf record (metadata, metrics, error)")
+            raise checks.refuse(path, f"line {n}", "not an AIPerf record (metadata, metrics[, error])")
+        if isinstance(rec.get("metadata"), dict) and rec["metadata"].get("benchmark_phase") == "warmup":
+            continue  # AIPerf's own summary leaves warm-up requests out
         if rec.get("error"):
             run.failed += 1
             err = rec["error"]
@@ -129,6 +133,7 @@ def _summary(path: Path, doc, run: ToolRun) -> None:
     if not isinstance(doc, dict):
         raise checks.refuse(path, "", "not an AIPerf summary (a JSON object is expected)")
     run.version = doc.get("aiperf_version") if isinstance(doc.get("aiperf_version"), str) else None
+    _load(doc.get("input_config"), run)
     cmd = _find(doc, "cli_command")
     run.command = cmd.split() if isinstance(cmd, str) else run.command
     has_records = bool(run.samples)
@@ -164,6 +169,20 @@ def _summary(path: Path, doc, run: ToolRun) -> None:
             for s, v in figures.items():
                 mine = (checks.mean(samples) if s == "avg" else checks.linear_percentile(samples, float(s[1:]))) * 1000
                 checks.agree(path, f"{tag}.{s}", mine, v, f"{s} {tag}")
+
+
+def _load(config, run: ToolRun) -> None:
+    """The run's concurrency and requested output length from AIPerf's `input_config` (0.13.0:
+    `phases[kind=profiling].concurrency`, `datasets[].prompts.osl.mean` when its stddev is 0)."""
+    if not isinstance(config, dict):
+        return
+    for phase in config.get("phases") or []:
+        if isinstance(phase, dict) and phase.get("kind") == "profiling" and isinstance(phase.get("concurrency"), int):
+            run.concurrency = phase["concurrency"]
+    for ds in config.get("datasets") or []:
+        osl = ((ds or {}).get("prompts") or {}).get("osl") if isinstance(ds, dict) else None
+        if isinstance(osl, dict) and not osl.get("stddev") and isinstance(osl.get("mean"), (int, float)):
+            run.output_len = int(osl["mean"])
 
 
 def _find(doc, key):

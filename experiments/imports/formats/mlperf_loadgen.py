@@ -8,8 +8,11 @@ percentile time to output token (ns)`), and takes a percentile as `sorted[floor(
 statistic, one rank above LUMA's nearest rank ⌈n · q⌉ − 1 when n · q is whole). The summary and
 detail logs hold no per-sample latency. With `log_settings.enable_trace`, `loadgen.cc` writes
 `mlperf_log_trace.json` (Chrome trace events): one async `Sample` event per sample whose
-`args.complete_ns` is the sample's latency from its scheduled time, and (all scenarios but Server)
-one `Token` event whose `complete_ns` is its first-token latency. With that trace the run is
+`args.complete_ns` is the sample's latency from its scheduled time, and with token latencies one
+`Token_Latency` counter per sample whose `args.issue_delay + args.issue_to_done` is its first-token
+latency (both checked on real 6.0.17 traces: they give the summary's figures exactly). The trace
+is not strict JSON (doubled quotes in some `LogDetail` args): its timing events are read line by
+line. With that trace the run is
 measured (latency, and TTFT where traced); without it, summary only (vendor-claim). TPOT is
 never per sample in any file LoadGen writes.
 """
@@ -23,7 +26,7 @@ from pathlib import Path
 from luma.experiments.imports import checks
 from luma.experiments.imports.run import ToolRun
 
-TOOL = "mlperf loadgen"
+TOOL = "mlcommons-loadgen"  # its package name (PyPI, mlcommons/inference loadgen/)
 DETAIL, TRACE, ACCURACY = "mlperf_log_detail.txt", "mlperf_log_trace.json", "mlperf_log_accuracy.json"
 _PCT = re.compile(r"^(\d+(?:\.\d+)?) percentile (latency|first token latency|time to output token) \(ns\)$")
 _KIND = {"latency": "latency", "first token latency": "ttft", "time to output token": "tpot"}
@@ -74,7 +77,12 @@ def read(path: Path, data: bytes, source, read_file) -> list[ToolRun]:
         elif key in _MEAN:
             figures.setdefault(_MEAN[key], {})["mean"] = _float(path, key, value) / 1e6
     trace = path.parent / TRACE
-    if trace.is_file():
+    if trace.is_file() and trace.stat().st_size == 0:
+        run.files.append(read_file(trace)[1])
+        run.summary_reason = (f"{TRACE} is empty (LoadGen writes per-sample latencies only with "
+                              "log_settings.enable_trace): summary and detail logs hold percentiles only")
+        run.completed = int(detail.get("result_query_count") or detail.get("generated_query_count") or 0)
+    elif trace.is_file():
         tdata, tsrc = read_file(trace)
         run.files.append(tsrc)
         _trace(trace, tdata, run)
@@ -124,21 +132,57 @@ def _detail(path: Path, read_file, run: ToolRun) -> dict:
     return out
 
 
-def _trace(path: Path, data: bytes, run: ToolRun) -> None:
-    doc = checks.load_json(path, data)
-    events = doc.get("traceEvents") if isinstance(doc, dict) else None
-    if not isinstance(events, list):
+#: The trace events that carry per-sample timing (LoadGen 6.0.17 `loadgen.cc`): `Sample` (async
+#: begin, `args.complete_ns`: the sample's latency from its scheduled time) and `Token_Latency`
+#: (a counter per sample, `args.issue_delay` + `args.issue_to_done`: its first-token latency).
+_TIMED = ("Sample", "Token_Latency", "Token")
+
+
+def _events(path: Path, data: bytes) -> list:
+    """The trace's timing events. LoadGen writes one event per line, and some `args` of other
+    events with doubled quotes (`"key":""loadgen_version""`), so the file as a whole is often not
+    JSON: then each line of a timing event is read alone (and must be JSON)."""
+    try:
+        doc = json.loads(data)
+    except (ValueError, UnicodeDecodeError):
+        doc = None
+    if isinstance(doc, dict):
+        events = doc.get("traceEvents")
+        if not isinstance(events, list):
+            raise checks.refuse(path, "traceEvents", "missing: not a LoadGen trace")
+        return [e for e in events if isinstance(e, dict) and e.get("name") in _TIMED]
+    text = data.decode(errors="replace")
+    if not text.lstrip().startswith('{"traceEvents"'):
         raise checks.refuse(path, "traceEvents", "missing: not a LoadGen trace")
+    out = []
+    for n, line in enumerate(text.splitlines(), 1):
+        line = line.strip().rstrip(",")
+        if not any(line.startswith(f'{{"name":"{name}"') for name in _TIMED):
+            continue
+        try:
+            out.append(json.loads(line))
+        except ValueError as exc:
+            raise checks.refuse(path, f"line {n}", f"not a valid trace event ({exc})") from None
+    return out
+
+
+def _trace(path: Path, data: bytes, run: ToolRun) -> None:
     lat, ttft = [], []
-    for i, ev in enumerate(events):
-        if isinstance(ev, dict) and ev.get("ph") == "b" and ev.get("name") in ("Sample", "Token"):
-            ns = checks.number(path, f"traceEvents[{i}].args.complete_ns", (ev.get("args") or {}).get("complete_ns"))
+    for i, ev in enumerate(_events(path, data)):
+        args = ev.get("args") if isinstance(ev.get("args"), dict) else {}
+        if ev.get("name") in ("Sample", "Token") and ev.get("ph") == "b":
+            ns = checks.number(path, f"{ev['name']} event {i}.args.complete_ns", args.get("complete_ns"))
             (lat if ev["name"] == "Sample" else ttft).append(ns * 1e-9)
+        elif ev.get("name") == "Token_Latency":
+            at = f"Token_Latency event {i}.args"
+            ns = checks.number(path, f"{at}.issue_delay", args.get("issue_delay")) + \
+                checks.number(path, f"{at}.issue_to_done", args.get("issue_to_done"))
+            ttft.append(ns * 1e-9)
     if not lat:
         raise checks.refuse(path, "traceEvents", "no Sample events: the trace holds no per-sample latency")
     run.samples["latency"] = lat
     if ttft:
         if len(ttft) != len(lat):
-            raise checks.refuse(path, "traceEvents", f"{len(ttft)} Token events for {len(lat)} Sample events")
+            raise checks.refuse(path, "traceEvents", f"{len(ttft)} first-token events for {len(lat)} Sample events")
         run.samples["ttft"] = ttft
     run.completed = len(lat)

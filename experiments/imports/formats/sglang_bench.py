@@ -55,6 +55,8 @@ def _run(path: Path, doc, source, idx: int, at: str) -> ToolRun:
     run = ToolRun(TOOL, [source], index=idx, completed=completed, duration_s=duration, model=doc.get("model_id"),
                   command=[f"{k}={doc[k]}" for k in SETTINGS if doc.get(k) is not None],
                   concurrency=doc.get("max_concurrency"))
+    if str(doc.get("dataset_name", "")).startswith("random") and isinstance(doc.get("random_output_len"), int):
+        run.output_len = doc["random_output_len"]  # the most a request asks for (all of it at range ratio 1)
     if "ttfts" in doc:
         _details(path, doc, run)
     else:

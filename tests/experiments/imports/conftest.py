@@ -26,12 +26,21 @@ def project(tmp_path):
 
 
 @pytest.fixture
-def where():
-    """Trials at kv_cache=256 MiB of llamacpp-tinyllama-kv on a named CPU."""
+def where_at():
+    """Trials at kv_cache=256 MiB of llamacpp-tinyllama-kv on a named CPU, the contract held at
+    the given load (concurrency, output tokens; None: the contract's own)."""
     from luma.experiments.imports.placement import target
 
-    return target("llamacpp-tinyllama-kv", ["kv_cache=256MiB"], architecture="AMD EPYC 7B13", kind="cpu",
-                  vendor="AMD")
+    def at(concurrency=None, max_new_tokens=None):
+        return target("llamacpp-tinyllama-kv", ["kv_cache=256MiB"], architecture="AMD EPYC 7B13", kind="cpu",
+                      vendor="AMD", concurrency=concurrency, max_new_tokens=max_new_tokens)
+    return at
+
+
+@pytest.fixture
+def where(where_at):
+    """The synthetic files' load: concurrency 1, 32 output tokens."""
+    return where_at(1, 32)
 
 
 @pytest.fixture

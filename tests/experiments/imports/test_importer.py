@@ -53,8 +53,8 @@ def test_failed_requests_fail_with_cause_error(project, where):
     assert not any(o["metric"].startswith("p90_") for o in j.record["observations"])
 
 
-def test_few_llama_bench_repetitions_are_inconclusive(project, where):
-    res = import_files(project, "llama-bench", [DATA / "llama-bench/synthetic-5-reps/bench.json"], where,
+def test_few_llama_bench_repetitions_are_inconclusive(project, where_at):
+    res = import_files(project, "llama-bench", [DATA / "llama-bench/synthetic-5-reps/bench.json"], where_at(1, 64),
                        key="runner-a")
     assert res.trials[0].verdict == "INCONCLUSIVE"
 
