@@ -71,11 +71,12 @@ def values(spec: EndpointSpec, state: dict, model: str, variant: str, port: int,
             out["kv_tokens"] = int(state["kv_cache"])
         elif spec.variants[variant].kv_bytes_per_token:
             per, block = spec.variants[variant].kv_bytes_per_token, spec.kv_token_block
-            out["kv_tokens"] = int(state["kv_cache"] // per) // block * block
+            out["kv_tokens"] = (int(state["kv_cache"] // per) // block - spec.kv_reserved_blocks) * block
             if out["kv_tokens"] < 1:
                 # An engine reads 0 as "the model's own window": the state would not be enforced.
+                kept = f" beyond the {spec.kv_reserved_blocks} the engine keeps" if spec.kv_reserved_blocks else ""
                 raise KVBudgetError(f"a KV cache of {state['kv_cache']} bytes holds no whole block of {block} tokens "
-                                    f"at {per:g} bytes per token ({variant})")
+                                    f"at {per:g} bytes per token{kept} ({variant})")
     if "hbm_capacity" in state:
         out["hbm_fraction"] = f"{min(1.0, state['hbm_capacity'] / memory_per_gpu()):.4f}"
     return out

@@ -33,7 +33,7 @@ PLACEHOLDERS = {
     "host_memory": "the host-memory level in bytes (also enforced as the server's RLIMIT_DATA)",
     "kv_cache": "the KV-cache level in its unit (tokens or bytes)",
     "kv_tokens": "the KV-cache level in tokens: as given, or a byte level / the variant's kv_bytes_per_token, "
-                 "rounded down to the engine's kv_token_block",
+                 "rounded down to the engine's kv_token_block, less its kv_reserved_blocks",
     "accelerator_count": "the accelerator count (CUDA_VISIBLE_DEVICES lists that many GPUs)",
     "hbm_fraction": "the HBM level as a share of one GPU's memory (vLLM's --gpu-memory-utilization)",
     "hbm_capacity": "the HBM level in bytes",
@@ -110,6 +110,9 @@ class EndpointSpec(StrictModel):
     #: The engine allocates KV cells in blocks of this many tokens (llama.cpp: 256), so a byte
     #: level buys the whole blocks that fit in it.
     kv_token_block: Annotated[StrictInt, Field(ge=1, le=1 << 20)] = 1
+    #: Whole blocks the engine keeps out of the KV cache it is given, so `{kv_tokens}` is what
+    #: requests can use (vLLM: one, its null block).
+    kv_reserved_blocks: Annotated[StrictInt, Field(ge=0, le=1 << 20)] = 0
     #: Failure causes by what the server says (a failed request's body or the log's tail), e.g.
     #: {"kv-capacity" = ["exceed context window"]}: the engine's words for a resource running out.
     causes: dict[Name, Annotated[list[Annotated[StrictStr, Field(min_length=3)]], Field(min_length=1)]] = {}

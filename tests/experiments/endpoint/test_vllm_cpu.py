@@ -77,19 +77,20 @@ def test_the_contract_reaches_vllm_in_exact_bytes_and_bound_cores(tmp_path, monk
     monkeypatch.setattr(vllm_cpu, "python", lambda: tmp_path / "bin" / "python")
     c = contract.load("vllm-cpu-tinyllama-kv")
     p = pex.plan(c)
-    assert [pex.states.describe(lv) for lv in p.levels] == ["128 KiB", "256 KiB", "512 KiB"]
+    assert [pex.states.describe(lv) for lv in p.levels] == ["64 KiB", "96 KiB"]
     assert p.variant == "kv-fp8"
     ep = c.endpoint
     state = p.state(1).enforced()
-    assert state == {"kv_cache": 262144, "compute": 1}
+    assert state == {"kv_cache": 98304, "compute": 1}
     vals = launch.values(ep, state, "/m", "kv-fp8", 8000)
     command = launch.render(ep.launch, vals) + launch.render(ep.variants["kv-fp8"].args, vals)
     assert command[0] == str(tmp_path / "bin" / "python")
-    assert command[command.index("--kv-cache-memory-bytes") + 1] == "262144"
+    assert command[command.index("--kv-cache-memory-bytes") + 1] == "98304"
+    assert command[command.index("--max-model-len") + 1] == "352"  # 12 blocks of 32 at 256 B, one kept back
     assert command[-2:] == ["--kv-cache-dtype", "fp8_e5m2"]
     env = {k: v.format_map(vals) for k, v in ep.env.items()}
     assert env["VLLM_CPU_OMP_THREADS_BIND"] == str(launch.server_cores({"compute": 1})[0])
-    assert env["VLLM_CPU_KVCACHE_SPACE"] == ""  # vLLM ignores it empty; set, it would override the bytes
+    assert "VLLM_CPU_KVCACHE_SPACE" not in env  # set, vLLM would let it override the exact bytes
 
 
 def test_vllms_refusal_of_a_too_small_kv_cache_is_a_kv_capacity_failure():
