@@ -115,8 +115,11 @@ def run(spec: dict) -> dict:
                                           Path(tmp) / "server.log", spec.get("units"))
                 except launch.LaunchError as exc:
                     # An engine that refuses to start for want of a resource says so in its log
-                    # (vLLM: a KV cache too small for one sequence): the contract's words name the cause.
-                    tel.update(failure_cause=_declared(ep_spec.causes, f"{exc} {exc.log_tail}") or "launch",
+                    # (vLLM: a KV cache too small for one sequence), often well above the tail its
+                    # shutdown tracebacks leave: the contract's words, found in the whole log, name the cause.
+                    log = Path(tmp) / "server.log"
+                    said = log.read_text(errors="replace") if log.is_file() else exc.log_tail
+                    tel.update(failure_cause=_declared(ep_spec.causes, f"{exc} {said}") or "launch",
                                error=str(exc)[:500], log_tail=exc.log_tail)
                     return tel
                 except launch.KVBudgetError as exc:
