@@ -41,8 +41,7 @@ endpoint = LazyGroup("endpoint", help=(
 
 engine = LazyGroup("engine", help=(
     "Serving engines on this host: llama.cpp (through llama-cpp-python) and its model converter, vLLM's CPU build."), lazy={
-    "install": ("luma.cli.engine:install_cmd",
-        "Install the serving engine NAME on this host."),
+    "install": ("luma.cli.engine:install_cmd", "Install the serving engine NAME on this host."),
     "status": ("luma.cli.engine:status_cmd",
         "What this environment has of each engine (version, converter, cache folder)."),
 })

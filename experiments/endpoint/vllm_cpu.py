@@ -92,7 +92,7 @@ def install(progress=print, base_python: str | None = None) -> dict:
     _run([base_python or sys.executable, "-m", "venv", str(root)], "python -m venv")
     exe = root / "bin" / "python"
     progress(f"installing {', '.join(PINS)} (a 133 MB wheel and its dependencies; minutes the first time)")
-    _run([str(exe), "-m", "pip", "install", "--disable-pip-version-check", *PINS], "pip install")
+    _run([str(exe), "-m", "pip", "install", *PINS], "pip install")
     removed = [m for m in UNUSABLE if _has(exe, m) and not _imports(exe, m)]
     if removed:
         progress(f"removing {', '.join(removed)}: PyPI's wheels are built against CUDA torch and cannot load here")

@@ -99,3 +99,7 @@ def test_vllms_refusal_of_a_too_small_kv_cache_is_a_kv_capacity_failure():
             "is needed, which is larger than the available KV cache memory (0.0 GiB).")
     assert trial._declared(causes, said) == "kv-capacity"
     assert trial._declared(causes, "RuntimeError: Engine core initialization failed.") is None
+    said = "NotImplementedError: FP8 KV cache on CPU requires x86 with AVX-512 or AMX."
+    assert trial._declared(causes, said) == "isa-unsupported"
+    said = "This model's maximum context length is 96 tokens. However, your prompt contains 120 input tokens"
+    assert trial._declared(causes, said) == "kv-capacity"
