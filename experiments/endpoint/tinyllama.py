@@ -14,6 +14,7 @@ import importlib.resources
 import json
 import os
 import shutil
+import sys
 from pathlib import Path
 
 from luma.kernels.sentences import CALIBRATION, SENTENCES
@@ -77,3 +78,17 @@ def build(out: Path) -> Path:
         shutil.rmtree(out)
     os.replace(tmp, out)
     return out
+
+
+def main(argv: list[str]) -> int:
+    """`python -m luma.experiments.endpoint.tinyllama OUT`: build the model into the folder OUT
+    (a contract's `prepare` for engines that load Hugging Face folders, e.g. vLLM)."""
+    if len(argv) != 1:
+        print("usage: python -m luma.experiments.endpoint.tinyllama OUT", file=sys.stderr)
+        return 2
+    build(Path(argv[0]))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

@@ -53,6 +53,12 @@ def quality(ep: client.Endpoint, reference: str) -> float:
     return float(cos.mean())
 
 
+def _declared(causes: dict, said: str) -> str | None:
+    """The first of the contract's causes whose words the server's text contains."""
+    said = said.lower()
+    return next((cause for cause, words in causes.items() if any(w.lower() in said for w in words)), None)
+
+
 def _classify(tel: dict, res: client.EndpointResult, server, state: dict, phase: str,
               causes: dict | None = None) -> None:
     """Set the failure cause of a load phase whose requests failed (`causes`: the contract's
@@ -67,7 +73,7 @@ def _classify(tel: dict, res: client.EndpointResult, server, state: dict, phase:
     details = "; ".join(res.error_details[:3])
     tail = server.log_tail() if server is not None else ""
     said = (tail + " " + " ".join(res.error_details)).lower()
-    declared = [cause for cause, words in causes.items() if any(w.lower() in said for w in words)]
+    declared = [c for c in [_declared(causes, said)] if c]
     # Out of memory under the state's own data limit, whether the server answered 5xx or died of
     # it (an uncaught std::bad_alloc aborts it): the log says which.
     oom = bool(state.get("host_memory")) and any(s in said for s in _OOM_TEXT)
@@ -108,7 +114,13 @@ def run(spec: dict) -> dict:
                     server = launch.start(ep_spec, state, str(spec["artifact"]), spec["variant"],
                                           Path(tmp) / "server.log", spec.get("units"))
                 except launch.LaunchError as exc:
-                    tel.update(failure_cause="launch", error=str(exc)[:500], log_tail=exc.log_tail)
+                    # An engine that refuses to start for want of a resource says so in its log
+                    # (vLLM: a KV cache too small for one sequence), often well above the tail its
+                    # shutdown tracebacks leave: the contract's words, found in the whole log, name the cause.
+                    log = Path(tmp) / "server.log"
+                    said = log.read_text(errors="replace") if log.is_file() else exc.log_tail
+                    tel.update(failure_cause=_declared(ep_spec.causes, f"{exc} {said}") or "launch",
+                               error=str(exc)[:500], log_tail=exc.log_tail)
                     return tel
                 except launch.KVBudgetError as exc:
                     tel.update(failure_cause="kv-capacity", error=str(exc)[:500])

@@ -124,6 +124,10 @@ class _Fake:
                 tok = b'{"choices":[{"text":"a"}]}'
                 if case == "ok":
                     self._stream([tok] * req["max_tokens"] + [b"[DONE]"])
+                elif case == "held-back":  # vLLM: two tokens' text arrives in one chunk, usage at the end
+                    n = req["max_tokens"]
+                    usage = b'{"choices":[],"usage":{"completion_tokens":%d}}' % n
+                    self._stream([b'{"choices":[{"text":"ab"}]}'] + [tok] * (n - 2) + [usage, b"[DONE]"])
                 elif case == "short":
                     self._stream([tok] * 2 + [b"[DONE]"])
                 elif case == "truncated":
@@ -197,6 +201,15 @@ def test_a_sound_stream_is_timed_token_by_token(fake, mode):
     assert all(0 < f <= lat for f, lat in zip(res.ttft, res.latency))
     ok = run(Endpoint(fake.url("embed-ok"), api="embeddings", timeout_s=5), ["a"] * 3, "closed", concurrency=1)
     assert ok.completed == 3 and not ok.ttft
+
+
+def test_tokens_are_the_servers_count_when_the_stream_reports_usage(fake):
+    ep = Endpoint(fake.url("held-back"), api="completions", max_tokens=5, timeout_s=5, exact_tokens=True)
+    res = run(ep, ["a"] * 2, "closed", concurrency=1)
+    assert res.completed == 2 and not res.errors and res.tokens == 10  # 4 chunks each, 5 tokens
+    assert len(res.itl) == 6  # gaps between chunks, as they arrived
+    # TPOT: first to last chunk over the 4 tokens after the first, not over the 3 chunk gaps
+    assert len(res.tpot) == 2 and all(t >= 0 for t in res.tpot)
 
 
 def test_a_request_reaches_the_server_in_one_segment(fake):
