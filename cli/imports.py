@@ -42,6 +42,18 @@ def _command(fmt: str, doc: str) -> click.Command:
     @project(WRITE, when=lambda p: not p["no_ingest"])
     def cmd(files, contract_ref, state_items, variant, concurrency, max_new_tokens, architecture, kind, vendor, here, key, sprint, tool_version,
             no_ingest, out, fmt):
+        # Usage mistakes are the CLI's: the library below names fields, never flags.
+        if here and architecture:
+            raise click.UsageError("--here and --architecture both name the architecture: give one")
+        if not here and not architecture:
+            raise click.UsageError("which machine did the tool run on? --architecture NAME --architecture-kind KIND "
+                                   "--vendor V, or --here for this host")
+        if architecture and (kind is None or not vendor):
+            raise click.UsageError("--architecture needs --architecture-kind and --vendor")
+        if no_ingest and out is None:
+            raise click.UsageError("--no-ingest needs --out FILE (where the records go)")
+        if not state_items:
+            raise click.UsageError("no state: give the machine state the tool ran at (--state DIM=LEVEL)")
         settings = command_settings()
         where = target(contract_ref, list(state_items), settings=settings, variant=variant,
                        architecture=architecture, kind=kind, vendor=vendor, here=here, concurrency=concurrency,

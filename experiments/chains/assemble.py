@@ -136,8 +136,7 @@ def _mixed(trials: list[TrialRecord]) -> list[str]:
     """One line per part the trials disagree on (a chain is of one contract, workload,
     architecture and evidence class)."""
     out = []
-    for part, flag in (("contract", "--contract"), ("workload", "--workload"), ("architecture", "--architecture"),
-                       ("evidence_class", "--evidence-class")):
+    for part in ("contract", "workload", "architecture", "evidence_class"):
         groups: dict[str, list] = {}
         for t in trials:
             value = getattr(t.model, part)
@@ -148,7 +147,7 @@ def _mixed(trials: list[TrialRecord]) -> list[str]:
                     if len(set(names)) == 1 else f"{len(groups)} {part.replace('_', ' ')}es"
                     if part.endswith("class") else f"{len(groups)} {part}s")
             counts = ", ".join(f"{n} ({len(v)})" for n, v in zip(names, groups.values()))
-            out.append(f"trials of {what} mixed: {counts}; narrow the selection with {flag}")
+            out.append(f"trials of {what} mixed: {counts}; narrow the selection by {part.replace('_', ' ')}")
     return out
 
 

@@ -27,9 +27,8 @@ from luma.kb.operations.runner_keys import keygen, project_signer
 from luma.kb.records.loader import iter_records
 from luma.kb.store.ledger import Ledger
 from luma.kb.trust import attestation as att
+from luma.kb.trust.runners import attested_kinds
 
-#: Record kinds a sprint leaves in the ledger that the set ships.
-KINDS = ("pex-trial", "pex-chain")
 #: The entry of the machine's own measured record (`luma machine characterize`: memory bandwidth,
 #: matmul throughput per core count), listed with the contracts.
 CHARACTERIZE = "machine-characterize"
@@ -105,7 +104,8 @@ def _payloads(ledger: Ledger, run: ContractRun) -> list[str]:
     if run.name == CHARACTERIZE:
         rows = ledger.rows_of_kinds(["machine"], "source", "payload")
         return [p for src, p in rows if src == run.sprint][-1:]
-    rows = ledger.rows_of_kinds(KINDS, "source", "payload")
+    # Whatever signed records the sprint wrote under its folder (trials, chain): the kinds a runner attests.
+    rows = ledger.rows_of_kinds(attested_kinds(), "source", "payload")
     return [p for src, p in rows if f"/sprints/{run.sprint}/" in src.replace("\\", "/")]
 
 
@@ -123,7 +123,7 @@ def export_machine(settings, out: Path, machine: dict, runs: list[ContractRun], 
         if old["key"]["fingerprint"] != machine["key"]["fingerprint"]:
             raise ConfigError(f"machine {mid} of the set was signed by key {old['key']['fingerprint']}, not this "
                               f"project's {machine['key']['fingerprint']}: append from the project that holds its key",
-                              source="--append")
+                              field="append")
         names = {r.name for r in runs}
         machine = {**old, "contracts": [c for c in old["contracts"] if c["name"] not in names],
                    "files": [f for f in old["files"] if f.get("contract") not in names]}

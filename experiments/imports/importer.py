@@ -109,9 +109,9 @@ def import_files(settings, fmt: str, paths: list[Path], target: Target, *, key: 
                  sprint: str | None = None, tool_version: str | None = None, ingest: bool = True,
                  out: Path | None = None, progress: Callable[[Path], None] | None = None) -> ImportResult:
     """Read, judge, sign (measured only) and ingest or write the trials of `paths`, all or nothing."""
-    check_contract(target.contract, "--contract")
+    check_contract(target.contract, "contract")
     if not ingest and out is None:
-        raise ConfigError("--no-ingest needs --out FILE (where the records go)", field="--out")
+        raise ConfigError("records not ingested need a file to go to", field="out")
     runs = read_runs(fmt, paths, settings, tool_version, progress)
     for run in runs:
         why = load_mismatch(run, target.contract)

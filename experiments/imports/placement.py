@@ -24,12 +24,12 @@ def parse_state(items: list[str], base: dict) -> states.State:
     for item in items:
         dim, sep, text = item.partition("=")
         if not sep or not dim.strip() or not text.strip():
-            raise StateError(f"{item!r} is not DIM=LEVEL (e.g. kv_cache=256MiB, compute=2core)", field="--state")
+            raise StateError(f"state {item!r} is not DIM=LEVEL (e.g. kv_cache=256MiB, compute=2core)", field="state")
         dim = dim.strip()
         levels[dim] = states.parse_level(dim, text)
         states.unit_kind(dim, levels[dim])
     if not levels:
-        raise StateError("no state: give the machine state the tool ran at (--state DIM=LEVEL)", field="--state")
+        raise StateError("no state: name the machine state the tool ran at (DIM=LEVEL)", field="state")
     return states.State.of(levels)
 
 
@@ -56,7 +56,7 @@ def at_load(c: contracts.Contract, concurrency: int | None = None,
         return contracts.Contract.model_validate(data)
     except ValueError as exc:
         raise ConfigError(f"the contract at that load is not valid: {str(exc).splitlines()[0]}",
-                          field="--concurrency") from None
+                          field="concurrency") from None
 
 
 def target(contract_ref: str, state_items: list[str], *, settings=None, variant: str | None = None,
@@ -68,15 +68,15 @@ def target(contract_ref: str, state_items: list[str], *, settings=None, variant:
     service = for_contract(c)
     baseline = getattr(service, "baseline", None) or "baseline"
     if here and architecture:
-        raise ConfigError("--here and --architecture both name the architecture: give one", field="--here")
+        raise ConfigError("this host and a named architecture both given: give one", field="architecture")
     if here:
         arch, env, host = this_architecture(), this_environment(), socket.gethostname() or None
     elif architecture:
         if kind not in KINDS or not vendor:
-            raise ConfigError(f"--architecture needs --architecture-kind ({'|'.join(KINDS)}) and --vendor",
-                              field="--architecture")
+            raise ConfigError(f"a named architecture needs its kind ({'|'.join(KINDS)}) and vendor",
+                              field="architecture")
         arch, env, host = {"name": architecture, "kind": kind, "vendor": vendor}, None, None
     else:
-        raise ConfigError("which machine did the tool run on? --architecture NAME --architecture-kind KIND --vendor V, "
-                          "or --here for this host", field="--architecture")
+        raise ConfigError("which machine did the tool run on? name the architecture (name, kind, vendor) or this "
+                          "host", field="architecture")
     return Target(c, parse_state(state_items, dict(c.state)), variant or baseline, service.workload(), arch, env, host)

@@ -90,7 +90,7 @@ def test_trials_of_two_architectures_are_not_mixed(settings, put):
     other = {**LAB, "name": "Lab Xeon 8480"}
     put(complete() + reps(3, 4, "PASS", architecture=other))
     assert refused(settings) == ["trials of 2 architectures mixed: Lab EPYC 9654 (12), Lab Xeon 8480 (3); narrow "
-                                 "the selection with --architecture"]
+                                 "the selection by architecture"]
     narrowed = AssembleConfig(Selection(contract="matvec-memory", architecture=LAB["name"]))
     assert assemble_chain(settings, narrowed).ingested
 
@@ -98,7 +98,7 @@ def test_trials_of_two_architectures_are_not_mixed(settings, put):
 def test_measured_and_vendor_claim_trials_are_not_mixed(settings, put):
     put(complete() + reps(3, 16, "PASS", evidence="vendor-claim"))
     assert refused(settings) == ["trials of 2 evidence classes mixed: measured (12), vendor-claim (3); narrow the "
-                                 "selection with --evidence-class"]
+                                 "selection by evidence class"]
 
 
 def test_too_few_repetitions_make_a_chain_that_says_it_will_not_qualify(settings, put):
