@@ -19,7 +19,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from luma.errors import ContractError, RecordError
-from luma.experiments.chains.boundary import Boundary, Service, find, state_text, verdicts_text
+from luma.experiments.chains.boundary import Boundary, Service, find, verdicts_text
 from luma.experiments.chains.document import chain_document
 from luma.experiments.chains.selection import Selection, TrialRecord, select_trials
 from luma.experiments import services
@@ -183,7 +183,9 @@ def _states(b: Boundary, service: Service) -> list[dict]:
                      "verdicts": verdicts_text([t.model.verdict for t in group]), "trials": len(group)})
     if b.recovered_trials:
         v = [t.model.verdict for t in b.recovered_trials]
-        rows.append({"role": "recovered", "state": state_text(b.recovered_trials[0].model.state),
+        # At the FAIL state (its other levels held, as in the rows above): the crossed level alone.
+        level = b.recovered_trials[0].model.state.dimensions[b.dimension]
+        rows.append({"role": "recovered", "state": f"{b.dimension} {describe(level)}",
                      "variant": b.variant, "verdicts": verdicts_text(v), "trials": len(v)})
     return rows
 
