@@ -19,7 +19,7 @@ from luma.experiments.imports.trials import TOOL, Judged, Target, check_contract
 from luma.kb.knowledge_base import KnowledgeBase
 from luma.kb.operations.runner_keys import project_signer
 from luma.kb.records.loader import validate_document
-from luma.kb.store.ledger import Ledger
+from luma.kb.store.ledger import payloads_of_kind
 from luma.kb.trust.runners import signer
 
 
@@ -93,15 +93,8 @@ def default_sprint(runs: list[ToolRun]) -> str:
 
 def next_sequence(settings, sprint: str) -> int:
     """One past the highest sequence of the sprint's trials already in the ledger."""
-    url = settings.db_url
-    if url.startswith("sqlite:///") and not Path(url[len("sqlite:///"):]).is_file():
-        return 0
-    ledger = Ledger(url)
-    try:
-        rows = ledger.rows_of_kinds(["pex-trial"], "payload")
-    finally:
-        ledger.dispose()
-    seqs = [d.get("sequence", -1) for d in (json.loads(p) for (p,) in rows) if d.get("sprint") == sprint]
+    docs = (json.loads(payload) for _, payload in payloads_of_kind(settings, "pex-trial"))
+    seqs = [d.get("sequence", -1) for d in docs if d.get("sprint") == sprint]
     return max(seqs, default=-1) + 1
 
 

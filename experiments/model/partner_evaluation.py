@@ -15,7 +15,7 @@ from luma.errors import ConfigError, RecordError, UnknownName
 from luma.experiments.model import calibrate, llm_calibrate, partner, space
 from luma.experiments.sprint import contract as contracts
 from luma.kb.records.input_files import PARTNER_FILE
-from luma.kb.store.ledger import Ledger
+from luma.kb.store.ledger import Ledger, missing as ledger_missing
 from luma.kb.trust.partners import read_ledger, read_partner_files
 
 
@@ -52,7 +52,7 @@ def partner_record(ref: str, settings):
         if len(loaded) != 1:
             raise RecordError(f"holds {len(loaded)} records; evaluate one at a time", source=str(path))
         return loaded[0].model, str(path)
-    if settings.db_url.startswith("sqlite:///") and not Path(settings.db_url[len("sqlite:///"):]).is_file():
+    if ledger_missing(settings.db_url):
         raise UnknownName(f"no record file {ref!r}, and the project has no ledger to look it up in", field="RECORD")
     ledger = Ledger(settings.db_url)
     try:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime, timezone
+from pathlib import Path
 
 from sqlalchemy import event, func, insert, inspect, select, text
 from sqlalchemy.engine import Engine
@@ -255,13 +256,17 @@ class Ledger:
         self.engine.dispose()
 
 
+def missing(url: str) -> bool:
+    """True when the ledger at `url` does not exist yet (an SQLite file not made): readers then
+    read nothing, and create nothing."""
+    return url.startswith("sqlite:///") and not Path(url[len("sqlite:///"):]).is_file()
+
+
 def payloads_of_kind(settings, kind: str) -> list[tuple[str, str]]:
     """(content hash, JSON payload) of every record of `kind` in the ledger of the project
     `settings` names, oldest first. Reads nothing (and creates nothing) when the project has no
     ledger yet."""
-    from pathlib import Path
-
-    if settings.db_url.startswith("sqlite:///") and not Path(settings.db_url[len("sqlite:///"):]).is_file():
+    if missing(settings.db_url):
         return []
     ledger = Ledger(settings.db_url)
     try:
