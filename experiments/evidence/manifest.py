@@ -21,6 +21,7 @@ from pathlib import Path
 from luma import __version__
 from luma.errors import RecordError
 from luma.experiments import host
+from luma.experiments.sprint.states import total_memory
 
 FORMAT = 1
 MANIFEST = "manifest.json"
@@ -68,22 +69,12 @@ def machine_id() -> str:
     return f"{slug}-{widest}-{facts['usable_cpus'] or facts['logical_cpus']}c"
 
 
-def _memory_bytes() -> int | None:
-    try:
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemTotal:"):
-                return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    return None
-
-
 def describe_machine(mid: str, fingerprint: str, accelerator: str | None = None) -> dict:
     """This host's manifest entry, without contracts and files yet."""
     env = host.describe()
     return {"id": mid, "cpu_model": env.get("cpu_model"), "isa": env.get("isa"),
             "logical_cpus": env.get("logical_cpus"), "usable_cpus": env.get("usable_cpus"),
-            "memory_bytes": _memory_bytes(), "accelerator": accelerator or "none",
+            "memory_bytes": total_memory(), "accelerator": accelerator or "none",
             "os": f"{platform.system()} {platform.release()}", "python": env.get("python"), "torch": env.get("torch"),
             "luma_version": __version__, "git_revision": env.get("git_revision"),
             "date": datetime.now(timezone.utc).strftime("%Y-%m-%d"),
