@@ -231,21 +231,16 @@ def _type_text(tp) -> str:
     if origin is dict:
         return f"mapping of name to {_type_text(args[1])}" if args else "mapping"
     if isinstance(tp, type):
-        if issubclass(tp, BaseModel):
-            return "a block"
-        if issubclass(tp, bool):
-            return "true or false"
-        if issubclass(tp, int):
-            return "whole number"
-        if issubclass(tp, float):
-            return "number"
-        if issubclass(tp, str):
-            return "text"
-        if issubclass(tp, datetime):
-            return "date-time"
-        if issubclass(tp, date):
-            return "date, YYYY-MM-DD"
+        word = next((w for base, w in _TYPE_WORDS if issubclass(tp, base)), None)
+        if word is not None:
+            return word
     return getattr(tp, "__name__", str(tp))
+
+
+#: A field type in words, the first base that fits (bool before int, datetime before date: each
+#: is a subclass of the next).
+_TYPE_WORDS = ((BaseModel, "a block"), (bool, "true or false"), (int, "whole number"), (float, "number"),
+               (str, "text"), (datetime, "date-time"), (date, "date, YYYY-MM-DD"))
 
 
 def _mapping(tp) -> bool:
