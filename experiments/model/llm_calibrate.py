@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from luma.errors import ContractError, LumaError
-from luma.experiments.model import hardware, llm
+from luma.experiments.model import hardware, llm, llm_config
 from luma.kb.knowledge_base import KnowledgeBase
 from luma.kb.records.machine_catalog import load_machine
 
@@ -103,8 +103,8 @@ def _check(r: dict, where: str, sources: dict, path: str) -> None:
         raise ContractError("a record is a table", source=path, field=where)
     if r.get("source") not in sources:
         bad("source", f"unknown source {r.get('source')!r} (known: {', '.join(sources)})")
-    if r.get("model") not in llm.PRESETS:
-        bad("model", f"unknown model {r.get('model')!r} (presets: {', '.join(llm.PRESETS)})")
+    if r.get("model") not in llm_config.PRESETS:
+        bad("model", f"unknown model {r.get('model')!r} (presets: {', '.join(llm_config.PRESETS)})")
     try:
         _machine(str(r.get("machine")))
     except LumaError as exc:
@@ -172,7 +172,7 @@ def _prepare(records: list[dict]) -> list[tuple]:
              "kv_fraction": FIXED["kv_fraction"], "waves": np.array([r["scenario"] == "static" for r in rows])}
         metrics = [r["metric"] for r in rows]
         scale = np.array([_SCALE[r["unit"]] for r in rows])
-        out.append((np.array(idx), llm.PRESETS[model], s, [_vendor(r["machine"]) for r in rows], metrics, scale))
+        out.append((np.array(idx), llm_config.PRESETS[model], s, [_vendor(r["machine"]) for r in rows], metrics, scale))
     return out
 
 

@@ -23,7 +23,7 @@ import numpy as np
 
 from luma.experiments.imports import mlperf_benchmarks as bench
 from luma.experiments.imports.mlperf_records import SOURCE_TOOL
-from luma.experiments.model import llm_calibrate
+from luma.experiments.model import llm_calibrate, llm_config
 from luma.kb.records.machine_catalog import catalog
 from luma.kb.records.pex_trial import PexTrial
 from luma.kb.store.ledger import payloads_of_kind
@@ -69,7 +69,7 @@ def records(trials: list[PexTrial]) -> list[dict]:
         tokens, samples = _obs(t, "token_throughput"), _obs(t, "throughput")
         if b is None or b.preset is None or machine not in known or not tokens or not samples:
             continue
-        cfg = llm_calibrate.llm.PRESETS[b.preset]
+        cfg = llm_config.PRESETS[b.preset]
         count = int(dims["accelerator_count"].value)
         tp = _tp(machine, count, cfg.weight_bytes("fp8"))
         replicas = max(count // tp, 1)

@@ -23,10 +23,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from luma.errors import ContractError
-from luma.experiments.model import llm
+from luma.experiments.model import llm, llm_config
 
 #: Tiny GPT of the decoder service (experiments/services/tiny_gpt.py: GPTConfig defaults).
-TINY_GPT = llm.ModelConfig("tiny-gpt", layers=2, hidden=128, heads=4, kv_heads=4, intermediate=512, vocab=256,
+TINY_GPT = llm_config.ModelConfig("tiny-gpt", layers=2, hidden=128, heads=4, kv_heads=4, intermediate=512, vocab=256,
                            gated_ffn=False, precision="fp32",
                            # + biases, learned positions (512 x 128), LayerNorm weights and biases
                            params=2 * (128 * 384 + 384 + 128 * 128 + 128 + 128 * 512 + 512 + 512 * 128 + 128 + 512)

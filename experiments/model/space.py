@@ -34,7 +34,7 @@ from pathlib import Path
 import numpy as np
 
 from luma.errors import ConfigError, ContractError
-from luma.experiments.model import hardware, llm
+from luma.experiments.model import hardware, llm_config
 from luma.experiments.model.services import get as get_service
 from luma.kb.records.input_files import CONFIG_FILE, read_text
 from luma.kb.records.documents import parse_toml
@@ -75,7 +75,7 @@ class Axis:
 class Space:
     name: str
     axes: dict[str, Axis]
-    model: llm.ModelConfig | None = None
+    model: llm_config.ModelConfig | None = None
     cost: dict = field(default_factory=dict)
     quality: dict = field(default_factory=dict)
     machines: dict = field(default_factory=dict)
@@ -166,7 +166,7 @@ def load(path: str | Path, contract, *, project=None) -> Space:
     if extra:
         raise ContractError(f"unknown key (known: {', '.join(sorted(known))})", source=str(p), field=extra[0])
     try:
-        model = llm.config(data["model"], project) if "model" in data else None
+        model = llm_config.config(data["model"], project) if "model" in data else None
         variants = None if model else get_service(contract.service).variants
         axes = {}
         for name, raw in (data.get("axes") or {}).items():
@@ -224,7 +224,7 @@ def from_state(state: Mapping[str, object] | None, contract, model: str | None =
     if isinstance(state, str):
         raise TypeError("from_state takes {dimension: level}; parse a DIM=LEVEL,... text first")
     project = project if project is not None else getattr(base, "project", None)
-    cfg = llm.config(model, project) if model else (base.model if base else None)
+    cfg = llm_config.config(model, project) if model else (base.model if base else None)
     levels: dict = {} if cfg else {k: v for k, v in contract.state.items()}
     levels.update(state or {})
     variants = None if cfg else get_service(contract.service).variants

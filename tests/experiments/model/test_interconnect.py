@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from luma.errors import ConfigError, RecordError
-from luma.experiments.model import hardware, llm
+from luma.experiments.model import hardware, llm, llm_config
 from luma.kb.records.machine import MachineRecord
 from luma.kb.records.machine_catalog import load_machine
 
@@ -52,7 +52,7 @@ def test_small_all_reduce_takes_single_digit_microseconds_on_nvlink(tp):
 
 
 def test_decode_step_pays_two_small_all_reduces_per_layer_not_a_ring_of_latencies():
-    cfg = llm.PRESETS["llama-2-70b"]
+    cfg = llm_config.PRESETS["llama-2-70b"]
     terms = _link_terms("nvidia-h100-sxm5-80gb", 8.0)
     s = {"weight_bytes": 2.0, "kv_bytes": 2.0, "flops": 989e12, "bandwidth": 3.35e12, "capacity": 85.5e9,
          "interconnect": terms["link"], "links": terms["links"], "topology": terms["topology"],

@@ -11,9 +11,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from luma.errors import ConfigError, UnknownName
-from luma.experiments.model import llm
+from luma.experiments.model import llm, llm_config
 
-L2_70B = llm.PRESETS["llama-2-70b"]
+L2_70B = llm_config.PRESETS["llama-2-70b"]
 
 
 def test_llama_2_70b_kv_cache_is_327680_bytes_per_token():
@@ -22,7 +22,7 @@ def test_llama_2_70b_kv_cache_is_327680_bytes_per_token():
 
 
 def test_llama_2_7b_fp16_weights_are_13_5_gb():
-    cfg = llm.PRESETS["llama-2-7b"]
+    cfg = llm_config.PRESETS["llama-2-7b"]
     assert cfg.total_params() == 6_738_415_616  # the published 6.74 B parameters
     assert cfg.weight_bytes() == pytest.approx(13.48e9, rel=1e-3)
 
@@ -30,7 +30,7 @@ def test_llama_2_7b_fp16_weights_are_13_5_gb():
 @pytest.mark.parametrize("name, billions", [("llama-2-13b", 13.0), ("llama-2-70b", 69.0), ("llama-3-8b", 8.03),
                                             ("llama-3-70b", 70.6), ("mistral-7b", 7.24)])
 def test_presets_match_their_published_parameter_counts(name, billions):
-    assert llm.PRESETS[name].total_params() / 1e9 == pytest.approx(billions, rel=0.01)
+    assert llm_config.PRESETS[name].total_params() / 1e9 == pytest.approx(billions, rel=0.01)
 
 
 def test_precision_scales_weights_and_kv():
@@ -48,7 +48,7 @@ def _state(**over):
 
 
 def test_weights_only_decode_is_bounded_by_the_weights_it_reads_over_bandwidth():
-    cfg = llm.PRESETS["llama-2-7b"]
+    cfg = llm_config.PRESETS["llama-2-7b"]
     bound = llm.decode_lower_bound(cfg, 3.35e12)
     # The matmul weights (6.61 B parameters): the input embedding is a lookup of one row per token.
     assert bound == (cfg.total_params() - cfg.vocab * cfg.hidden) * 2 / 3.35e12  # 13.22 GB / 3.35 TB/s = 3.94 ms
@@ -61,7 +61,7 @@ def test_weights_only_decode_is_bounded_by_the_weights_it_reads_over_bandwidth()
 def test_decode_lower_bound_does_not_read_the_input_embedding_table_per_token():
     # Llama-3-8B's 128,256 x 4,096 input embedding is 1.05 GB of its 16.06 GB of bf16 weights
     # (6.5 %); a token reads one 8 KiB row of it, not the table.
-    cfg = llm.PRESETS["llama-3-8b"]
+    cfg = llm_config.PRESETS["llama-3-8b"]
     table = cfg.vocab * cfg.hidden * 2
     assert llm.decode_lower_bound(cfg, 1.0) == cfg.weight_bytes() - table
     one = llm.serve(cfg, _state(weight_bytes=2.0, context=1.0, new_tokens=1.0, capacity=1e12))
@@ -169,19 +169,19 @@ def test_config_from_hugging_face_json(tmp_path):
     path.write_text(json.dumps({"num_hidden_layers": 32, "hidden_size": 4096, "num_attention_heads": 32,
                                 "num_key_value_heads": 8, "intermediate_size": 14336, "vocab_size": 32000,
                                 "torch_dtype": "bfloat16"}))
-    cfg = llm.config(str(path))
-    assert cfg.total_params() == llm.PRESETS["mistral-7b"].total_params() and cfg.precision == "bf16"
+    cfg = llm_config.config(str(path))
+    assert cfg.total_params() == llm_config.PRESETS["mistral-7b"].total_params() and cfg.precision == "bf16"
     path.write_text(json.dumps({"hidden_size": 4096}))
     with pytest.raises(ConfigError, match="num_attention_heads"):
-        llm.config(str(path))
+        llm_config.config(str(path))
 
 
 def test_bad_model_inputs():
     with pytest.raises(UnknownName, match="unknown model 'gpt-9'"):
-        llm.config("gpt-9")
+        llm_config.config("gpt-9")
     with pytest.raises(ConfigError, match="not a multiple"):
-        llm.ModelConfig("x", 2, 64, 6, 4, 128, 100)
+        llm_config.ModelConfig("x", 2, 64, 6, 4, 128, 100)
     with pytest.raises(ConfigError, match="positive whole number"):
-        llm.ModelConfig("x", -1, 64, 4, 4, 128, 100)
+        llm_config.ModelConfig("x", -1, 64, 4, 4, 128, 100)
     with pytest.raises(ConfigError, match="unknown precision"):
-        llm.ModelConfig("x", 2, 64, 4, 4, 128, 100, precision="fp7")
+        llm_config.ModelConfig("x", 2, 64, 4, 4, 128, 100, precision="fp7")
