@@ -59,37 +59,58 @@ def _hop(size, link, links, topology, lat):
     return size / (link * np.where(topology == 0, links, 1.0)) + lat
 
 
+#: Arrival processes (the `arrival` key of serve()): a closed loop of `concurrency` clients, an
+#: open loop at `rate` requests/s (Poisson, or gamma-distributed gaps of shape `burstiness`), and
+#: offline (every request queued at once: `concurrency` requests).
+ARRIVALS = {"closed": 0.0, "poisson": 1.0, "offline": 2.0}
+#: Batching (the `batching` key): static batches that start together, continuous (in-flight)
+#: batching with a prompt prefilled whole in one step, or chunked prefill (`chunk` tokens a step).
+BATCHING = {"static": 0.0, "continuous": 1.0, "chunked": 2.0}
+
+
 def serve(cfg: ModelConfig, s: dict) -> dict:
     """Predicted figures of serving `cfg` on the states `s` (a dict of broadcastable arrays):
 
     weight_bytes, kv_bytes (per element), flops, bandwidth, capacity, interconnect (one link, one
     direction), links, topology (hardware.TOPOLOGY codes), link_latency (one synchronisation step),
-    power (per device); count, tp, pp; concurrency, context (prompt tokens), new_tokens,
-    max_batch; eff_compute, eff_bandwidth, eff_link; runtime_bytes (per device), step_overhead
-    (seconds per engine step), seq_overhead (seconds per sequence per step), act_bytes; optional kv_pool (bytes of a dedicated KV pool, NaN:
-    the KV cache shares device memory), kv_block (tokens per KV block) and kv_vector_extra
-    (bytes added per stored K or V vector, e.g. an int8 scale); optional codec keys (a partner's
-    intervention, see effects.py): kv_capacity_factor (stored KV bytes = raw / it),
-    kv_read_factor (KV bytes read per decode step = raw / it), kv_encode_rate (bytes/s per device
-    the codec encodes KV at), step_added (seconds added to every decode step); queue_factor
-    (scales the prefill queueing wait, calibrated); waves (True: static batching, the batch's
-    sequences start together and prefill as one batch, as the shipped decoder does; False:
-    continuous batching, each step decodes the running sequences and prefills the new prompts).
+    power (per device); count, tp, pp (per replica), replicas (data-parallel copies, default 1),
+    ep (expert-parallel group, MoE; default tp); concurrency (closed-loop clients or offline
+    requests, all replicas), context (prompt tokens: the mean of a length mix), context_sq (E[P²]
+    of the mix, default P²), new_tokens (the mean), max_batch; arrival (ARRIVALS code), rate
+    (requests/s, all replicas), burstiness (gamma shape of the gaps, 1 = Poisson); batching
+    (BATCHING code; `waves` True is the same as static), chunk (prefill tokens per step under
+    chunked prefill); eff_compute, eff_bandwidth, eff_link; runtime_bytes (per device),
+    step_overhead (seconds per engine step), seq_overhead (seconds per sequence per step),
+    tp_overhead (seconds per all-reduce per doubling of the tensor-parallel group: kernel launch
+    and synchronisation an engine adds beyond the link), act_bytes; optional kv_pool (bytes of a
+    dedicated KV pool, NaN: the KV cache shares device memory), kv_block (tokens per KV block) and
+    kv_vector_extra (bytes added per stored K or V vector, e.g. an int8 scale); optional codec
+    keys (a partner's intervention, see effects.py): kv_capacity_factor, kv_read_factor,
+    kv_encode_rate, step_added; queue_factor (scales the prefill queueing wait, calibrated).
+    Throughputs are of the whole deployment; memory, KV and slots per device / per replica.
     """
     f = {k: np.asarray(v, dtype=np.float64) for k, v in s.items() if k != "waves"}
-    waves = np.asarray(s.get("waves", False), dtype=bool)
-    L, H, Nm = float(cfg.layers), float(cfg.hidden), float(cfg.matmul_params())
-    wread = Nm * f["weight_bytes"]  # bytes a pass reads whole (the input embedding is a lookup)
-    tp, pp, C, P, G = f["tp"], f["pp"], f["concurrency"], f["context"], f["new_tokens"]
+    waves = np.asarray(s.get("waves", False), dtype=bool) | (f.get("batching", 1.0) == BATCHING["static"])
+    chunked = f.get("batching", 1.0) == BATCHING["chunked"]
+    arrival = f.get("arrival", np.float64(0.0))
+    L, H = float(cfg.layers), float(cfg.hidden)
+    Nm = float(cfg.matmul_params())  # parameters one token multiplies through (active, for MoE)
+    tp, pp, G = f["tp"], f["pp"], f["new_tokens"]
+    P = f["context"]
+    P2 = f.get("context_sq", P * P)
+    reps = np.maximum(f.get("replicas", 1.0), 1.0)
+    C = f["concurrency"] / reps  # a replica's share of the clients (or of the queued requests)
+    lam = f.get("rate", np.float64(np.nan)) / reps
     ab = f.get("act_bytes", np.float64(2.0))
     # Memory.
     weights = cfg.total_params() * f["weight_bytes"]
-    kv_vec = cfg.d_head * f["kv_bytes"] + f.get("kv_vector_extra", 0.0)
-    kv_token = 2.0 * L * cfg.kv_heads * kv_vec
+    vectors = 2.0 * L * cfg.kv_heads  # K and V vectors a token stores (per-vector extras)
+    kv_token = cfg.kv_bytes_per_token("fp32") / 4.0 * f["kv_bytes"] + vectors * f.get("kv_vector_extra", 0.0)
     block = np.maximum(f.get("kv_block", 1.0), 1.0)
     # A partner's KV codec (effects.py): stored bytes / kv_capacity_factor, read at kv_read_factor.
     kv_store = kv_token / f["kv_capacity_factor"] if "kv_capacity_factor" in f else kv_token
-    kv_seq = np.ceil((P + G) / block) * block * kv_store  # bytes one sequence holds at full length
+    held = cfg.kv_tokens(P + G)  # sliding-window layers hold at most their window
+    kv_seq = np.ceil(held / block) * block * kv_store  # bytes one sequence holds at full length
     kv_shards = np.minimum(tp, cfg.kv_heads) * pp
     act = (P * (4.0 * H + 2.0 * cfg.intermediate / tp) * ab + C * cfg.vocab * 4.0)
     base = weights / (tp * pp) + act + f["runtime_bytes"]
@@ -98,11 +119,12 @@ def serve(cfg: ModelConfig, s: dict) -> dict:
     # KV bytes the state can hold: the engine's share of what weights, activations and the
     # runtime leave (kv_fraction: serving engines keep ~10 % back by default).
     kv_room = np.where(shared, (f["capacity"] - base) * f.get("kv_fraction", 1.0) * kv_shards, pool)
-    batch_cap = np.minimum(C, f.get("max_batch", C))
+    open_loop = arrival == ARRIVALS["poisson"]
+    demand = np.where(open_loop, np.inf, C)
+    batch_cap = np.minimum(demand, f.get("max_batch", demand))
     slots = np.clip(np.floor(np.maximum(kv_room, 0.0) / kv_seq), 0.0, batch_cap)
-    memory_need = base + np.where(shared, C * kv_seq / kv_shards, pool)
+    memory_need = base + np.where(shared, np.where(open_loop, slots, C) * kv_seq / kv_shards, pool)
     memory_min = base + np.where(shared, kv_seq / kv_shards, pool)  # one sequence: the least that runs
-    n = np.maximum(slots, 1.0)
     # Time: a roofline per engine step, divided over the tensor-parallel group.
     peak = tp * f["flops"] * f["eff_compute"]
     bw = tp * f["bandwidth"] * f["eff_bandwidth"]
@@ -110,69 +132,124 @@ def serve(cfg: ModelConfig, s: dict) -> dict:
     link = np.maximum(f["interconnect"] * f.get("eff_link", 1.0), 1e-9)
     links, topo = f.get("links", np.float64(1.0)), f.get("topology", np.float64(0.0))
     lat, t0, ts = f["link_latency"], f.get("step_overhead", 0.0), f.get("seq_overhead", 0.0)
+    # Kernel launch and synchronisation of the 2 per layer all-reduces, growing with the group.
+    t_tp = f.get("tp_overhead", 0.0) * 2.0 * L * np.log2(np.maximum(tp, 1.0))
+    ep = np.maximum(f.get("ep", tp), 1.0)
     wb = f["weight_bytes"]
     kv_read = kv_token / f["kv_read_factor"] if "kv_read_factor" in f else kv_token
     codec = "kv_encode_rate" in f or "step_added" in f
     enc = f.get("kv_encode_rate", np.float64(np.inf))
     ctx = P + G / 2.0  # a running sequence's mean context
+    ctx_held = cfg.kv_tokens(ctx)
+    moe_layers = float(getattr(cfg, "moe_layers", 0) or 0)
 
-    def step(decode, prompts):
+    def step(decode, ptoks, psq):
         """(compute, bytes, link, runtime) seconds of one engine step that decodes `decode`
-        sequences and prefills `prompts` prompts of P tokens: the weights are read once for all."""
-        tokens = decode + prompts * P
-        c = (2.0 * Nm * tokens + 4.0 * L * decode * ctx * cfg.attn_dim + 2.0 * L * prompts * P * P * cfg.attn_dim) / peak
-        b = (wread + prompts * P * kv_store + tokens * H * wb) / bw + decode * ctx * kv_read / bw_kv
+        sequences and prefills `ptoks` prompt tokens (Σ P² = `psq` for attention): the weights
+        are read once for all of it (for MoE, the experts the step's tokens touch)."""
+        tokens = decode + ptoks
+        c = (2.0 * Nm * tokens + decode * cfg.attention_flops_per_token(ctx)
+             + 2.0 * L * psq * cfg.attn_dim * np.minimum(ctx_held / np.maximum(ctx, 1.0), 1.0)) / peak
+        b = (cfg.read_params(tokens) * wb + ptoks * kv_store + tokens * H * wb) / bw + decode * ctx_held * kv_read / bw_kv
         comm = 2.0 * L * all_reduce(tp, tokens * H * ab, link, links, topo, lat) + \
             (pp - 1) * _hop(tokens * H * ab, link, links, topo, lat)
-        run = t0 + ts * (decode + prompts)
+        if moe_layers:  # expert parallelism: each MoE layer's all-to-all dispatch and combine
+            comm = comm + moe_layers * (ep > 1) * ((ep - 1.0) / ep * cfg.expert_parallel_bytes(tokens, ab)
+                                                   / (link * np.where(topo == 0, links, 1.0)) + 2.0 * lat)
+        run = t0 + ts * (decode + ptoks / np.maximum(P, 1.0)) + np.where(tp > 1, t_tp, 0.0)
         if codec:  # the codec's own time: encoding every KV byte written, a fixed latency per step
-            run = run + f.get("step_added", 0.0) * (decode > 0) + (decode + prompts * P) * kv_token / kv_shards / enc
+            run = run + f.get("step_added", 0.0) * (decode > 0) + (decode + ptoks) * kv_token / kv_shards / enc
         return c, b, comm, run
 
     def seconds(t):
         return t[3] + np.maximum(t[0], t[1]) + t[2]
 
-    # Static batching (waves): the batch's prompts prefill together, then decode steps of n.
-    # Continuous batching: every step decodes the n running sequences; n / G new prompts a step
-    # replace the finished ones, k = max(n / G, 1) of them prefilled together in the share
-    # (n / G) / k of steps that carry prefill, so TPOT is the mean over plain and carrying steps.
-    # A new prompt's first token comes from the carrying step, half a step after it arrives.
-    p_new = np.where(waves, 0.0, n / np.maximum(G, 1.0))
-    k = np.maximum(p_new, 1.0)
-    plain = step(n, 0.0 * n)
-    pf = step(np.where(waves, 0.0, n), np.where(waves, n, k))
-    t_plain, t_first = seconds(plain), seconds(pf)
-    carrying = np.where(waves, 0.0, p_new / k)
-    t_step = t_plain + carrying * np.maximum(t_first - t_plain, 0.0)
-    dc = tuple(a + carrying * (b - a) for a, b in zip(plain, pf))  # the mean step's terms
-    # Prompts arrive as the other sequences finish ((n - 1) / t_gen a second) and contend for
-    # prefill: an M/D/1 wait of the prefill work, times a queueing factor calibration fits to
-    # published TTFTs.
+    def generation(n):
+        """(t_first, t_step, mean-step terms, prefill-carrying step terms, carrying share, prefill
+        steps a prompt spans) with n sequences running. Static batching: the batch's prompts
+        prefill together, then decode steps of n. Continuous: every step decodes the n running
+        sequences; n / G new prompts a step replace the finished ones, k = max(n / G, 1) of them
+        prefilled together in the share (n / G) / k of steps that carry prefill (TPOT: the mean
+        over plain and carrying steps). Chunked: the prompt tokens spread over every step at
+        most `chunk` a step, so each step carries n P / G prompt tokens (capped)."""
+        p_new = np.where(waves, 0.0, n / np.maximum(G, 1.0))
+        k = np.maximum(p_new, 1.0)
+        plain = step(n, 0.0 * n, 0.0 * n)
+        budget = np.maximum(f.get("chunk", np.float64(np.inf)), 1.0)
+        spread = np.minimum(p_new * P, np.maximum(budget - n, 1.0))  # prompt tokens per chunked step
+        pf_whole = step(np.where(waves, 0.0, n), np.where(waves, n, k) * P, np.where(waves, n, k) * P2)
+        pf_chunk = step(n, spread, spread * P2 / np.maximum(P, 1.0))
+        pf = tuple(np.where(chunked & ~waves, a, b) for a, b in zip(pf_chunk, pf_whole))
+        t_plain, t_pf = seconds(plain), seconds(pf)
+        carrying = np.where(waves, 0.0, np.where(chunked, 1.0, p_new / k))
+        t_step = t_plain + carrying * np.maximum(t_pf - t_plain, 0.0)
+        mean = tuple(a + carrying * (b - a) for a, b in zip(plain, pf))
+        # A chunked prompt's first token comes after the steps its chunks ride on.
+        spans = np.where(chunked & ~waves, np.ceil(P / np.maximum(np.minimum(budget, P), 1.0)), 1.0)
+        return t_pf, t_step, mean, pf, spans
+
+    def wall(n):
+        t_pf, t_step, _, _, spans = generation(n)
+        return spans * t_pf + np.maximum(G - 1.0, 0.0) * t_step
+
+    # Open loop: the running sequences n solve n = λ · T_gen(n) (Little's law), at most the slots.
+    n = np.maximum(slots, 1.0)
+    if np.any(open_loop):
+        guess = np.ones_like(n * lam)
+        for _ in range(8):
+            guess = np.clip(np.nan_to_num(lam * wall(guess), nan=1.0), 1.0, n)
+        n = np.where(open_loop, guess, n)
+    t_pf, t_step, dc, pf, spans = generation(n)
+    t_first = spans * t_pf
+    # Prompts arrive as the other sequences finish ((n - 1) / t_gen a second; λ in an open loop)
+    # and contend for prefill: a G/D/1 wait of the prefill work (Kingman: (c_a² + 0) / 2 of the
+    # M/M/1 wait; c_a² = 1 / burstiness for gamma gaps), times a queueing factor calibration fits.
     pf_alone = np.maximum(2.0 * Nm * P / peak, P * (kv_store + H * wb) / bw)
     t_gen0 = t_first + np.maximum(G - 1.0, 0.0) * t_step
-    rho = np.minimum((n - 1.0) / np.maximum(t_gen0, 1e-12) * pf_alone, 0.95)
-    queue = np.where(waves, 0.0, f.get("queue_factor", 1.0) * rho / (2.0 * (1.0 - rho)) * pf_alone)
-    ttft = t_first + np.where(waves, 0.0, 0.5 * t_step) + queue
+    ca2 = np.where(open_loop, 1.0 / np.maximum(f.get("burstiness", 1.0), 1e-3), 1.0)
+    arrivals = np.where(open_loop, lam, (n - 1.0) / np.maximum(t_gen0, 1e-12))
+    rho = np.minimum(np.nan_to_num(arrivals * pf_alone), 0.95)
+    queue = np.where(waves, 0.0, f.get("queue_factor", 1.0) * ca2 * rho / (2.0 * (1.0 - rho)) * pf_alone)
+    offline = arrival == ARRIVALS["offline"]
+    # Offline, the first wave's prompts arrive together: they prefill in ceil(n P / budget)
+    # steps (one when the engine takes them whole), a prompt's first token on average half-way.
+    budget_all = np.where(chunked, np.maximum(f.get("chunk", np.float64(np.inf)), 1.0), np.inf)
+    burst = step(0.0 * n, n * P, n * P2)
+    waves_of_burst = np.maximum(np.ceil(n * P / budget_all), 1.0)
+    t_burst = seconds(burst) * (waves_of_burst + 1.0) / (2.0 * waves_of_burst)
+    ttft = np.where(offline & ~waves, t_burst, t_first + np.where(waves, 0.0, 0.5 * t_step) + queue)
     tpot = t_step
     t_gen = ttft + np.maximum(G - 1.0, 0.0) * tpot
     throughput = n / np.maximum(t_gen, 1e-12)
-    # Requests beyond the KV room wait for a sequence to finish. Continuous: in a steady closed
-    # loop every request queues behind C - n others, served n per generation (Little's law);
-    # waves: the last of ceil(C / n) rounds waits for all before it.
+    # Requests beyond the KV room wait for a sequence to finish. Closed loop: every request
+    # queues behind C - n others, served n per generation (Little's law); offline: the queued
+    # requests drain n per generation, on average half of them ahead; static: the last of
+    # ceil(C / n) rounds waits for all before it. Open loop: an M/G/c wait for one of the slots
+    # (Allen-Cunneen with Sakasegawa's Erlang-C approximation), unbounded past capacity.
     busy = slots >= 1
-    wait = np.where(waves, (np.ceil(C / n) - 1.0) * t_gen, np.maximum(C - n, 0.0) / n * t_gen)
-    share = np.where(waves, np.maximum(C - slots, 0.0) / C, (C > slots).astype(np.float64))
+    util = np.where(open_loop, lam * t_gen / np.maximum(slots, 1.0), 0.0)
+    cslots = np.maximum(slots, 1.0)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        mmc = np.where(util < 1.0, util ** (np.sqrt(2.0 * (cslots + 1.0)) - 1.0) / (cslots * (1.0 - util)) * t_gen, np.inf)
+    wait = np.where(waves, (np.ceil(C / n) - 1.0) * t_gen,
+                    np.where(open_loop, mmc * (ca2 + f.get("service_cv2", 0.0)) / 2.0,
+                             np.where(offline, 0.5, 1.0) * np.maximum(C - n, 0.0) / n * t_gen))
+    share = np.where(waves, np.maximum(C - slots, 0.0) / np.maximum(C, 1.0),
+                     np.where(open_loop, np.minimum(util, 1.0), (C > slots).astype(np.float64)))
+    # An open loop past capacity serves at capacity and its queue grows without bound.
+    over = open_loop & (util >= 1.0)
+    served = np.where(open_loop, np.minimum(lam, cslots / np.maximum(t_gen, 1e-12)), throughput)
     devices = f["count"]
     # One definition of energy: the devices' power over the wall time of one generation of the
     # batch (prefill, decode steps and the prefills interleaved into them) ÷ the work done in it.
-    energy_request = f["power"] * devices * t_gen / n
+    energy_request = f["power"] * devices / reps * t_gen / n
     zero = 0.0 * t_step
     return {
         "memory_need": memory_need, "memory_min": memory_min, "memory_capacity": f["capacity"],
         "weights_per_device": weights / (tp * pp), "kv_per_device": C * kv_seq / kv_shards,
-        "activations": act, "slots": slots, "kv_bytes_per_token": kv_store,
-        "ttft": ttft, "tpot": tpot, "wait": wait, "wait_fraction": np.where(busy, share, 1.0),
-        "throughput": throughput, "token_throughput": throughput * G,
+        "activations": act, "slots": slots, "running": n, "kv_bytes_per_token": kv_store,
+        "ttft": np.where(over, np.inf, ttft), "tpot": tpot, "wait": wait, "wait_fraction": np.where(busy, share, 1.0),
+        "throughput": served * reps, "token_throughput": served * reps * G,
         "energy_per_request": energy_request, "energy_per_token": energy_request / np.maximum(G, 1.0),
         "terms": {
             "ttft": {"compute": pf[0] + zero, "memory_bandwidth": pf[1] + zero, "interconnect": pf[2] + zero,

@@ -7,6 +7,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
+import numpy as np
+
 from luma.errors import ContractError, UnknownName
 from luma.experiments.model.hardware import PRECISION_BYTES
 from luma.kb.records.input_files import CONFIG_FILE, read_text
@@ -83,6 +85,28 @@ class ModelConfig:
 
     def kv_bytes_per_token(self, precision: str | None = None) -> float:
         return 2 * self.layers * self.kv_dim * PRECISION_BYTES[precision or self.kv_precision or self.precision]
+
+    # -- what the serving model reads (llm.serve); dense, full-attention forms ----------------
+
+    @property
+    def moe(self) -> bool:
+        return False
+
+    def read_params(self, tokens):
+        """Matmul parameters a step over `tokens` tokens reads from memory (dense: all, once)."""
+        return np.zeros_like(np.asarray(tokens, dtype=np.float64)) + float(self.matmul_params())
+
+    def kv_tokens(self, ctx):
+        """Mean over layers of the KV tokens a sequence holds at context `ctx` (no window: ctx)."""
+        return np.asarray(ctx, dtype=np.float64)
+
+    def attention_flops_per_token(self, ctx):
+        """FLOPs of one token's attention (scores and values) at context `ctx`, all layers."""
+        return 4.0 * self.layers * np.asarray(ctx, dtype=np.float64) * self.attn_dim
+
+    def expert_parallel_bytes(self, tokens, act_bytes):
+        """Bytes one MoE layer's all-to-all moves for `tokens` tokens (dense: none)."""
+        return 0.0 * np.asarray(tokens, dtype=np.float64)
 
     @classmethod
     def from_hf(cls, name: str, config: dict) -> ModelConfig:
