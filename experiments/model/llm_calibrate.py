@@ -25,174 +25,150 @@ from pathlib import Path
 
 import numpy as np
 
-from luma.errors import ContractError, LumaError
-from luma.experiments.model import hardware, llm, llm_config
+from luma.errors import ContractError
+from luma.experiments.model import hardware, llm, llm_config, llm_published
 from luma.kb.knowledge_base import KnowledgeBase
-from luma.kb.records.machine_catalog import load_machine
 
 FILE = "model/llm-calibration.json"
-#: metric -> (the model's metric kind it checks, units a record may give it in)
-METRICS = {"token_throughput": ("token_throughput", ("token/s",)),
-           "token_throughput_per_device": ("token_throughput", ("token/s",)),
-           "ttft": ("ttft", ("ms", "s")), "tpot": ("tpot", ("ms", "s")), "latency": ("latency", ("ms", "s"))}
-SCENARIOS = ("static", "closed-loop", "max-throughput")
-_SCALE = {"ms": 1e-3, "s": 1.0, "token/s": 1.0}
+METRICS = llm_published.METRICS
 #: What calibration fits: (start, low, high). Efficiencies are shares of the datasheet figures:
 #: compute, bandwidth (weight reads), kv_bandwidth (attention's KV reads); step_overhead seconds
 #: per engine step, seq_overhead seconds per sequence per step (sampling, bookkeeping);
-#: queue_factor scales the prefill queueing wait; amd_factor is the share of those efficiencies
-#: AMD's software stack reaches (the figures are vendor-neutral otherwise).
+#: queue_factor scales the prefill queueing wait; tp_overhead seconds per all-reduce per doubling
+#: of the tensor-parallel group (launch and synchronisation beyond the link); amd_factor and
+#: intel_factor: the share of those efficiencies AMD's and Intel's software stacks reach (the
+#: figures are vendor-neutral otherwise; a factor no record informs stays at 1).
 PARAMS = {"compute": (0.6, 0.1, 1.0), "bandwidth": (0.8, 0.2, 1.0), "kv_bandwidth": (0.8, 0.05, 1.0),
           "step_overhead": (2e-3, 0.0, 0.02), "seq_overhead": (0.0, 0.0, 1e-4), "queue_factor": (1.0, 0.0, 20.0),
-          "amd_factor": (1.0, 0.2, 1.5)}
+          "tp_overhead": (0.0, 0.0, 2e-5), "amd_factor": (1.0, 0.2, 1.5), "intel_factor": (1.0, 0.2, 1.5)}
+#: Per engine (second stage, the global figures held): factors on the compute and bandwidth
+#: efficiencies and the queueing factor, and its own per-step overhead. Each is pulled toward the
+#: global figure (a ridge on the log factor) so an engine with few records stays near it.
+ENGINE_PARAMS = {"compute": (1.0, 0.5, 1.6), "bandwidth": (1.0, 0.5, 1.6), "queue": (1.0, 0.2, 5.0),
+                 "step_overhead": (2e-3, 0.0, 0.02)}
+#: Records an engine needs in the calibration set for its own profile.
+ENGINE_MIN_RECORDS = 6
+RIDGE = 0.05
 #: Held fixed: the link efficiency (NCCL, see evaluate.py), the runtime's own memory, and the
 #: share of the memory left after weights that the engine gives the KV cache (TensorRT-LLM's
 #: kv_cache_free_gpu_mem_fraction and vLLM's gpu_memory_utilization default to 0.90).
 FIXED = {"interconnect": 0.8, "runtime_memory": 2.0 * 2**30, "kv_fraction": 0.9}
 E99 = math.log10(50.0)  # judge.exponent(0.99): p99 = p50 x tail^E99
-
-
-def published_path() -> Path:
-    return Path(str(importlib.resources.files("luma.experiments.model.published") / "llm-serving.json"))
+QUANTILE = {"value": None, "mean": None, "median": None, "p90": 0.90, "p95": 0.95, "p99": 0.99}
+#: Tails used while fitting when the data has no pairs of its own (the shipped figures').
+DEFAULT_TAIL = {"ttft": 1.84, "tpot": 1.23, "latency": 1.23}
 
 
 def shipped_path() -> Path:
     return Path(str(importlib.resources.files("luma.experiments.model.published") / "llm-calibration.json"))
 
 
-def read_published(path: Path | None = None) -> dict:
-    """The published figures, checked: every record names a known source, model preset, machine,
-    metric in a unit that fits it, and a positive value. ConfigError names the field at fault."""
-    path = Path(path or published_path())
-    try:
-        doc = json.loads(path.read_text())
-    except (OSError, ValueError) as exc:
-        raise ContractError(f"cannot read published figures: {exc}", source=str(path)) from None
-    if not isinstance(doc, dict) or not isinstance(doc.get("records"), list):
-        raise ContractError("needs a 'records' list (and 'sources')", source=str(path), field="records")
-    sources = doc.get("sources") or {}
-    for key, src in sources.items():
-        for f in ("title", "url", "read"):
-            if not isinstance(src, dict) or not str(src.get(f) or "").strip():
-                raise ContractError(f"source {key!r} needs a {f}", source=str(path), field=f"sources.{key}.{f}")
-        if not str(src["url"]).startswith(("https://", "http://")):
-            raise ContractError("url must be http(s)", source=str(path), field=f"sources.{key}.url")
-    for i, r in enumerate(doc["records"]):
-        _check(r, f"records[{i}]", sources, str(path))
-    for i, t in enumerate(doc.get("tails") or []):
-        where = f"tails[{i}]"
-        if t.get("source") not in sources:
-            raise ContractError(f"unknown source {t.get('source')!r}", source=str(path), field=f"{where}.source")
-        if t.get("metric") not in ("ttft", "tpot") or not _positive(t.get("p50")) or not _positive(t.get("p99")) \
-                or t["p99"] < t["p50"]:
-            raise ContractError("a tail names ttft or tpot and p50 <= p99, both positive", source=str(path), field=where)
-        if t.get("set") not in ("calibration", "held-out"):
-            raise ContractError("set must be calibration or held-out", source=str(path), field=f"{where}.set")
-    return doc
+def engine(params: dict, vendors: list[str], engines: list[str | None] | None = None) -> dict:
+    """The serve() keys of calibrated engine figures, per state's accelerator vendor and engine
+    (an engine without its own profile gets the global figures)."""
+    profiles = params.get("engines") or {}
+    engines = engines if engines is not None else [None] * len(vendors)
+    vf = np.array([params.get(f"{v}_factor", 1.0) if v in ("amd", "intel") else 1.0 for v in vendors])
+    prof = [profiles.get(e or "", {}) for e in engines]
+    ec = np.array([p.get("compute", 1.0) for p in prof]) * vf
+    eb = np.array([p.get("bandwidth", 1.0) for p in prof]) * vf
+    return {"eff_compute": np.minimum(params["compute"] * ec, 1.0),
+            "eff_bandwidth": np.minimum(params["bandwidth"] * eb, 1.0),
+            "eff_kv": np.minimum(params.get("kv_bandwidth", params["bandwidth"]) * eb, 1.0),
+            "step_overhead": np.array([p.get("step_overhead", params.get("step_overhead", 0.0)) for p in prof]),
+            "seq_overhead": params.get("seq_overhead", 0.0),
+            "queue_factor": params.get("queue_factor", 1.0) * np.array([p.get("queue", 1.0) for p in prof]),
+            "tp_overhead": params.get("tp_overhead", 0.0)}
 
 
-def _positive(x) -> bool:
-    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) and x > 0
+def setting(r: dict, sources: dict) -> dict:
+    """The serve() keys of a record's setting (engine defaults where the record is silent)."""
+    eng = llm_published.engine(r, sources)
+    defaults = llm_published.ENGINES.get(eng or "", {"batching": "continuous", "chunk": np.inf})
+    batching = r.get("batching") or ("static" if r["scenario"] == "static" else defaults["batching"])
+    arrival = {"static": "closed", "closed-loop": "closed", "max-throughput": "offline", "poisson": "poisson"}[r["scenario"]]
+    reps = int(r.get("replicas", 1))
+    pp = int(r["pp"]) if "pp" in r else r["count"] // (r["tp"] * reps)
+    mix = llm_published.mix(r)
+    return {"engine": eng, "replicas": float(reps), "pp": float(pp), "ep": float(r.get("ep", r["tp"])),
+            "batching": llm.BATCHING[batching], "chunk": float(defaults["chunk"]), "arrival": llm.ARRIVALS[arrival],
+            "rate": float(r.get("rate", np.nan)), "burstiness": float(r.get("burstiness", 1.0)),
+            "context": mix.mean_prompt, "context_sq": mix.mean_prompt_sq, "new_tokens": mix.mean_output,
+            "load": load_class(arrival, r["concurrency"]), "batch_class": "static" if batching == "static" else "continuous"}
 
 
-def _check(r: dict, where: str, sources: dict, path: str) -> None:
-    def bad(field: str, why: str):
-        raise ContractError(why, source=path, field=f"{where}.{field}")
-
-    if not isinstance(r, dict):
-        raise ContractError("a record is a table", source=path, field=where)
-    if r.get("source") not in sources:
-        bad("source", f"unknown source {r.get('source')!r} (known: {', '.join(sources)})")
-    if r.get("model") not in llm_config.PRESETS:
-        bad("model", f"unknown model {r.get('model')!r} (presets: {', '.join(llm_config.PRESETS)})")
-    try:
-        _machine(str(r.get("machine")))
-    except LumaError as exc:
-        bad("machine", exc.message)
-    for f in ("precision", "kv_precision"):
-        if r.get(f) not in hardware.PRECISION_BYTES:
-            bad(f, f"unknown precision {r.get(f)!r}")
-    if r.get("scenario") not in SCENARIOS:
-        bad("scenario", f"unknown scenario {r.get('scenario')!r} (known: {', '.join(SCENARIOS)})")
-    if r.get("metric") not in METRICS:
-        bad("metric", f"unknown metric {r.get('metric')!r} (known: {', '.join(METRICS)})")
-    if r.get("unit") not in METRICS[r["metric"]][1]:
-        bad("unit", f"{r['metric']} is given in {' or '.join(METRICS[r['metric']][1])}, not {r.get('unit')!r}")
-    for f in ("count", "tp", "concurrency", "context", "new_tokens"):
-        if not isinstance(r.get(f), int) or isinstance(r.get(f), bool) or r[f] < 1:
-            bad(f, f"must be a whole number >= 1, not {r.get(f)!r}")
-    if r["count"] % r["tp"]:
-        bad("tp", f"tp {r['tp']} does not divide the {r['count']} devices")
-    if not _positive(r.get("value")):
-        bad("value", f"must be a positive number, not {r.get('value')!r}")
-    if r.get("set") not in ("calibration", "held-out"):
-        bad("set", "must be calibration or held-out")
+def load_class(arrival: str, concurrency: float) -> str:
+    """The load a figure was measured at, as the error bands split it."""
+    if arrival == "offline":
+        return "offline"
+    if arrival == "poisson":
+        return "open-loop"
+    return "light" if concurrency <= 4 else "heavy"
 
 
-def engine(params: dict, vendors: list[str]) -> dict:
-    """The serve() keys of calibrated engine figures, per state's accelerator vendor."""
-    f = np.array([params.get("amd_factor", 1.0) if v == "amd" else 1.0 for v in vendors])
-    return {"eff_compute": np.minimum(params["compute"] * f, 1.0),
-            "eff_bandwidth": np.minimum(params["bandwidth"] * f, 1.0),
-            "eff_kv": np.minimum(params.get("kv_bandwidth", params["bandwidth"]) * f, 1.0),
-            "step_overhead": params.get("step_overhead", 0.0), "seq_overhead": params.get("seq_overhead", 0.0),
-            "queue_factor": params.get("queue_factor", 1.0)}
-
-
-def _vendor(name: str) -> str:
-    arch = getattr(_machine(name), "architecture", None)
-    return str(getattr(arch, "vendor", "") or "").lower()
-
-
-@lru_cache(maxsize=32)
 def _machine(name: str):
-    return load_machine(name)
+    return llm_published.machine(name)
 
 
-def _prepare(records: list[dict]) -> list[tuple]:
+def _prepare(records: list[dict], sources: dict) -> list[tuple]:
     """Per model preset: (record indices, the serve() keys that do not depend on the fitted
-    figures, vendors, metric and unit scale per record) -- built once per fit."""
+    figures, vendors, engines, metric, statistic multiplier exponent and unit scale per record)."""
     groups: dict[str, list[int]] = {}
     for i, r in enumerate(records):
         groups.setdefault(r["model"], []).append(i)
     out = []
     for model, idx in groups.items():
         rows = [records[i] for i in idx]
+        sets = [setting(r, sources) for r in rows]
         figs = [hardware.figures(_machine(r["machine"]), r["precision"]) for r in rows]
         col = lambda key: np.array([f[key] for f in figs], dtype=np.float64)  # noqa: E731
         num = lambda key: np.array([float(r[key]) for r in rows])  # noqa: E731
+        st = lambda key: np.array([x[key] for x in sets], dtype=np.float64)  # noqa: E731
         s = {"weight_bytes": np.array([hardware.PRECISION_BYTES[r["precision"]] for r in rows]),
              "kv_bytes": np.array([hardware.PRECISION_BYTES[r["kv_precision"]] for r in rows]),
              "flops": col("flops"), "capacity": col("capacity"), "bandwidth": col("bandwidth"),
              "interconnect": col("interconnect"), "links": col("links"), "topology": col("topology"),
              "link_latency": col("link_latency"), "power": col("power"), "count": num("count"), "tp": num("tp"),
-             "pp": num("count") / num("tp"), "concurrency": num("concurrency"), "context": num("context"),
-             "new_tokens": num("new_tokens"), "max_batch": num("concurrency"),
+             "pp": st("pp"), "replicas": st("replicas"), "ep": st("ep"), "concurrency": num("concurrency"),
+             "context": st("context"), "context_sq": st("context_sq"), "new_tokens": st("new_tokens"),
+             "max_batch": num("concurrency"), "batching": st("batching"), "chunk": st("chunk"),
+             "arrival": st("arrival"), "rate": st("rate"), "burstiness": st("burstiness"),
              "eff_link": FIXED["interconnect"], "runtime_bytes": FIXED["runtime_memory"], "act_bytes": 2.0,
-             "kv_fraction": FIXED["kv_fraction"], "waves": np.array([r["scenario"] == "static" for r in rows])}
+             "kv_fraction": FIXED["kv_fraction"]}
         metrics = [r["metric"] for r in rows]
-        scale = np.array([_SCALE[r["unit"]] for r in rows])
-        out.append((np.array(idx), llm_config.PRESETS[model], s, [_vendor(r["machine"]) for r in rows], metrics, scale))
+        scale = np.array([llm_published.SCALE[r["unit"]] for r in rows])
+        q = [QUANTILE[r.get("statistic", "value")] for r in rows]
+        expo = np.array([0.0 if x is None else math.log10(0.5 / (1.0 - x)) for x in q])
+        out.append((np.array(idx), llm_config.PRESETS[model], s, [llm_published.vendor(r["machine"]) for r in rows],
+                    [x["engine"] for x in sets], metrics, expo, scale))
     return out
 
 
-def _evaluate(prepared: list[tuple], n_records: int, params: dict) -> np.ndarray:
+def _evaluate(prepared: list[tuple], n_records: int, params: dict, tail: dict | None = None) -> np.ndarray:
     out = np.empty(n_records)
-    for idx, cfg, s, vendors, metrics, scale in prepared:
-        m = llm.serve(cfg, {**s, **engine(params, vendors)})
+    tail = {**DEFAULT_TAIL, **(tail or params.get("_tail") or {})}
+    for idx, cfg, s, vendors, engines, metrics, expo, scale in prepared:
+        m = llm.serve(cfg, {**s, **engine(params, vendors, engines)})
         shape = (len(idx),)
+        lat = m["ttft"] + np.maximum(s["new_tokens"] - 1.0, 0.0) * m["tpot"]
         values = {"token_throughput": m["token_throughput"],
                   "token_throughput_per_device": m["token_throughput"] / s["count"],
+                  "total_token_throughput": m["throughput"] * (s["context"] + s["new_tokens"]),
+                  "request_throughput": m["throughput"],
                   "ttft": m["ttft"] + m["wait"] * m["wait_fraction"], "tpot": m["tpot"],
-                  "latency": np.maximum(m["slots"], 1.0) / m["throughput"]}
+                  "latency": np.where(s["arrival"] == llm.ARRIVALS["poisson"], lat + m["wait"] * m["wait_fraction"],
+                                      np.maximum(m["running"], 1.0) / m["throughput"] * s["replicas"])}
         table = {k: np.broadcast_to(v, shape) for k, v in values.items()}
-        out[idx] = np.array([table[metric][k] for k, metric in enumerate(metrics)]) / scale
+        raw = np.array([table[metric][k] for k, metric in enumerate(metrics)])
+        kinds = [METRICS[x][0] for x in metrics]
+        mult = np.array([tail.get(k, 1.0) for k in kinds]) ** expo
+        out[idx] = raw * mult / scale
     return out
 
 
-def predict(records: list[dict], params: dict) -> np.ndarray:
+def predict(records: list[dict], params: dict, sources: dict | None = None) -> np.ndarray:
     """The model's figure for each record, in the record's unit, at `params`."""
-    return _evaluate(_prepare(records), len(records), params)
+    return _evaluate(_prepare(records, sources or {}), len(records), params)
 
 
 def _weights(records: list[dict]) -> np.ndarray:
@@ -208,39 +184,78 @@ def _loss(prepared, measured, weights, params) -> float:
     pred = _evaluate(prepared, len(measured), params)
     with np.errstate(divide="ignore", invalid="ignore"):
         e = np.log(pred / measured)
-    e = np.where(np.isfinite(e), e, 10.0)
+    e = np.where(np.isfinite(e), np.clip(e, -10.0, 10.0), 10.0)
     return float(np.sum(weights * e * e) / np.sum(weights))
 
 
-def _to_unit(params: dict) -> np.ndarray:
-    return np.array([(params[k] - lo) / (hi - lo) for k, (_, lo, hi) in PARAMS.items()])
+def _to_unit(params: dict, table: dict = PARAMS) -> np.ndarray:
+    return np.array([(params[k] - lo) / (hi - lo) for k, (_, lo, hi) in table.items()])
 
 
-def _from_unit(x: np.ndarray) -> dict:
+def _from_unit(x: np.ndarray, table: dict = PARAMS) -> dict:
     x = np.clip(x, 0.0, 1.0)
-    return {k: float(lo + v * (hi - lo)) for v, (k, (_, lo, hi)) in zip(x, PARAMS.items())}
+    return {k: float(lo + v * (hi - lo)) for v, (k, (_, lo, hi)) in zip(x, table.items())}
 
 
-def fit(records: list[dict]) -> dict:
-    """The PARAMS that minimise the weighted squared log error on `records`: a coarse
-    coordinate search per figure, then Nelder-Mead on the box-scaled figures (deterministic,
-    NumPy only)."""
-    prepared = _prepare(records)
+def fit(records: list[dict], sources: dict | None = None, tail: dict | None = None, start: dict | None = None) -> dict:
+    """The PARAMS that minimise the weighted squared log error on `records` (Nelder-Mead on the
+    box-scaled figures from four starts: deterministic, NumPy only), then each engine with
+    ENGINE_MIN_RECORDS records or more its own profile with the global figures held. `start`
+    (a fit on more records, for leave-one-out folds): one refinement from it instead of four."""
+    sources = sources or {}
+    prepared = _prepare(records, sources)
     measured = np.array([r["value"] for r in records], dtype=np.float64)
     weights = _weights(records)
-    f = lambda u: _loss(prepared, measured, weights, _from_unit(u))  # noqa: E731
+    extra = {"_tail": tail} if tail else {}
+    f = lambda u: _loss(prepared, measured, weights, {**_from_unit(u), **extra})  # noqa: E731
     # Weight-read efficiency and per-step overhead trade off against each other (both slow a
     # small-batch step), so the surface has more than one basin: start from each corner of the
     # pair, refine each with Nelder-Mead (restarted from a fresh simplex), keep the best.
     found = []
-    for bw in (0.4, 0.8):
+    if start is not None:
+        x = _nelder_mead(f, _to_unit({k: start[k] for k in PARAMS}), steps=150, scale=0.05)
+        found.append((f(x), tuple(x)))
+    for bw in (0.4, 0.8) if start is None else ():
         for t0 in (0.0005, 0.004):
             x = _to_unit({**{k: v[0] for k, v in PARAMS.items()}, "bandwidth": bw, "step_overhead": t0})
             for scale in (0.2, 0.05):
                 x = _nelder_mead(f, x, steps=250, scale=scale)
             found.append((f(x), tuple(x)))
     x = np.array(min(found)[1])
-    return {k: round(v, 6) for k, v in _from_unit(x).items()}
+    params = {k: round(v, 6) for k, v in _from_unit(x).items()}
+    params["engines"] = _engine_profiles(records, sources, params, extra, (start or {}).get("engines") or {})
+    return params
+
+
+def _engine_profiles(records: list[dict], sources: dict, params: dict, extra: dict, start: dict) -> dict:
+    """Per engine with enough records: factors on the global efficiencies and queueing, and its
+    own step overhead, fitted on its records alone with a ridge toward the global figures."""
+    by: dict[str, list[dict]] = {}
+    for r in records:
+        eng = llm_published.engine(r, sources)
+        if eng:
+            by.setdefault(eng, []).append(r)
+    out = {}
+    for eng, rows in sorted(by.items()):
+        if len(rows) < ENGINE_MIN_RECORDS:
+            continue
+        prepared = _prepare(rows, sources)
+        measured = np.array([r["value"] for r in rows], dtype=np.float64)
+        weights = _weights(rows)
+        t0 = params["step_overhead"]
+
+        def loss(u, prepared=prepared, measured=measured, weights=weights, eng=eng, t0=t0):
+            prof = _from_unit(u, ENGINE_PARAMS)
+            prior = sum(math.log(prof[k]) ** 2 for k in ("compute", "bandwidth", "queue")) + \
+                ((prof["step_overhead"] - t0) / 1e-3) ** 2
+            return _loss(prepared, measured, weights, {**params, **extra, "engines": {eng: prof}}) + RIDGE * prior
+
+        x = _to_unit({"compute": 1.0, "bandwidth": 1.0, "queue": 1.0, "step_overhead": t0, **{
+            k: v for k, v in (start.get(eng) or {}).items() if k in ENGINE_PARAMS}}, ENGINE_PARAMS)
+        for scale in (0.2, 0.05) if eng not in start else (0.05,):
+            x = _nelder_mead(loss, x, steps=150, scale=scale)
+        out[eng] = {**{k: round(v, 6) for k, v in _from_unit(x, ENGINE_PARAMS).items()}, "records": len(rows)}
+    return out
 
 
 def _nelder_mead(f, x0: np.ndarray, steps: int = 600, scale: float = 0.1) -> np.ndarray:
@@ -273,9 +288,9 @@ def _nelder_mead(f, x0: np.ndarray, steps: int = 600, scale: float = 0.1) -> np.
     return simplex[int(np.argmin(values))]
 
 
-def _summary(errors: np.ndarray) -> dict:
-    a = np.abs(errors)
-    return {"n": int(len(errors)), "median": float(np.median(a)), "p90": float(np.quantile(a, 0.9)),
+def _summary(errors) -> dict:
+    a = np.abs(np.asarray(errors, dtype=np.float64))
+    return {"n": int(len(a)), "median": float(np.median(a)), "p90": float(np.quantile(a, 0.9)),
             "max": float(a.max()), "bias": float(np.median(errors))}
 
 
@@ -299,57 +314,163 @@ def tails(doc: dict) -> tuple[dict, list[dict]]:
     return out, checked
 
 
-def calibrate(doc: dict | None = None, data: bytes | None = None) -> dict:
-    """Fit on the calibration set, measure on the held-out set; the calibration as a dict."""
+#: Fewest errors a band is read from; a finer class with fewer falls back to a coarser one.
+BAND_MIN = 10
+#: The share of predictions a band should hold.
+COVERAGE = 0.9
+
+
+def band(errors) -> float | None:
+    """The conformal bound of |relative error|: the ceil(0.9 (n + 1))-th smallest of n errors,
+    which a new error from the same population stays within with probability >= 0.9."""
+    a = np.sort(np.abs(np.asarray(errors, dtype=np.float64)))
+    k = math.ceil(COVERAGE * (len(a) + 1))
+    return None if len(a) < BAND_MIN or k > len(a) else round(float(a[k - 1]), 4)
+
+
+def _bands(rows: list[dict]) -> dict:
+    """Band per `kind|batching|load`, `kind|load`, `kind|batching`, `kind` and `*` from
+    leave-one-source-out errors (rows: kind, batching, load, error)."""
+    groups: dict[str, list[float]] = {}
+    for r in rows:
+        for key in (f"{r['kind']}|{r['batching']}|{r['load']}", f"{r['kind']}|*|{r['load']}",
+                    f"{r['kind']}|{r['batching']}|*", f"{r['kind']}|*|*", "*|*|*"):
+            groups.setdefault(key, []).append(r["error"])
+    return {k: b for k, v in sorted(groups.items()) if (b := band(v)) is not None}
+
+
+def band_for(bands: dict, kind: str, batching: str, load: str) -> float | None:
+    """The finest band that has enough errors behind it, for a prediction of this class."""
+    for key in (f"{kind}|{batching}|{load}", f"{kind}|*|{load}", f"{kind}|{batching}|*", f"{kind}|*|*", "*|*|*"):
+        if key in bands:
+            return bands[key]
+    return None
+
+
+def _leave_out(records: list[dict], sources: dict, tail: dict, key, label: str, start: dict) -> tuple[list[dict], dict]:
+    """Fit without each group (by `key` of a record) of the calibration records, predict that
+    group's records: rows of (id, group, kind, class, error) and a summary per group."""
+    cal = [r for r in records if not llm_published.held_out(r, sources)]
+    rows, per = [], {}
+    for g in sorted({key(r) for r in cal if key(r)}):
+        train = [r for r in cal if key(r) != g]
+        test = [r for r in records if key(r) == g and not (sources.get(r["source"]) or {}).get("holdout")]
+        if not train or not test:
+            continue
+        pred = predict(test, fit(train, sources, tail, start), sources)
+        errs = [(p - r["value"]) / r["value"] for p, r in zip(pred, test)]
+        for r, e in zip(test, errs):
+            st = setting(r, sources)
+            rows.append({"id": r["id"], label: g, "kind": METRICS[r["metric"]][0], "batching": st["batch_class"],
+                         "load": st["load"], "error": round(float(e) if np.isfinite(e) else 10.0, 4)})
+        per[g] = _summary([x["error"] for x in rows if x[label] == g])
+    return rows, per
+
+
+def calibrate(doc: dict | None = None, data: bytes | None = None, honest: bool = True) -> dict:
+    """Fit on the calibration set, measure on the held-out set (records split out of fitted
+    sources, and whole frozen sources); with `honest`, the error bands from leave-one-source-out
+    (and leave-one-engine-out, leave-one-machine-out for what the calibration has no data of)."""
     if doc is None:
-        data = published_path().read_bytes()
-        doc = read_published()
-    records = doc["records"]
-    cal_rows = [r for r in records if r["set"] == "calibration"]
-    held = [r for r in records if r["set"] == "held-out"]
+        data = llm_published.shipped_bytes()
+        doc = llm_published.read_shipped()
+    records, sources = doc["records"], doc.get("sources") or {}
+    cal_rows = [r for r in records if not llm_published.held_out(r, sources)]
+    held = [r for r in records if llm_published.held_out(r, sources)]
     if not cal_rows or not held:
         raise ContractError("needs records in both the calibration and the held-out set", field="records")
-    params = fit(cal_rows)
-    pred = predict(records, params)
-    measured = np.array([r["value"] for r in records], dtype=np.float64)
-    err = (pred - measured) / measured
-    per = [{"id": r["id"], "set": r["set"], "kind": METRICS[r["metric"]][0], "source": r["source"],
-            "measured": r["value"], "predicted": round(float(p), 6), "unit": r["unit"], "error": round(float(e), 4)}
-           for r, p, e in zip(records, pred, err)]
     tail, tail_rows = tails(doc)
-    errors: dict = {"held-out": {}, "calibration": {}}
+    params = fit(cal_rows, sources, tail)
+    pred = predict(records, params, sources)
+    measured = np.array([r["value"] for r in records], dtype=np.float64)
+    err = np.where(np.isfinite(pred), (pred - measured) / measured, 10.0)
+    per = []
+    for r, p, e in zip(records, pred, err):
+        st = setting(r, sources)
+        which = ("held-out-source" if (sources.get(r["source"]) or {}).get("holdout") else
+                 "held-out" if r["set"] == "held-out" else "calibration")
+        per.append({"id": r["id"], "set": which, "kind": METRICS[r["metric"]][0], "source": r["source"],
+                    "engine": st["engine"], "machine": r["machine"], "batching": st["batch_class"], "load": st["load"],
+                    "measured": r["value"], "predicted": round(float(p), 6) if np.isfinite(p) else None,
+                    "unit": r["unit"], "error": round(float(e), 4)})
+    errors: dict = {"held-out": {}, "held-out-source": {}, "calibration": {}}
     for which in errors:
         for kind in sorted({row["kind"] for row in per}):
-            e = np.array([row["error"] for row in per if row["set"] == which and row["kind"] == kind])
-            if len(e):
+            e = [row["error"] for row in per if row["set"] == which and row["kind"] == kind]
+            if e:
                 errors[which][kind] = _summary(e)
         for metric in ("ttft", "tpot"):
-            e = np.array([t["error"] for t in tail_rows if t["set"] == which and t["metric"] == metric])
-            if len(e):
+            e = [t["error"] for t in tail_rows if t["set"] == which and t["metric"] == metric]
+            if e:
                 errors[which][f"p99_{metric}"] = _summary(e)
     by_source = {}
     for src in sorted({row["source"] for row in per}):
-        e = np.array([row["error"] for row in per if row["source"] == src and row["set"] == "held-out"])
-        if len(e):
+        e = [row["error"] for row in per if row["source"] == src and row["set"] != "calibration"]
+        if e:
             by_source[src] = _summary(e)
-    held_out = errors["held-out"]
-    # What judge.py widens margins by: the held-out 90th percentile (one engine version's outlier
-    # would otherwise set every state's uncertainty; the max is reported beside it).
-    judged = {k: round(held_out[k]["p90"], 4) for k in ("ttft", "tpot", "latency", "token_throughput") if k in held_out}
-    if "token_throughput" in judged:
-        judged["throughput"] = judged["token_throughput"]  # requests/s = tokens/s / new tokens
-    return {
-        "version": 1, "kind": "llm", "evidence_class": "projected",
+    out = {
+        "version": 2, "kind": "llm", "evidence_class": "projected",
         "data_sha256": hashlib.sha256(data).hexdigest() if data is not None else None,
-        "sources": len(doc.get("sources") or {}), "records": {"calibration": len(cal_rows), "held-out": len(held)},
+        "sources": len(sources), "records": {"calibration": len(cal_rows), "held-out": len(held)},
         "fitted": params, "fixed": {"interconnect": FIXED["interconnect"], "runtime_memory": "2 GiB",
                                     "kv_fraction": FIXED["kv_fraction"]},
+        "engines": {k: {kk: vv for kk, vv in v.items() if kk != "source"} for k, v in llm_published.ENGINES.items()},
+        "calibrated": {"engines": sorted({row["engine"] for row in per if row["set"] == "calibration" and row["engine"]}),
+                       "machines": sorted({row["machine"] for row in per if row["set"] == "calibration"})},
         "tail": tail,
         "tail_basis": "p95/p50 = (p99/p50)^(1/log10(50)) from published median and p99 pairs (vLLM serving "
                       "benchmarks, ShareGPT prompts of varying length, Poisson arrivals below saturation)",
-        "errors": errors, "errors_by_metric": judged, "by_source": by_source,
-        "predictions": per, "tail_checks": tail_rows,
+        "errors": errors, "by_source": by_source, "predictions": per, "tail_checks": tail_rows,
     }
+    held_out = {**errors["held-out"]}
+    # What judge.py widens margins by, when no band of a finer class applies: the held-out 90th
+    # percentile per metric.
+    judged = {k: round(held_out[k]["p90"], 4) for k in ("ttft", "tpot", "latency", "token_throughput") if k in held_out}
+    if "token_throughput" in judged:
+        judged.setdefault("throughput", judged["token_throughput"])
+    out["errors_by_metric"] = judged
+    if honest:
+        loso, out["loso_by_source"] = _leave_out(records, sources, tail, lambda r: r["source"], "source", params)
+        loeo, out["loeo_by_engine"] = _leave_out(records, sources, tail, lambda r: llm_published.engine(r, sources),
+                                                 "engine", params)
+        lomo, out["lomo_by_machine"] = _leave_out(records, sources, tail, lambda r: r["machine"], "machine", params)
+        out["bands"] = _bands(loso)
+        out["unknown_engine"] = {k: v for k, v in _bands(loeo).items() if k.endswith("|*|*")}
+        out["unknown_machine"] = {k: v for k, v in _bands(lomo).items() if k.endswith("|*|*")}
+        out["band_rule"] = (f"the conformal {COVERAGE:.0%} bound of leave-one-source-out relative errors for the "
+                            f"metric and setting class (batching x load; a class with fewer than {BAND_MIN} errors "
+                            "falls back to a coarser one); an engine or machine the calibration has no records of: "
+                            "at least the bound of leave-one-engine-out / leave-one-machine-out errors")
+        out["coverage"] = _coverage(per, out)
+    return out
+
+
+def _coverage(per: list[dict], cal: dict) -> dict:
+    """Share of held-out predictions (split records, and frozen sources) inside their band."""
+    out = {}
+    for which in ("held-out", "held-out-source"):
+        rows = [r for r in per if r["set"] == which]
+        inside = [abs(r["error"]) <= prediction_band(cal, r["kind"], r["batching"], r["load"], r["engine"],
+                                                     r["machine"]) for r in rows]
+        if rows:
+            out[which] = {"n": len(rows), "inside": int(sum(inside)), "share": round(sum(inside) / len(rows), 4)}
+    return out
+
+
+def prediction_band(cal: dict, kind: str, batching: str, load: str, engine_name: str | None,
+                    machine_name: str | None) -> float:
+    """The relative error band a prediction states: its class's band, widened to the unknown-
+    engine / unknown-machine band when the calibration has no records of its engine / machine."""
+    bands = cal.get("bands") or {}
+    b = band_for(bands, kind, batching, load)
+    if b is None:
+        b = float((cal.get("errors_by_metric") or {}).get(kind, 0.5))
+    known = cal.get("calibrated") or {}
+    if engine_name not in (known.get("engines") or []):
+        b = max(b, (cal.get("unknown_engine") or {}).get(f"{kind}|*|*", b))
+    if machine_name not in (known.get("machines") or []):
+        b = max(b, (cal.get("unknown_machine") or {}).get(f"{kind}|*|*", b))
+    return float(b)
 
 
 def path(home: Path) -> Path:
@@ -370,23 +491,14 @@ def current(home: Path | None = None) -> dict:
     return shipped()
 
 
-def merge(doc: dict, extra: dict, source: str) -> dict:
-    """The shipped figures plus a user's own published ones (same format; their sources must not
-    clash with the shipped keys)."""
-    clash = sorted(set(extra.get("sources") or {}) & set(doc.get("sources") or {}))
-    if clash:
-        raise ContractError(f"source key {clash[0]!r} is already a shipped source; rename it", source=source,
-                          field=f"sources.{clash[0]}")
-    return {**doc, "sources": {**doc["sources"], **(extra.get("sources") or {})},
-            "records": doc["records"] + list(extra.get("records") or []),
-            "tails": list(doc.get("tails") or []) + list(extra.get("tails") or [])}
-
-
 def summary_line(cal: dict) -> str:
     """One line for the CLI and reports: the relative error per metric on held-out published
     measurements (median / 90th percentile / max, how many, and the median signed error: + means
     the model predicts more than was measured)."""
-    held = cal.get("errors", {}).get("held-out", {})
+    errs = cal.get("errors", {})
+    held = {**errs.get("held-out", {})}
+    for k, v in (errs.get("held-out-source") or {}).items():
+        held[f"{k} (frozen sources)"] = v
     parts = [f"{k} {v['median']:.0%} / {v['p90']:.0%} / {v['max']:.0%} (n={v['n']}, bias {v['bias']:+.0%})"
              for k, v in held.items()]
     return "median / p90 / max relative error on held-out published measurements: " + "; ".join(parts)
@@ -399,20 +511,21 @@ def basis(cal: dict) -> str:
     return (f"engine figures fitted to {n.get('calibration', 0)} published measurements from {cal.get('sources', 0)} "
             f"sources (compute {f.get('compute', 0):.2f}, bandwidth {f.get('bandwidth', 0):.2f} of the datasheet, "
             f"{f.get('step_overhead', 0) * 1e3:.1f} ms a step, queueing factor {f.get('queue_factor', 0):.2f}, "
-            f"AMD stack {f.get('amd_factor', 1):.2f}x); p95/p50 tails "
+            f"AMD stack {f.get('amd_factor', 1):.2f}x; own profiles: {', '.join(sorted(f.get('engines') or {})) or 'none'}); "
+            "p95/p50 tails "
             + ", ".join(f"{k} {v:.2f}" for k, v in (cal.get("tail") or {}).items()) + " from published p50/p99 pairs")
 
 
-def run(home: Path, extra: Path | None = None) -> dict:
+def run(home: Path, extra: Path | None = None, honest: bool = True) -> dict:
     """Fit on the shipped published figures (plus `extra`, a file of one's own in the same
     format), write `$LUMA_HOME/model/llm-calibration.json` and return the calibration."""
-    doc = read_published()
-    data = published_path().read_bytes()
+    doc = llm_published.read_shipped()
+    data = llm_published.shipped_bytes()
     if extra is not None:
-        mine = read_published(extra)
-        doc = merge(doc, mine, str(extra))
+        mine = llm_published.read_published(extra)
+        doc = llm_published.merge(doc, mine, str(extra))
         data += Path(extra).read_bytes()
-    cal = calibrate(doc, data)
+    cal = calibrate(doc, data, honest=honest)
     out = path(home)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(cal, indent=1) + "\n")
