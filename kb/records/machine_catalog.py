@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import difflib
 import importlib.resources
-import json
 import re
+import tomllib
 from pathlib import Path
 
 from luma.errors import RecordError, UnknownName
@@ -16,15 +16,10 @@ from luma.kb.records.machine import MachineRecord
 from luma.kb.store.ledger import payloads_of_kind
 
 
-ALIASES_FILE = "aliases.json"
-
-
 def catalog() -> dict[str, Path]:
-    """The vendor-claim records shipped in `experiments/machines/`, by machine name (= file name);
-    the short-name table (`aliases.json`) is not a record."""
+    """The vendor-claim records shipped in `experiments/machines/`, by machine name (= file name)."""
     root = importlib.resources.files("luma.experiments.machines")
-    return {p.name[:-5]: Path(str(p)) for p in root.iterdir()
-            if p.name.endswith(".json") and p.name != ALIASES_FILE}
+    return {p.name[:-5]: Path(str(p)) for p in root.iterdir() if p.name.endswith(".json")}
 
 
 def alias_key(name: str) -> str:
@@ -34,9 +29,10 @@ def alias_key(name: str) -> str:
 
 
 def aliases() -> dict[str, str]:
-    """Short name (alias_key form) -> catalog machine name, from `experiments/machines/aliases.json`."""
+    """Short name (alias_key form) -> catalog machine name, from `experiments/machines/aliases.toml`
+    (TOML so that `experiments/machines/*.json` stays the list of records)."""
     root = importlib.resources.files("luma.experiments.machines")
-    return dict(json.loads(root.joinpath(ALIASES_FILE).read_text())["aliases"])
+    return dict(tomllib.loads(root.joinpath("aliases.toml").read_text())["aliases"])
 
 
 def read_machine(path: Path) -> MachineRecord:
@@ -76,6 +72,9 @@ def load_machine(name_or_path: str | Path, project=None) -> MachineRecord:
     if target is not None:
         return read_machine(shipped[target])
     known = sorted(set(shipped) | set(stored))
-    close = [k for k in known if name.lower() in k][:3] or difflib.get_close_matches(name.lower(), known, n=3, cutoff=0.5)
+    short = aliases()
+    by_alias = [short[a] for a in difflib.get_close_matches(alias_key(name), short, n=3, cutoff=0.6)]
+    close = ([k for k in known if name.lower() in k][:3] or list(dict.fromkeys(by_alias))
+             or difflib.get_close_matches(name.lower(), known, n=3, cutoff=0.5))
     hint = f"; did you mean {', '.join(close)}?" if close else ""
     raise UnknownName(f"unknown machine {name!r}{hint} (known: {', '.join(known)})")
