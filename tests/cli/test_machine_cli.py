@@ -55,9 +55,15 @@ def test_show_json_is_the_record(luma_home):
     assert "vendor-claim" in table and "5.3 TB/s" in table
 
 
+def test_show_takes_a_short_name(luma_home):
+    shown = json.loads(_run("machine", "show", "B200", "--format", "json").output)
+    assert shown["name"] == "nvidia-b200-sxm-180gb"
+    assert not any(luma_home.iterdir())
+
+
 @pytest.mark.parametrize("args,message", [
-    (["show", "h100"], "unknown machine 'h100'; did you mean nvidia-h100-sxm5-80gb?"),
-    (["show", "tpu-v9"], "known: amd-epyc-9654"),
+    (["show", "h100x"], "unknown machine 'h100x'; did you mean nvidia-h100"),
+    (["show", "tpu-v9"], "known: amd-epyc-7763, amd-epyc-9654"),
 ])
 def test_unknown_machine_is_one_line_and_writes_nothing(args, message, luma_home):
     line = _one_line_error(_run("machine", *args))

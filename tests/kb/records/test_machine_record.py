@@ -20,7 +20,7 @@ from luma.kb.records import units
 from luma.kb.ingest.projection import LedgerMeta, project
 from luma.kb.records.loader import validate_document
 from luma.kb.records.machine import MachineRecord, machine_schema
-from luma.kb.records.machine_catalog import catalog, load_machine, stored_machines
+from luma.kb.records.machine_catalog import alias_key, aliases, catalog, load_machine, stored_machines
 from luma.kb.ingest.shacl import default_checker
 from luma.kb.vocab import LUMA
 from luma.settings import Settings
@@ -211,17 +211,83 @@ def test_catalog_ships_vendor_claims_that_name_their_source():
         m = load_machine(name)
         assert m.name == name == path.stem
         assert m.evidence_class == "vendor-claim" and m.source.url.startswith("https://")
-        assert m.memory and m.power_w > 0
+        assert m.memory and m.notes
+        assert m.power is None or m.power_w > 0  # a figure no source gave is left out, not guessed
     h100 = load_machine("nvidia-h100-sxm5-80gb")
     assert h100.compute_flops("bf16") == pytest.approx(989.5e12)
     assert h100.memory_capacity("hbm") == 81_559 * 2**20  # as nvidia-smi reports it, not the sheet's 80 GB
     assert h100.memory_bandwidth("hbm") == pytest.approx(3.35e12)
 
 
+# Closed-form checks: each figure is the source's number read the way the record's method says.
+_FIGURES = [
+    ("nvidia-gb200-186gb", lambda m: m.memory_bandwidth("hbm"), 8e12),
+    ("nvidia-gb200-186gb", lambda m: m.compute_flops("fp8"), 10_000e12 / 2),
+    ("nvidia-gb200-186gb", lambda m: m.memory_capacity("hbm"), 186e9),
+    ("nvidia-gb200-186gb", lambda m: m.link("NVLink").device_bandwidth, 18 * 50e9),
+    ("nvidia-gh200-96gb", lambda m: m.memory_capacity("hbm"), 96e9),
+    ("nvidia-gh200-96gb", lambda m: m.memory_capacity("host"), 480e9),
+    ("nvidia-gh200-144gb", lambda m: m.memory_capacity("hbm"), 144e9),
+    ("nvidia-h100-pcie-80gb", lambda m: m.compute_flops("fp16"), 1513e12 / 2),
+    ("nvidia-h100-pcie-80gb", lambda m: m.memory_bandwidth("hbm"), 2e12),
+    ("nvidia-h100-pcie-80gb", lambda m: m.power_w, 350),
+    ("nvidia-h100-nvl-94gb", lambda m: m.memory_bandwidth("hbm"), 3.9e12),
+    ("nvidia-h100-nvl-94gb", lambda m: m.link("NVLink").device_bandwidth, 600e9 / 2),
+    ("nvidia-l40s-48gb", lambda m: m.compute_flops("fp8"), 1466e12 / 2),
+    ("nvidia-l40s-48gb", lambda m: m.memory_capacity("gddr"), 48_305_799_168),
+    ("nvidia-l40s-48gb", lambda m: m.memory_bandwidth("gddr"), 864e9),
+    ("nvidia-l4-24gb", lambda m: m.compute_flops("fp8", dense=False), 485e12),
+    ("nvidia-l4-24gb", lambda m: m.power_w, 72),
+    ("nvidia-a10g-24gb", lambda m: m.memory_bandwidth("gddr"), 600e9),
+    ("nvidia-a100-sxm4-40gb", lambda m: m.compute_flops("bf16"), 312e12),
+    ("nvidia-a100-sxm4-40gb", lambda m: m.memory_capacity("hbm"), 42_405_855_232),
+    ("nvidia-a100-sxm4-40gb", lambda m: m.memory_bandwidth("hbm"), 1555e9),
+    ("amd-instinct-mi325x", lambda m: m.compute_flops("fp8"), 2614.9e12),
+    ("amd-instinct-mi325x", lambda m: m.memory_bandwidth("hbm"), 6e12),
+    ("intel-gaudi2", lambda m: m.compute_flops("bf16"), 432e12),
+    ("intel-gaudi2", lambda m: m.link("RoCE 100GbE").device_bandwidth, 4.8e12 / 8 / 2),
+    ("intel-gaudi3", lambda m: m.compute_flops("fp8"), 1835e12),
+    ("intel-gaudi3", lambda m: m.memory_bandwidth("hbm"), 3.67e12),
+    ("intel-gaudi3", lambda m: m.link("RoCE 200GbE").device_bandwidth, 1200e9 / 2),
+    ("amd-epyc-7763", lambda m: m.memory_bandwidth("host"), 8 * 3200e6 * 8),
+    ("nvidia-grace", lambda m: m.memory_bandwidth("host"), 1e12 / 2),
+]
+
+
+@pytest.mark.parametrize(("name", "read", "expected"), _FIGURES, ids=[f"{n}-{i}" for i, (n, _, _) in enumerate(_FIGURES)])
+def test_catalog_figures_read_off_their_sources(name, read, expected):
+    assert read(load_machine(name)) == pytest.approx(expected)
+
+
+@pytest.mark.parametrize("name", ["nvidia-a10g-24gb", "nvidia-a100-sxm4-40gb", "nvidia-a100-sxm4-80gb"])
+def test_ampere_cards_have_no_fp8_figure(name):
+    with pytest.raises(UnknownName):
+        load_machine(name).compute_flops("fp8")
+
+
+def test_every_alias_names_a_catalog_machine_and_hides_none():
+    shipped, table = catalog(), aliases()
+    assert table and set(table.values()) <= set(shipped)
+    assert not set(table) & set(shipped)  # a short name never shadows a record's own name
+    assert all(alias_key(a) == a for a in table)  # stored as looked up, so no two spellings clash
+
+
+@pytest.mark.parametrize(("short", "name"), [
+    ("B200", "nvidia-b200-sxm-180gb"), ("h100", "nvidia-h100-sxm5-80gb"), ("H100 SXM", "nvidia-h100-sxm5-80gb"),
+    ("H200", "nvidia-h200-sxm-141gb"), ("A100", "nvidia-a100-sxm4-80gb"), ("A100-40G", "nvidia-a100-sxm4-40gb"),
+    ("MI300X", "amd-instinct-mi300x"), ("MI325X", "amd-instinct-mi325x"), ("L40S", "nvidia-l40s-48gb"),
+    ("L4", "nvidia-l4-24gb"), ("A10G", "nvidia-a10g-24gb"), ("GH200", "nvidia-gh200-96gb"),
+    ("GB200", "nvidia-gb200-186gb"), ("Gaudi2", "intel-gaudi2"), ("Gaudi 3", "intel-gaudi3"),
+    ("H100 PCIe", "nvidia-h100-pcie-80gb"), ("H100 NVL", "nvidia-h100-nvl-94gb"), ("NVIDIA-L40S-48GB", "nvidia-l40s-48gb"),
+])
+def test_short_names_resolve_case_insensitively(short, name):
+    assert load_machine(short).name == name
+
+
 def test_unknown_machine_lists_the_known_names():
     with pytest.raises(UnknownName) as info:
-        load_machine("h100")
-    assert "did you mean nvidia-h100-sxm5-80gb" in info.value.message
+        load_machine("h100x")
+    assert "did you mean nvidia-h100" in info.value.message
     for name in catalog():
         assert name in info.value.message
 
