@@ -367,14 +367,12 @@ def preset(name: str, field: str = "lengths") -> LengthMix:
     raise ContractError(f"unknown length preset {name!r} (known: {', '.join(PRESET_STATS)})", field=field)
 
 
-@cache
-def _preset(name: str, field: str = "lengths") -> LengthMix:
-    entry = PRESET_STATS.get(str(name).strip().lower())
-    if entry is None:
-        raise ContractError(f"unknown length preset {name!r} (known: {', '.join(PRESET_STATS)})", field=field)
+@cache   # a mix is immutable; a preset's fit is the same every time
+def _preset(name: str) -> LengthMix:
+    entry = PRESET_STATS[name]
     src = Source(entry["title"], entry.get("url"), tuple(entry.get("notes", ())))
     return from_stats(entry["prompt"], entry["output"], rank_correlation=entry.get("rank_correlation", 0.0),
-                      name=str(name).strip().lower(), source=src, field=f"{field}[{name}]")
+                      name=name, source=src, field=f"preset {name}")
 
 
 _PAIR = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*[x,/]\s*(\d+(?:\.\d+)?)\s*$")
@@ -394,8 +392,8 @@ def parse(value, field: str = "lengths") -> LengthMix:
             return fixed(float(m.group(1)), float(m.group(2)))
         if m := _SIDES.match(text):
             return from_stats(m.group("prompt"), m.group("output"), field=field)
-        raise ContractError(f"{value!r} is neither a length preset ({', '.join(PRESET_STATS)}), a pair "
-                            "\"512x128\" nor \"prompt: mean=..,p90=..; output: mean=..\"", field=field)
+        raise ContractError(f"unknown length preset {value!r} (known: {', '.join(PRESET_STATS)}); or write a "
+                            "pair \"512x128\" or \"prompt: mean=..,p90=..; output: mean=..\"", field=field)
     if isinstance(value, Mapping):
         extra = set(value) - {"prompt", "output", "rank_correlation", "name"}
         if extra:
