@@ -46,9 +46,12 @@ def predict_cmd(contract_ref, state_text, llm_ref, space_ref, record, fmt) -> No
              "predicted": f"{r['predicted']:g} sequences" if r["check"] == "kv_cache" else figure_text(r["predicted"], r["unit"]),
              "threshold": "1 sequence" if r["check"] == "kv_cache" else figure_text(r["threshold"], r["unit"]),
              "margin": "n/a" if math.isnan(r["margin"]) else f"{r['margin']:+.1%}", "verdict": r["verdict"],
-             "resource": r["resource"]} for r in p.clauses]
+             "resource": r["resource"], "band": f"±{r['band']:.0%}" if r.get("band") is not None else ""}
+            for r in p.clauses]
     state = ", ".join(f"{k}={v}" for k, v in p.state.items()) or "the contract's state"
-    print_rows(rows, ["check", "op", "predicted", "threshold", "margin", "verdict", "resource"], "table",
+    cols = ["check", "op", "predicted", "threshold", "margin", "verdict", "resource"] + (
+        ["band"] if any(r["band"] for r in rows) else [])
+    print_rows(rows, cols, "table",
                title=f"{p.contract} on {state}")
     click.echo(f"verdict: {p.verdict}" + (f"; binding resource: {p.binding}" if p.binding else
                                           f"; tightest resource: {p.tightest}"))
@@ -57,7 +60,8 @@ def predict_cmd(contract_ref, state_text, llm_ref, space_ref, record, fmt) -> No
                                  ("energy_per_token", "J")) if k in f]
     click.echo("p50 figures: " + ", ".join(f"{k} {figure_text(f[k], u)}" for k, u in shown))
     errs = ", ".join(f"{k} {v:.0%}" for k, v in p.errors.items())
-    which = "held-out published measurements, p90" if p.error_detail else "held out, max"
+    which = ("stated band, leave-one-source-out" if any(r.get("band") is not None for r in p.clauses) else
+             "held-out published measurements, p90" if p.error_detail else "held out, max")
     click.echo(f"evidence: {p.evidence_class}" + (f"; calibrated error ({which}): {errs}" if errs else ""))
     for note in p.notes:
         click.echo(f"note: {note}")

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from luma.errors import ContractError
-from luma.experiments.model import hardware, judge, llm, llm_calibrate, services
+from luma.experiments.model import hardware, judge, lengths, llm, llm_calibrate, llm_published, services
 from luma.experiments.model.space import Axis, Space
 
 #: Accelerator figures a datasheet does not give. compute and bandwidth are fallbacks only: the
@@ -92,10 +92,20 @@ class Evaluator:
         eff = {**LLM_EFFICIENCY, **sp.efficiency}
         self.eff = {k: float(eff[k]) for k in ("compute", "bandwidth", "interconnect")}
         vendors = [str(getattr(getattr(m, "architecture", None), "vendor", "") or "").lower() for m in self.accels]
-        self.engine = llm_calibrate.engine(fitted, vendors)
+        # Engine figures per (accelerator, engine) pair: the engine's own profile where calibration
+        # fitted one, the engine-neutral figures for a state that names none.
+        self.engines = sp.axes["engine"].labels if "engine" in sp.axes else [None]
+        pairs_v = [v for v in vendors for _ in self.engines]
+        pairs_e = [e for _ in vendors for e in self.engines]
+        self.engine = llm_calibrate.engine(fitted, pairs_v, pairs_e)
         for key, name in (("eff_compute", "compute"), ("eff_bandwidth", "bandwidth"), ("eff_kv", "bandwidth")):
             if name in sp.efficiency:
-                self.engine[key] = np.full(len(self.accels), self.eff[name])
+                self.engine[key] = np.full(len(pairs_v), self.eff[name])
+        defaults = [llm_published.ENGINES.get(e or "", {}) for e in self.engines]
+        self.engine_batching = np.array([llm.BATCHING[d.get("batching", "continuous")] for d in defaults])
+        self.engine_chunk = np.array([float(d.get("chunk", np.inf)) for d in defaults])
+        self.mixes = [lengths.parse(x, "state.dataset") for x in sp.axes["dataset"].labels] if "dataset" in sp.axes \
+            else None
         self.kv_fraction = float(self.llm_cal.get("fixed", {}).get("kv_fraction", 1.0))
         self.runtime_bytes = hardware.quantity(eff["runtime_memory"], "bytes", "efficiency.runtime_memory",
                                                allow_zero=True)
@@ -148,19 +158,34 @@ class Evaluator:
         n = np.shape(flat)
         a = idx.get("accelerator_type", np.zeros(n, dtype=np.int64))
         p = idx.get("precision", np.zeros(n, dtype=np.int64))
+        e = idx.get("engine", np.zeros(n, dtype=np.int64))
         cnt = self.values(idx, "accelerator_count", None)
         tp, pp = self.values(idx, "tp", None), self.values(idx, "pp", None)
+        reps = self.values(idx, "replicas", 1.0)
         if cnt is None:
-            cnt = (tp if tp is not None else 1.0) * (pp if pp is not None else 1.0)
+            cnt = (tp if tp is not None else 1.0) * (pp if pp is not None else 1.0) * reps
         pp = pp if pp is not None else 1.0
-        tp = tp if tp is not None else cnt / pp
-        supported = np.isclose(tp * pp, cnt) & (tp >= 1) & (np.mod(tp, 1) == 0)
+        tp = tp if tp is not None else cnt / (pp * reps)
+        supported = np.isclose(tp * pp * reps, cnt) & (tp >= 1) & (np.mod(tp, 1) == 0)
         wprec = np.take(np.array([hardware.PRECISION_BYTES[x] for x in self.precisions]), p)
         kvp = self.values(idx, "kv_precision", None)
         kvb = wprec if kvp is None else np.take(np.array([hardware.PRECISION_BYTES[x] for x in
                                                           self.space.axes["kv_precision"].labels]), idx["kv_precision"])
         flops = self.tab["flops"][a, p]
         C = self._demand(idx, "concurrency", 1)
+        P = self._demand(idx, "context", 1024)
+        G = self._demand(idx, "max_new_tokens", 128)
+        P2 = P * P
+        if self.mixes is not None:  # a length mix replaces the fixed prompt and output lengths
+            d = idx["dataset"]
+            P = np.take(np.array([x.mean_prompt for x in self.mixes]), d)
+            P2 = np.take(np.array([x.mean_prompt_sq for x in self.mixes]), d)
+            G = np.take(np.array([x.mean_output for x in self.mixes]), d)
+        arrival, rate = self._arrivals(idx)
+        batching = self.values(idx, "batching", None)
+        batching = np.take(self.engine_batching, e) if batching is None else np.take(
+            np.array([llm.BATCHING[x] for x in self.space.axes["batching"].labels]), idx["batching"])
+        pair = a * len(self.engines) + e
         s = {"weight_bytes": wprec, "kv_bytes": kvb, "flops": np.nan_to_num(flops, nan=1.0),
              "capacity": self.values(idx, "hbm_capacity", self.tab["capacity"][a, p]),
              "bandwidth": self.values(idx, "memory_bandwidth", self.tab["bandwidth"][a, p]),
@@ -169,24 +194,60 @@ class Evaluator:
              "links": self.tab["links"][a, p] if "interconnect" not in idx else 1.0,
              "topology": self.tab["topology"][a, p] if "interconnect" not in idx else 0.0,
              "link_latency": self.tab["link_latency"][a, p], "power": self.tab["power"][a, p],
-             "count": cnt, "tp": tp, "pp": pp, "concurrency": C, "context": self._demand(idx, "context", 1024),
-             "new_tokens": self._demand(idx, "max_new_tokens", 128),
-             "max_batch": self.values(idx, "max_batch", C),
+             "count": cnt, "tp": tp, "pp": pp, "replicas": reps, "ep": self.values(idx, "ep", tp),
+             "concurrency": C, "context": P, "context_sq": P2, "new_tokens": G,
+             "max_batch": self.values(idx, "max_batch", np.where(arrival == llm.ARRIVALS["poisson"], np.inf, C)),
+             "arrival": arrival, "rate": rate, "burstiness": self.values(idx, "burstiness", 1.0),
+             "batching": batching, "chunk": np.take(self.engine_chunk, e),
              "eff_link": self.eff["interconnect"], "runtime_bytes": self.runtime_bytes, "act_bytes": 2.0,
              "kv_fraction": self.kv_fraction,
-             **{k: (np.take(v, a) if np.ndim(v) else v) for k, v in self.engine.items()}}
+             **{k: (np.take(v, pair) if np.ndim(v) else v) for k, v in self.engine.items()}}
         if self.effects is not None:
             self._apply(s)
         out = llm.serve(self.space.model, s)
         # Tensor parallelism needs a link; a machine without one serves on one device only.
         supported = supported & ~np.isnan(flops) & ((tp <= 1) | (s["interconnect"] > 0))
-        latency = out["ttft"] + np.maximum(s["new_tokens"] - 1, 0) * out["tpot"]
+        latency = out["ttft"] + np.maximum(G - 1, 0) * out["tpot"]
         m = {**out, "latency": latency, "quality": np.take(self.quality, p), "memory_dimension": "hbm_capacity",
              "slot_dimension": "hbm_capacity", "tail": self._tail(),
              "supported": np.broadcast_to(supported, n),
              "terms": {**out["terms"], "latency": out["terms"]["tpot"]}}
+        m["band"] = self._bands(a, e, batching, arrival, C, n)
         cost = np.broadcast_to(cnt * np.take(self.price, a), n)
         return m, cost
+
+    def _arrivals(self, idx) -> tuple[np.ndarray, np.ndarray]:
+        """(ARRIVALS code, requests/s) of the states: the arrivals axis, else the contract's load
+        (a Poisson contract at its rate, else a closed loop of its clients)."""
+        load = self.contract.load
+        default = "poisson" if getattr(load, "mode", "closed") == "poisson" and getattr(load, "rate", None) else "closed"
+        if "arrivals" in idx:
+            code = np.take(np.array([llm.ARRIVALS[x] for x in self.space.axes["arrivals"].labels]), idx["arrivals"])
+        else:
+            code = np.float64(llm.ARRIVALS[default])
+        rate = self.values(idx, "rate", float(load.rate) if default == "poisson" else np.nan)
+        if np.any((code == llm.ARRIVALS["poisson"]) & np.isnan(rate)):
+            raise ContractError("open-loop (poisson) arrivals need a rate: add rate=N (requests/s)", field="state.rate")
+        return code, rate
+
+    def _bands(self, a, e, batching, arrival, C, n) -> dict:
+        """The relative error band each metric of each state states (llm_calibrate.prediction_band):
+        its setting class's leave-one-source-out bound, widened for an engine or machine the
+        calibration has no records of."""
+        cal = self.llm_cal
+        if self.overridden or not cal.get("bands"):
+            return {k: np.broadcast_to(np.float64(v), n) for k, v in self.errors.items()}
+        batch_cls = np.where(batching == llm.BATCHING["static"], 0, 1)
+        load_cls = np.where(arrival == llm.ARRIVALS["offline"], 0, np.where(arrival == llm.ARRIVALS["poisson"], 1,
+                                                                            np.where(C <= 4, 2, 3)))
+        names_b, names_l = ("static", "continuous"), ("offline", "open-loop", "light", "heavy")
+        out = {}
+        for kind in ("ttft", "tpot", "latency", "token_throughput"):
+            table = np.array([[[[llm_calibrate.prediction_band(cal, kind, b, lo, eng, m.name) for lo in names_l]
+                                for b in names_b] for eng in self.engines] for m in self.accels])
+            out[kind] = np.broadcast_to(table[a, e, batch_cls, load_cls], n)
+        out["throughput"] = out["token_throughput"]
+        return out
 
     def _apply(self, s: dict) -> None:
         """A partner intervention's effects, after its own costs (see effects.py)."""
@@ -206,7 +267,7 @@ class Evaluator:
         return {**llm_calibrate.shipped()["tail"], **(self.llm_cal.get("tail") or {})}
 
     def judge(self, m: dict) -> judge.Judgement:
-        return judge.judge(self.checks, m, self.errors)
+        return judge.judge(self.checks, m, m.get("band") or self.errors)
 
     def label(self, flat: int) -> dict[str, str]:
         """The state at `flat` as {axis: level label}."""

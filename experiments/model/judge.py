@@ -148,5 +148,7 @@ def judge(checks: list[Check], m: dict, errors: dict | None = None) -> Judgement
     if rows[1].name == "kv_cache":
         binding = np.where(ok[0] & ~ok[1], codes[1], binding)
     binding = np.where(supported, binding, CODE["unsupported"])
-    closeness = np.min(np.abs(margins) / np.array(errs)[:, None], axis=0)
+    # An error band may differ per state (LLM bands per setting class): one row per check.
+    band = np.stack([np.broadcast_to(np.asarray(e, dtype=np.float64), shape) for e in errs])
+    closeness = np.min(np.abs(margins) / band, axis=0)
     return Judgement(rows, values, margins, codes, passed, binding, closeness)

@@ -46,6 +46,7 @@ def predict(contract, state: Space, calibration: dict | None = None, effects=Non
     ev = Evaluator(contract, state, calibration, effects)
     m, cost = ev.evaluate(np.zeros(1, dtype=np.int64))
     j = ev.judge(m)
+    bands = {k: float(np.broadcast_to(v, (1,))[0]) for k, v in (m.get("band") or {}).items()}
     rows, unknown = [], False
     for k, ch in enumerate(j.checks):
         v = float(j.values[k][0])
@@ -61,7 +62,8 @@ def predict(contract, state: Space, calibration: dict | None = None, effects=Non
             threshold = 1.0
         rows.append({"check": ch.name, "op": ch.op, "predicted": v, "threshold": threshold,
                      "unit": _UNITS.get(ch.name, _UNITS.get(ch.kind, "s")), "margin": mg, "verdict": verdict,
-                     "resource": judge_mod.RESOURCES[int(j.codes[k][0])]})
+                     "resource": judge_mod.RESOURCES[int(j.codes[k][0])],
+                     "band": bands.get(ch.kind)})
     passed = bool(j.passed[0])
     fig = figures_row(m)
     fig["cost"] = float(cost[0])
@@ -76,13 +78,34 @@ def predict(contract, state: Space, calibration: dict | None = None, effects=Non
             notes.append(f"the space's [efficiency] sets {', '.join(ev.overridden)}: the stated error was measured "
                          "with the fitted figures, not these")
         detail = dict(ev.llm_cal.get("errors", {}).get("held-out", {}))
+        notes += _band_notes(ev, state)
     elif not _calibrated(ev):
         notes.append("uncalibrated: default efficiency figures (run `luma model calibrate`)")
     verdict = "PASS" if passed else ("UNKNOWN" if unknown and rows[0]["verdict"] == "PASS" and
                                      all(r["verdict"] != "FAIL" for r in rows) else "FAIL")
     resource = j.resource(0)
     return Prediction(contract.name, ev.label(0), verdict, rows, None if passed else resource, resource, fig,
-                      ev.evidence_class, _calibrated(ev), dict(ev.errors), notes, detail)
+                      ev.evidence_class, _calibrated(ev), bands or dict(ev.errors), notes, detail)
+
+
+def _band_notes(ev: Evaluator, state: Space) -> list[str]:
+    """How the state's error bands were chosen, and why one is wider than its class's."""
+    cal = ev.llm_cal
+    if not cal.get("bands") or ev.overridden:
+        return []
+    out = ["error band: " + cal.get("band_rule", "leave-one-source-out bound per metric and setting class")]
+    known = cal.get("calibrated") or {}
+    engines = [e for e in ev.engines if e not in (known.get("engines") or [])]
+    if engines:
+        named = [e for e in engines if e]
+        out.append(("engine " + ", ".join(named) + " has no calibration records: engine-neutral figures" if named else
+                    "no engine named (engine=vllm|tensorrt-llm|sglang|lmdeploy|tgi|llama.cpp): engine-neutral "
+                    "figures") + ", the band widened to the leave-one-engine-out bound")
+    machines = [m.name for m in ev.accels if m.name not in (known.get("machines") or [])]
+    if machines:
+        out.append(f"no calibration records on {', '.join(machines)}: the band widened to the leave-one-machine-out "
+                   "bound")
+    return out
 
 
 def _calibrated(ev: Evaluator) -> bool:

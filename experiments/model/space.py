@@ -34,7 +34,7 @@ from pathlib import Path
 import numpy as np
 
 from luma.errors import ConfigError, ContractError
-from luma.experiments.model import hardware, llm_config
+from luma.experiments.model import hardware, lengths, llm, llm_config, llm_published
 from luma.experiments.model.services import get as get_service
 from luma.kb.records.input_files import CONFIG_FILE, read_text
 from luma.kb.records.documents import parse_toml
@@ -49,9 +49,15 @@ AXES = {
     "runtime": ("runtime", "service"), "variant": ("variant", "service"),
     "concurrency": ("count", "both"), "max_batch": ("count", "both"), "context": ("count", "both"),
     "max_new_tokens": ("count", "both"),
+    # Deployment shape, engine and workload of an LLM state (llm.serve, llm_published.ENGINES).
+    "replicas": ("count", "llm"), "ep": ("count", "llm"), "engine": ("engine", "llm"),
+    "batching": ("batching", "llm"), "arrivals": ("arrivals", "llm"), "rate": ("rate", "llm"),
+    "burstiness": ("positive", "llm"), "dataset": ("mix", "llm"),
 }
+#: Kinds whose levels are names, not quantities.
+CATEGORICAL = ("accelerator", "precision", "variant", "runtime", "engine", "batching", "arrivals", "mix")
 #: Axes that describe the demand (the load), not the machine: the frontier is per demand point.
-DEMAND = ("concurrency", "context", "max_new_tokens")
+DEMAND = ("concurrency", "context", "max_new_tokens", "rate", "dataset", "arrivals", "burstiness")
 #: Machine axes ordered from less to more of a resource: a step down is an "adjacent" state.
 ORDERED = ("accelerator_count", "hbm_capacity", "memory_bandwidth", "interconnect", "compute", "host_memory",
            "kv_cache", "max_batch")
@@ -65,7 +71,7 @@ class Axis:
 
     @property
     def categorical(self) -> bool:
-        return AXES[self.name][0] in ("accelerator", "precision", "variant", "runtime")
+        return AXES[self.name][0] in CATEGORICAL
 
     def __len__(self) -> int:
         return len(self.labels)
@@ -109,6 +115,25 @@ def _parse_value(name: str, raw, field: str, categories: tuple[str, ...] | None)
         if categories is not None and raw not in categories:
             raise ContractError(f"unknown variant {raw!r} (the service has: {', '.join(categories)})", field=field)
         return raw
+    if kind in ("engine", "batching", "arrivals"):
+        known = {"engine": tuple(llm_published.ENGINES), "batching": llm_published.BATCHINGS,
+                 "arrivals": tuple(llm.ARRIVALS)}[kind]
+        name = llm_published.engine_of(raw) if kind == "engine" else raw
+        if name not in known:
+            raise ContractError(f"unknown {kind} {raw!r} (known: {', '.join(known)})", field=field)
+        return name
+    if kind == "mix":
+        if isinstance(raw, dict):
+            raise ContractError("a dataset axis names a preset or 'PROMPTxOUTPUT'; give statistics in a [lengths] "
+                                "table", field=field)
+        lengths.parse(str(raw).strip(), field)  # refused here, with the field, when it is no mix
+        return str(raw).strip()
+    if kind == "rate":
+        return _rate(raw, field)
+    if kind == "positive":
+        if isinstance(raw, bool) or not isinstance(raw, (int, float)) or not np.isfinite(raw) or raw <= 0:
+            raise ContractError(f"must be a positive number, not {raw!r}", field=field)
+        return float(raw)
     if kind == "count":
         return float(hardware.count(raw, field))
     if kind == "core":
@@ -116,6 +141,16 @@ def _parse_value(name: str, raw, field: str, categories: tuple[str, ...] | None)
     if kind == "link":
         return hardware.quantity(raw, "bytes/s", field, allow_bits=True)
     return hardware.quantity(raw, kind, field)
+
+
+def _rate(raw, field: str) -> float:
+    """Requests per second: a number, or a number with `/s`, `req/s`, `request/s`, `rps` or `qps`."""
+    text = str(raw).strip()
+    m = re.fullmatch(r"([0-9]+(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?)\s*(/s|req/s|requests?/s|rps|qps)?", text)
+    if isinstance(raw, bool) or not m or float(m.group(1)) <= 0:
+        raise ContractError(f"{raw!r} is not an arrival rate: a positive number of requests per second (e.g. 5, "
+                            "'2.5 req/s')", field=field)
+    return float(m.group(1))
 
 
 def make_axis(name: str, raw_values: list, field: str, categories: tuple[str, ...] | None = None) -> Axis:
