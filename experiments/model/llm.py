@@ -104,14 +104,14 @@ def serve(cfg: ModelConfig, s: dict) -> dict:
     ab = f.get("act_bytes", np.float64(2.0))
     # Memory.
     weights = cfg.total_params() * f["weight_bytes"]
-    vectors = 2.0 * L * cfg.kv_heads  # K and V vectors a token stores (per-vector extras)
-    kv_token = cfg.kv_bytes_per_token("fp32") / 4.0 * f["kv_bytes"] + vectors * f.get("kv_vector_extra", 0.0)
+    vectors = float(cfg.kv_vectors_per_token())  # cached vectors a token stores (per-vector extras)
+    kv_token = float(cfg.kv_elements_per_token()) * f["kv_bytes"] + vectors * f.get("kv_vector_extra", 0.0)
     block = np.maximum(f.get("kv_block", 1.0), 1.0)
     # A partner's KV codec (effects.py): stored bytes / kv_capacity_factor, read at kv_read_factor.
     kv_store = kv_token / f["kv_capacity_factor"] if "kv_capacity_factor" in f else kv_token
     held = cfg.kv_tokens(P + G)  # sliding-window layers hold at most their window
     kv_seq = np.ceil(held / block) * block * kv_store  # bytes one sequence holds at full length
-    kv_shards = np.minimum(tp, cfg.kv_heads) * pp
+    kv_shards = np.minimum(tp, cfg.kv_shards) * pp
     act = (P * (4.0 * H + 2.0 * cfg.intermediate / tp) * ab + C * cfg.vocab * 4.0)
     base = weights / (tp * pp) + act + f["runtime_bytes"]
     pool = f.get("kv_pool", np.float64(np.nan))

@@ -1,18 +1,30 @@
-"""A decoder-only transformer's shape, as its config.json describes it: layers, widths, heads,
-FFN kind, vocabulary, precision -- what the serving model (llm.py) reads parameters, weight bytes and
-KV bytes from. Presets hold the published config.json values of common open models."""
+"""A decoder-only transformer's shape, as its config.json describes it: layers, widths, heads
+(MHA, GQA, MQA or DeepSeek's multi-head latent attention), a gated or plain FFN, mixture-of-experts
+layers, sliding-window layers, vocabulary, precision -- what the serving model (llm.py) reads
+parameters, weight and KV bytes, attention FLOPs and expert-parallel traffic from.
+
+Presets are the published config.json values of common open models (families/<name>.json, each
+naming the Hugging Face config it transcribes), read by the same reader as a user's config.json.
+
+Mixture of experts: a token multiplies through its `experts_per_token` routed experts (plus any
+shared ones); a step over n tokens reads the experts they touch -- under uniform routing
+E·(1 − (1 − k/E)^n) distinct experts per MoE layer, not all E (read_params).
+"""
 
 from __future__ import annotations
 
+import importlib.resources
+import json
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 import numpy as np
 
 from luma.errors import ContractError, UnknownName
+from luma.experiments.model import hf_config
 from luma.experiments.model.hardware import PRECISION_BYTES
-from luma.kb.records.input_files import CONFIG_FILE, read_text
 from luma.kb.records.documents import parse_json
+from luma.kb.records.input_files import CONFIG_FILE, read_text
 
 
 @dataclass(frozen=True)
@@ -24,32 +36,67 @@ class ModelConfig:
     hidden: int
     heads: int
     kv_heads: int
-    intermediate: int
+    intermediate: int  # the dense FFN width
     vocab: int
     head_dim: int | None = None  # default hidden / heads
-    gated_ffn: bool = True  # SwiGLU (gate, up, down) vs a plain two-matrix MLP
+    gated_ffn: bool = True  # SwiGLU/GeGLU (gate, up, down) vs a plain two-matrix MLP
     tied_embeddings: bool = False
     params: int | None = None  # a published total overrides the derived count
     precision: str = "fp16"  # weights
     kv_precision: str | None = None  # default: the weights' precision
+    # Mixture of experts (experts 0: dense).
+    experts: int = 0  # routed experts per MoE layer
+    experts_per_token: int = 0
+    expert_intermediate: int | None = None  # one routed expert's FFN width (default: intermediate)
+    shared_intermediate: int = 0  # the always-on shared experts' FFN width, all of them together
+    dense_layers: int = 0  # layers of an MoE model that keep a dense FFN (DeepSeek's first three)
+    # Sliding-window attention (None: every layer attends over the whole context).
+    sliding_window: int | None = None
+    window_layers: int | None = None  # how many layers use the window (default: all)
+    # Multi-head latent attention (kv_lora_rank 0: standard attention).
+    kv_lora_rank: int = 0
+    q_lora_rank: int = 0
+    qk_rope_head_dim: int = 0
+    qk_nope_head_dim: int = 0
+    v_head_dim: int = 0
 
     def __post_init__(self):
         for f in ("layers", "hidden", "heads", "kv_heads", "intermediate", "vocab"):
-            v = getattr(self, f)
-            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-                raise ContractError(f"must be a positive whole number, not {v!r}", source=self.name, field=f)
+            _whole(self, f, getattr(self, f), least=1)
+        for f in ("experts", "experts_per_token", "shared_intermediate", "dense_layers", "kv_lora_rank", "q_lora_rank",
+                  "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim"):
+            _whole(self, f, getattr(self, f), least=0)
+        for f in ("head_dim", "expert_intermediate", "sliding_window", "window_layers"):
+            if getattr(self, f) is not None:
+                _whole(self, f, getattr(self, f), least=0 if f == "window_layers" else 1)
         if self.heads % self.kv_heads:
             raise ContractError(f"{self.heads} attention heads are not a multiple of {self.kv_heads} KV heads",
-                              source=self.name, field="kv_heads")
+                                source=self.name, field="kv_heads")
+        if self.experts and not 1 <= self.experts_per_token <= self.experts:
+            raise ContractError(f"experts_per_token must be 1..{self.experts}, not {self.experts_per_token}",
+                                source=self.name, field="experts_per_token")
+        if self.dense_layers > self.layers or (self.window_layers or 0) > self.layers:
+            raise ContractError(f"more layers than the model's {self.layers}", source=self.name,
+                                field="dense_layers" if self.dense_layers > self.layers else "window_layers")
+        if self.kv_lora_rank and not (self.qk_rope_head_dim and self.qk_nope_head_dim and self.v_head_dim):
+            raise ContractError("latent attention needs qk_rope_head_dim, qk_nope_head_dim and v_head_dim",
+                                source=self.name, field="kv_lora_rank")
         for f in ("precision", "kv_precision"):
             p = getattr(self, f)
             if p is not None and p not in PRECISION_BYTES:
                 raise ContractError(f"unknown precision {p!r} (known: {', '.join(PRECISION_BYTES)})",
-                                  source=self.name, field=f)
+                                    source=self.name, field=f)
+
+    # Attention shape.
+    @property
+    def mla(self) -> bool:
+        """Multi-head latent attention: the KV cache holds one compressed latent per layer."""
+        return self.kv_lora_rank > 0
 
     @property
     def d_head(self) -> int:
-        return self.head_dim or self.hidden // self.heads
+        """Width of one head's attention output (MLA: v_head_dim)."""
+        return self.v_head_dim if self.mla else (self.head_dim or self.hidden // self.heads)
 
     @property
     def attn_dim(self) -> int:
@@ -57,87 +104,177 @@ class ModelConfig:
 
     @property
     def kv_dim(self) -> int:
-        return self.kv_heads * self.d_head
+        """Elements one layer caches per token for K (and as many for V); MLA: the whole latent
+        (kv_lora_rank + qk_rope_head_dim), K and V together."""
+        return self.kv_lora_rank + self.qk_rope_head_dim if self.mla else self.kv_heads * self.d_head
 
-    def layer_params(self) -> int:
-        attn = self.hidden * self.attn_dim * 2 + self.hidden * self.kv_dim * 2  # q, o; k, v
-        ffn = (3 if self.gated_ffn else 2) * self.hidden * self.intermediate
-        return attn + ffn + 2 * self.hidden  # two norms
+    def kv_elements_per_token(self) -> int:
+        """Elements the KV cache holds per token over all layers (windows aside)."""
+        return self.layers * self.kv_dim * (1 if self.mla else 2)
 
-    def total_params(self) -> int:
-        if self.params:
-            return self.params
-        embeddings = self.vocab * self.hidden * (1 if self.tied_embeddings else 2)
-        return self.layers * self.layer_params() + embeddings + self.hidden
+    def kv_vectors_per_token(self) -> int:
+        """Cached vectors per token over all layers (a per-vector scale is stored this often)."""
+        return self.layers * (1 if self.mla else 2 * self.kv_heads)
 
-    def matmul_params(self) -> int:
-        """Parameters a token multiplies through (the input embedding is a lookup, not a matmul)."""
-        return self.total_params() - self.vocab * self.hidden * (0 if self.tied_embeddings else 1)
-
-    def weight_bytes(self, precision: str | None = None) -> float:
-        """Bytes the weights occupy (every parameter, the input-embedding table included)."""
-        return self.total_params() * PRECISION_BYTES[precision or self.precision]
-
-    def weight_read_bytes(self, precision: str | None = None) -> float:
-        """Bytes a forward pass reads whole: every matmul weight; the input embedding is a lookup
-        of one row per token (tied embeddings are read whole as the LM head)."""
-        return self.matmul_params() * PRECISION_BYTES[precision or self.precision]
+    @property
+    def kv_shards(self) -> int:
+        """How many ways tensor parallelism can split the KV cache (MLA's latent is replicated)."""
+        return 1 if self.mla else self.kv_heads
 
     def kv_bytes_per_token(self, precision: str | None = None) -> float:
-        return 2 * self.layers * self.kv_dim * PRECISION_BYTES[precision or self.kv_precision or self.precision]
+        """Bytes per token of a model whose every layer holds the whole context: 2 × layers ×
+        kv_dim × bytes; MLA: layers × (kv_lora_rank + qk_rope_head_dim) × bytes."""
+        return self.kv_elements_per_token() * PRECISION_BYTES[precision or self.kv_precision or self.precision]
 
-    # -- what the serving model reads (llm.serve); dense, full-attention forms ----------------
+    def kv_tokens(self, ctx):
+        """Mean over layers of the KV tokens a sequence holds at context `ctx` (array): min(ctx,
+        window) on sliding-window layers, ctx on the others."""
+        ctx = np.asarray(ctx, dtype=np.float64)
+        if self.sliding_window is None:
+            return ctx
+        share = (self.layers if self.window_layers is None else self.window_layers) / self.layers
+        return share * np.minimum(ctx, float(self.sliding_window)) + (1.0 - share) * ctx
+
+    def attention_flops_per_token(self, ctx):
+        """FLOPs of one token's attention scores and weighted values at context `ctx` (array),
+        summed over layers: 4 × layers × ctx × attn_dim, windows capping ctx. MLA in DeepSeek's
+        absorbed (decode) form: scores over the latent and rope key (heads × (kv_lora_rank +
+        qk_rope_head_dim)), values over the latent (heads × kv_lora_rank)."""
+        if self.mla:
+            width = self.heads * (2 * self.kv_lora_rank + self.qk_rope_head_dim)
+        else:
+            width = 2 * self.attn_dim
+        return 2.0 * self.layers * self.kv_tokens(ctx) * width
+
+    # Parameters.
+    def attention_params(self) -> int:
+        """One layer's attention projections."""
+        h = self.hidden
+        if not self.mla:
+            return 2 * h * self.attn_dim + 2 * h * self.kv_dim  # q, o; k, v
+        qk = self.qk_nope_head_dim + self.qk_rope_head_dim
+        q = h * self.q_lora_rank + self.q_lora_rank + self.q_lora_rank * self.heads * qk if self.q_lora_rank \
+            else h * self.heads * qk
+        kv = h * (self.kv_lora_rank + self.qk_rope_head_dim) + self.kv_lora_rank + \
+            self.kv_lora_rank * self.heads * (self.qk_nope_head_dim + self.v_head_dim)
+        return q + kv + self.heads * self.v_head_dim * h
+
+    def _ffn(self, width: int) -> int:
+        return (3 if self.gated_ffn else 2) * self.hidden * width
+
+    def layer_params(self) -> int:
+        """One layer with a dense FFN: attention, FFN, two norms."""
+        return self.attention_params() + self._ffn(self.intermediate) + 2 * self.hidden
 
     @property
     def moe(self) -> bool:
-        return False
+        return self.experts > 0
+
+    @property
+    def moe_layers(self) -> int:
+        return self.layers - self.dense_layers if self.moe else 0
+
+    def expert_params(self) -> int:
+        """Parameters of ONE routed expert in ONE layer (0 for a dense model)."""
+        return self._ffn(self.expert_intermediate or self.intermediate) if self.moe else 0
+
+    def _moe_layer_params(self, routed: int) -> int:
+        """One MoE layer with `routed` routed experts counted: attention, experts, shared experts,
+        router, two norms."""
+        return (self.attention_params() + routed * self.expert_params() + self._ffn(self.shared_intermediate)
+                + self.hidden * self.experts + 2 * self.hidden)
+
+    def _embeddings(self) -> int:
+        return self.vocab * self.hidden * (1 if self.tied_embeddings else 2)
+
+    def total_params(self) -> int:
+        """Every weight: all experts, both embedding tables (one when tied)."""
+        if self.params:
+            return self.params
+        dense = self.layers - self.moe_layers
+        return (dense * self.layer_params() + self.moe_layers * self._moe_layer_params(self.experts)
+                + self._embeddings() + self.hidden)
+
+    def _inactive(self) -> int:
+        """Routed-expert parameters one token does not use."""
+        return self.moe_layers * (self.experts - self.experts_per_token) * self.expert_params()
+
+    def _input_embedding(self) -> int:
+        """The input embedding's parameters a token does not multiply through (tied: the table is
+        the LM head, which it does)."""
+        return 0 if self.tied_embeddings else self.vocab * self.hidden
+
+    def matmul_params(self) -> int:
+        """Parameters ONE token multiplies through: the dense parts, its experts_per_token routed
+        experts, the shared experts, the LM head (the input embedding is a lookup, not a matmul)."""
+        return self.total_params() - self._input_embedding() - self._inactive()
+
+    def active_params(self) -> int:
+        """Active parameters as model cards count them: matmul_params plus the input embedding."""
+        return self.total_params() - self._inactive()
 
     def read_params(self, tokens):
-        """Matmul parameters a step over `tokens` tokens reads from memory (dense: all, once)."""
-        return np.zeros_like(np.asarray(tokens, dtype=np.float64)) + float(self.matmul_params())
-
-    def kv_tokens(self, ctx):
-        """Mean over layers of the KV tokens a sequence holds at context `ctx` (no window: ctx)."""
-        return np.asarray(ctx, dtype=np.float64)
-
-    def attention_flops_per_token(self, ctx):
-        """FLOPs of one token's attention (scores and values) at context `ctx`, all layers."""
-        return 4.0 * self.layers * np.asarray(ctx, dtype=np.float64) * self.attn_dim
+        """Expected matmul parameters a forward step over `tokens` tokens (array) reads: the dense
+        parts once, and per MoE layer the distinct routed experts the tokens touch, E·(1 − (1 −
+        k/E)^tokens) under uniform routing (k at one token, → E as tokens grow)."""
+        tokens = np.asarray(tokens, dtype=np.float64)
+        if not self.moe:
+            return np.full_like(tokens, float(self.matmul_params()))
+        e, k = float(self.experts), float(self.experts_per_token)
+        touched = e * (1.0 - (1.0 - k / e) ** tokens)
+        base = float(self.matmul_params() - self.moe_layers * self.experts_per_token * self.expert_params())
+        return base + self.moe_layers * touched * self.expert_params()
 
     def expert_parallel_bytes(self, tokens, act_bytes):
-        """Bytes one MoE layer's all-to-all moves for `tokens` tokens (dense: none)."""
-        return 0.0 * np.asarray(tokens, dtype=np.float64)
+        """Bytes one MoE layer's all-to-all moves for `tokens` tokens under expert parallelism:
+        dispatch and combine of each token's activations to its experts_per_token experts,
+        2 × tokens × hidden × act_bytes × experts_per_token (0 for a dense model)."""
+        return 2.0 * np.asarray(tokens, dtype=np.float64) * self.hidden * np.asarray(act_bytes) * self.experts_per_token
+
+    def weight_bytes(self, precision: str | None = None) -> float:
+        """Bytes the weights occupy (every parameter, every expert, the input-embedding table)."""
+        return self.total_params() * PRECISION_BYTES[precision or self.precision]
+
+    def weight_read_bytes(self, precision: str | None = None) -> float:
+        """Bytes a one-token forward pass reads: every matmul weight it uses; the input embedding
+        is a lookup of one row per token (tied embeddings are read whole as the LM head)."""
+        return self.matmul_params() * PRECISION_BYTES[precision or self.precision]
 
     @classmethod
     def from_hf(cls, name: str, config: dict) -> ModelConfig:
-        """From a Hugging Face config.json (LLaMA/Mistral field names)."""
+        """From a Hugging Face config.json object (hf_config.py: the field names of each family)."""
         try:
-            heads = int(config["num_attention_heads"])
-            dtype = str(config.get("torch_dtype", "float16"))
-            return cls(name=name, layers=int(config["num_hidden_layers"]), hidden=int(config["hidden_size"]),
-                       heads=heads, kv_heads=int(config.get("num_key_value_heads", heads)),
-                       intermediate=int(config["intermediate_size"]), vocab=int(config["vocab_size"]),
-                       head_dim=config.get("head_dim"), tied_embeddings=bool(config.get("tie_word_embeddings", False)),
-                       precision={"float32": "fp32", "bfloat16": "bf16"}.get(dtype, "fp16"))
-        except KeyError as exc:
-            raise ContractError(f"config.json lacks {exc.args[0]!r}", source=name, field=exc.args[0]) from None
+            return cls(name=name, **hf_config.fields(config))
+        except ContractError as exc:
+            if exc.source:
+                raise
+            raise ContractError(exc.message, source=name, field=exc.field) from None
         except (TypeError, ValueError) as exc:
             raise ContractError(f"config.json has a bad value: {exc}", source=name) from None
 
     def describe(self) -> dict:
-        return {**asdict(self), "total_params": self.total_params(), "weight_bytes": self.weight_bytes(),
-                "kv_bytes_per_token": self.kv_bytes_per_token()}
+        return {**asdict(self), "total_params": self.total_params(), "active_params": self.active_params(),
+                "weight_bytes": self.weight_bytes(), "kv_bytes_per_token": self.kv_bytes_per_token()}
 
 
-#: Published config.json values (Hugging Face model cards) of a few open models.
-PRESETS = {
-    "llama-2-7b": ModelConfig("llama-2-7b", 32, 4096, 32, 32, 11008, 32000),
-    "llama-2-13b": ModelConfig("llama-2-13b", 40, 5120, 40, 40, 13824, 32000),
-    "llama-2-70b": ModelConfig("llama-2-70b", 80, 8192, 64, 8, 28672, 32000),
-    "llama-3-8b": ModelConfig("llama-3-8b", 32, 4096, 32, 8, 14336, 128256, precision="bf16"),
-    "llama-3-70b": ModelConfig("llama-3-70b", 80, 8192, 64, 8, 28672, 128256, precision="bf16"),
-    "mistral-7b": ModelConfig("mistral-7b", 32, 4096, 32, 8, 14336, 32000, precision="bf16"),
-}
+def _whole(cfg: ModelConfig, field: str, v, least: int) -> None:
+    if isinstance(v, bool) or not isinstance(v, int) or v < least:
+        what = "positive" if least else "non-negative"
+        raise ContractError(f"must be a {what} whole number, not {v!r}", source=cfg.name, field=field)
+
+
+def _presets() -> dict[str, ModelConfig]:
+    """The shipped presets: families/<name>.json, each a transcribed config.json."""
+    root = importlib.resources.files("luma.experiments.model.families")
+    out = {}
+    for p in sorted(root.iterdir(), key=lambda p: p.name):
+        if p.name.endswith(".json"):
+            out[p.name[:-5]] = ModelConfig.from_hf(p.name[:-5], json.loads(p.read_text(encoding="utf-8")))
+    return out
+
+
+#: Published config.json values (Hugging Face model cards) of common open models.
+PRESETS = _presets()
 
 
 def config(ref: str | dict, project=None) -> ModelConfig:

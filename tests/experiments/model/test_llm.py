@@ -166,7 +166,7 @@ def test_the_model_is_vectorised():
 def test_config_from_hugging_face_json(tmp_path):
     path = tmp_path / "mistral" / "config.json"
     path.parent.mkdir()
-    path.write_text(json.dumps({"num_hidden_layers": 32, "hidden_size": 4096, "num_attention_heads": 32,
+    path.write_text(json.dumps({"model_type": "mistral", "num_hidden_layers": 32, "hidden_size": 4096, "num_attention_heads": 32,
                                 "num_key_value_heads": 8, "intermediate_size": 14336, "vocab_size": 32000,
                                 "torch_dtype": "bfloat16"}))
     cfg = llm_config.config(str(path))
