@@ -112,16 +112,21 @@ def serve(cfg: ModelConfig, s: dict) -> dict:
     held = cfg.kv_tokens(P + G)  # sliding-window layers hold at most their window
     kv_seq = np.ceil(held / block) * block * kv_store  # bytes one sequence holds at full length
     kv_shards = np.minimum(tp, cfg.kv_shards) * pp
-    act = (P * (4.0 * H + 2.0 * cfg.intermediate / tp) * ab + C * cfg.vocab * 4.0)
-    base = weights / (tp * pp) + act + f["runtime_bytes"]
-    pool = f.get("kv_pool", np.float64(np.nan))
-    shared = np.isnan(pool)
-    # KV bytes the state can hold: the engine's share of what weights, activations and the
-    # runtime leave (kv_fraction: serving engines keep ~10 % back by default).
-    kv_room = np.where(shared, (f["capacity"] - base) * f.get("kv_fraction", 1.0) * kv_shards, pool)
     open_loop = arrival == ARRIVALS["poisson"]
     demand = np.where(open_loop, np.inf, C)
     batch_cap = np.minimum(demand, f.get("max_batch", demand))
+    pool = f.get("kv_pool", np.float64(np.nan))
+    shared = np.isnan(pool)
+    # KV bytes the state can hold: the engine's share of what weights, activations and the
+    # runtime leave (kv_fraction: serving engines keep ~10 % back by default). The logits are
+    # held for the sequences of one step, so they count for the batch the KV room admits.
+    prompt_act = P * (4.0 * H + 2.0 * cfg.intermediate / tp) * ab
+    room0 = np.where(shared, (f["capacity"] - (weights / (tp * pp) + prompt_act + f["runtime_bytes"]))
+                     * f.get("kv_fraction", 1.0) * kv_shards, pool)
+    batch0 = np.clip(np.floor(np.maximum(room0, 0.0) / kv_seq), 1.0, batch_cap)
+    act = prompt_act + batch0 * cfg.vocab * 4.0
+    base = weights / (tp * pp) + act + f["runtime_bytes"]
+    kv_room = np.where(shared, (f["capacity"] - base) * f.get("kv_fraction", 1.0) * kv_shards, pool)
     slots = np.clip(np.floor(np.maximum(kv_room, 0.0) / kv_seq), 0.0, batch_cap)
     memory_need = base + np.where(shared, np.where(open_loop, slots, C) * kv_seq / kv_shards, pool)
     memory_min = base + np.where(shared, kv_seq / kv_shards, pool)  # one sequence: the least that runs

@@ -148,9 +148,13 @@ def _check(r: dict, where: str, sources: dict, path: str) -> None:
     if r.get("model") not in llm_config.PRESETS:
         bad("model", f"unknown model {r.get('model')!r} (presets: {', '.join(llm_config.PRESETS)})")
     try:
-        machine(str(r.get("machine")))
+        m = machine(str(r.get("machine")))
     except LumaError as exc:
         bad("machine", exc.message)
+    if r.get("precision") in hardware.PRECISION_BYTES and \
+            not math.isfinite(hardware.figures(m, r["precision"])["flops"]):
+        bad("machine", f"{r['machine']} states no {hardware.COMPUTE_PRECISION[r['precision']]} compute figure: the "
+                       "model cannot predict a figure measured on it at this precision")
     for f in ("precision", "kv_precision"):
         if r.get(f) not in hardware.PRECISION_BYTES:
             bad(f, f"unknown precision {r.get(f)!r}")
