@@ -155,9 +155,9 @@ def _precision(config: dict) -> dict:
 def fields(config: dict) -> dict:
     """ModelConfig keyword arguments from a config.json object (name excluded)."""
     mt = family(config)
+    heads = _int(config, "num_attention_heads", "n_head")
     layers = _int(config, "num_hidden_layers", "n_layer", "num_layers")
     hidden = _int(config, "hidden_size", "n_embd", "d_model")
-    heads = _int(config, "num_attention_heads", "n_head")
     gated, tied_default, width = _ffn(config, mt, hidden)
     tied = config.get("tie_word_embeddings", tied_default)
     head_dim = config.get("head_dim")
