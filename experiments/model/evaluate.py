@@ -104,6 +104,7 @@ class Evaluator:
         defaults = [llm_published.ENGINES.get(e or "", {}) for e in self.engines]
         self.engine_batching = np.array([llm.BATCHING[d.get("batching", "continuous")] for d in defaults])
         self.engine_chunk = np.array([float(d.get("chunk", np.inf)) for d in defaults])
+        self.engine_max_batch = np.array([float(d.get("max_batch", np.inf)) for d in defaults])
         self.mixes = [lengths.parse(x, "state.dataset") for x in sp.axes["dataset"].labels] if "dataset" in sp.axes \
             else None
         self.kv_fraction = float(self.llm_cal.get("fixed", {}).get("kv_fraction", 1.0))
@@ -196,7 +197,8 @@ class Evaluator:
              "link_latency": self.tab["link_latency"][a, p], "power": self.tab["power"][a, p],
              "count": cnt, "tp": tp, "pp": pp, "replicas": reps, "ep": self.values(idx, "ep", tp),
              "concurrency": C, "context": P, "context_sq": P2, "new_tokens": G,
-             "max_batch": self.values(idx, "max_batch", np.where(arrival == llm.ARRIVALS["poisson"], np.inf, C)),
+             "max_batch": self.values(idx, "max_batch", np.minimum(np.take(self.engine_max_batch, e),
+                                                                   np.where(arrival == llm.ARRIVALS["poisson"], np.inf, C))),
              "arrival": arrival, "rate": rate, "burstiness": self.values(idx, "burstiness", 1.0),
              "batching": batching, "chunk": np.take(self.engine_chunk, e),
              "eff_link": self.eff["interconnect"], "runtime_bytes": self.runtime_bytes, "act_bytes": 2.0,

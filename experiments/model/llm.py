@@ -79,7 +79,9 @@ def serve(cfg: ModelConfig, s: dict) -> dict:
     of the mix, default P²), new_tokens (the mean), max_batch; arrival (ARRIVALS code), rate
     (requests/s, all replicas), burstiness (gamma shape of the gaps, 1 = Poisson); batching
     (BATCHING code; `waves` True is the same as static), chunk (prefill tokens per step under
-    chunked prefill); eff_compute, eff_bandwidth, eff_link; runtime_bytes (per device),
+    chunked prefill); eff_compute, eff_bandwidth, eff_link, eff_prefill (a factor on eff_compute for
+    prompt tokens), eff_low_precision (a factor on eff_compute for 8-bit and smaller weights);
+    runtime_bytes (per device),
     step_overhead (seconds per engine step), seq_overhead (seconds per sequence per step),
     tp_overhead (seconds per all-reduce per doubling of the tensor-parallel group: kernel launch
     and synchronisation an engine adds beyond the link), act_bytes; optional kv_pool (bytes of a
@@ -131,7 +133,9 @@ def serve(cfg: ModelConfig, s: dict) -> dict:
     memory_need = base + np.where(shared, np.where(open_loop, slots, C) * kv_seq / kv_shards, pool)
     memory_min = base + np.where(shared, kv_seq / kv_shards, pool)  # one sequence: the least that runs
     # Time: a roofline per engine step, divided over the tensor-parallel group.
-    peak = tp * f["flops"] * f["eff_compute"]
+    # 8-bit GEMMs reach a smaller share of their (doubled) peak than 16-bit ones do of theirs.
+    peak = tp * f["flops"] * f["eff_compute"] * np.where(f["weight_bytes"] <= 1.0, f.get("eff_low_precision", 1.0), 1.0)
+    peak_pf = peak * f.get("eff_prefill", 1.0)  # prefill GEMMs (many tokens) run at their own share
     bw = tp * f["bandwidth"] * f["eff_bandwidth"]
     bw_kv = tp * f["bandwidth"] * f.get("eff_kv", f["eff_bandwidth"])  # attention's KV reads
     link = np.maximum(f["interconnect"] * f.get("eff_link", 1.0), 1e-9)
@@ -153,8 +157,8 @@ def serve(cfg: ModelConfig, s: dict) -> dict:
         sequences and prefills `ptoks` prompt tokens (Σ P² = `psq` for attention): the weights
         are read once for all of it (for MoE, the experts the step's tokens touch)."""
         tokens = decode + ptoks
-        c = (2.0 * Nm * tokens + decode * cfg.attention_flops_per_token(ctx)
-             + 2.0 * L * psq * cfg.attn_dim * np.minimum(ctx_held / np.maximum(ctx, 1.0), 1.0)) / peak
+        c = (2.0 * Nm * decode + decode * cfg.attention_flops_per_token(ctx)) / peak + \
+            (2.0 * Nm * ptoks + 2.0 * L * psq * cfg.attn_dim * np.minimum(ctx_held / np.maximum(ctx, 1.0), 1.0)) / peak_pf
         b = (cfg.read_params(tokens) * wb + ptoks * kv_store + tokens * H * wb) / bw + decode * ctx_held * kv_read / bw_kv
         comm = 2.0 * L * all_reduce(tp, tokens * H * ab, link, links, topo, lat) + \
             (pp - 1) * _hop(tokens * H * ab, link, links, topo, lat)
@@ -209,7 +213,7 @@ def serve(cfg: ModelConfig, s: dict) -> dict:
     # Prompts arrive as the other sequences finish ((n - 1) / t_gen a second; λ in an open loop)
     # and contend for prefill: a G/D/1 wait of the prefill work (Kingman: (c_a² + 0) / 2 of the
     # M/M/1 wait; c_a² = 1 / burstiness for gamma gaps), times a queueing factor calibration fits.
-    pf_alone = np.maximum(2.0 * Nm * P / peak, P * (kv_store + H * wb) / bw)
+    pf_alone = np.maximum(2.0 * Nm * P / peak_pf, P * (kv_store + H * wb) / bw)
     t_gen0 = t_first + np.maximum(G - 1.0, 0.0) * t_step
     ca2 = np.where(open_loop, 1.0 / np.maximum(f.get("burstiness", 1.0), 1e-3), 1.0)
     arrivals = np.where(open_loop, lam, (n - 1.0) / np.maximum(t_gen0, 1e-12))

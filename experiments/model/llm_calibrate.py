@@ -34,13 +34,16 @@ METRICS = llm_published.METRICS
 #: What calibration fits: (start, low, high). Efficiencies are shares of the datasheet figures:
 #: compute, bandwidth (weight reads), kv_bandwidth (attention's KV reads); step_overhead seconds
 #: per engine step, seq_overhead seconds per sequence per step (sampling, bookkeeping);
-#: queue_factor scales the prefill queueing wait; tp_overhead seconds per all-reduce per doubling
-#: of the tensor-parallel group (launch and synchronisation beyond the link); amd_factor and
-#: intel_factor: the share of those efficiencies AMD's and Intel's software stacks reach (the
-#: figures are vendor-neutral otherwise; a factor no record informs stays at 1).
+#: queue_factor scales the prefill queueing wait; prefill: a factor on the compute efficiency for
+#: prompt tokens (large GEMMs, attention over the prompt); low_precision: a factor on it for 8-bit
+#: weights (fp8/int8 GEMMs reach less of their doubled peak); tp_overhead seconds per all-reduce per doubling
+#: of the tensor-parallel group (launch and synchronisation beyond the link); amd_* and intel_*:
+#: the share of the compute and bandwidth efficiencies AMD's and Intel's software stacks reach
+#: (the figures are vendor-neutral otherwise; a factor no record informs is not fitted: it stays 1).
 PARAMS = {"compute": (0.6, 0.1, 1.0), "bandwidth": (0.8, 0.2, 1.0), "kv_bandwidth": (0.8, 0.05, 1.0),
-          "step_overhead": (2e-3, 0.0, 0.02), "seq_overhead": (0.0, 0.0, 1e-4), "queue_factor": (1.0, 0.0, 20.0),
-          "tp_overhead": (0.0, 0.0, 2e-5), "amd_factor": (1.0, 0.2, 1.5), "intel_factor": (1.0, 0.2, 1.5)}
+          "step_overhead": (2e-3, 0.0, 0.02), "seq_overhead": (0.0, 0.0, 1e-4), "queue_factor": (1.0, 0.0, 100.0),
+          "tp_overhead": (0.0, 0.0, 2e-5), "prefill": (1.0, 0.3, 1.5), "low_precision": (1.0, 0.3, 1.2), "amd_compute": (1.0, 0.2, 1.5), "amd_bandwidth": (1.0, 0.2, 1.5),
+          "intel_compute": (1.0, 0.2, 1.5), "intel_bandwidth": (1.0, 0.2, 1.5)}
 #: Per engine (second stage, the global figures held): factors on the compute and bandwidth
 #: efficiencies and the queueing factor, and its own per-step overhead. Each is pulled toward the
 #: global figure (a ridge on the log factor) so an engine with few records stays near it.
@@ -48,7 +51,7 @@ ENGINE_PARAMS = {"compute": (1.0, 0.5, 1.6), "bandwidth": (1.0, 0.5, 1.6), "queu
                  "step_overhead": (2e-3, 0.0, 0.02)}
 #: Records an engine needs in the calibration set for its own profile.
 ENGINE_MIN_RECORDS = 6
-RIDGE = 0.05
+RIDGE = 0.02
 #: Held fixed: the link efficiency (NCCL, see evaluate.py), the runtime's own memory, and the
 #: share of the memory left after weights that the engine gives the KV cache (TensorRT-LLM's
 #: kv_cache_free_gpu_mem_fraction and vLLM's gpu_memory_utilization default to 0.90).
@@ -57,6 +60,10 @@ E99 = math.log10(50.0)  # judge.exponent(0.99): p99 = p50 x tail^E99
 QUANTILE = {"value": None, "mean": None, "median": None, "p90": 0.90, "p95": 0.95, "p99": 0.99}
 #: Tails used while fitting when the data has no pairs of its own (the shipped figures').
 DEFAULT_TAIL = {"ttft": 1.84, "tpot": 1.23, "latency": 1.23}
+
+
+#: Vendors whose software stack gets its own efficiency factors (NVIDIA's is the reference).
+VENDORS = ("amd", "intel")
 
 
 def shipped_path() -> Path:
@@ -68,15 +75,18 @@ def engine(params: dict, vendors: list[str], engines: list[str | None] | None = 
     (an engine without its own profile gets the global figures)."""
     profiles = params.get("engines") or {}
     engines = engines if engines is not None else [None] * len(vendors)
-    vf = np.array([params.get(f"{v}_factor", 1.0) if v in ("amd", "intel") else 1.0 for v in vendors])
+    vc = np.array([params.get(f"{v}_compute", params.get(f"{v}_factor", 1.0)) if v in VENDORS else 1.0 for v in vendors])
+    vb = np.array([params.get(f"{v}_bandwidth", params.get(f"{v}_factor", 1.0)) if v in VENDORS else 1.0
+                   for v in vendors])
     prof = [profiles.get(e or "", {}) for e in engines]
-    ec = np.array([p.get("compute", 1.0) for p in prof]) * vf
-    eb = np.array([p.get("bandwidth", 1.0) for p in prof]) * vf
+    ec = np.array([p.get("compute", 1.0) for p in prof]) * vc
+    eb = np.array([p.get("bandwidth", 1.0) for p in prof]) * vb
     return {"eff_compute": np.minimum(params["compute"] * ec, 1.0),
             "eff_bandwidth": np.minimum(params["bandwidth"] * eb, 1.0),
             "eff_kv": np.minimum(params.get("kv_bandwidth", params["bandwidth"]) * eb, 1.0),
             "step_overhead": np.array([p.get("step_overhead", params.get("step_overhead", 0.0)) for p in prof]),
-            "seq_overhead": params.get("seq_overhead", 0.0),
+            "seq_overhead": params.get("seq_overhead", 0.0), "eff_prefill": params.get("prefill", 1.0),
+            "eff_low_precision": params.get("low_precision", 1.0),
             "queue_factor": params.get("queue_factor", 1.0) * np.array([p.get("queue", 1.0) for p in prof]),
             "tp_overhead": params.get("tp_overhead", 0.0)}
 
@@ -93,6 +103,7 @@ def setting(r: dict, sources: dict) -> dict:
     return {"engine": eng, "replicas": float(reps), "pp": float(pp), "ep": float(r.get("ep", r["tp"])),
             "batching": llm.BATCHING[batching], "chunk": float(defaults["chunk"]), "arrival": llm.ARRIVALS[arrival],
             "rate": float(r.get("rate", np.nan)), "burstiness": float(r.get("burstiness", 1.0)),
+            "max_batch": float(min(r["concurrency"], defaults.get("max_batch", r["concurrency"]))),
             "context": mix.mean_prompt, "context_sq": mix.mean_prompt_sq, "new_tokens": mix.mean_output,
             "load": load_class(arrival, r["concurrency"]), "batch_class": "static" if batching == "static" else "continuous"}
 
@@ -131,7 +142,7 @@ def _prepare(records: list[dict], sources: dict) -> list[tuple]:
              "link_latency": col("link_latency"), "power": col("power"), "count": num("count"), "tp": num("tp"),
              "pp": st("pp"), "replicas": st("replicas"), "ep": st("ep"), "concurrency": num("concurrency"),
              "context": st("context"), "context_sq": st("context_sq"), "new_tokens": st("new_tokens"),
-             "max_batch": num("concurrency"), "batching": st("batching"), "chunk": st("chunk"),
+             "max_batch": st("max_batch"), "batching": st("batching"), "chunk": st("chunk"),
              "arrival": st("arrival"), "rate": st("rate"), "burstiness": st("burstiness"),
              "eff_link": FIXED["interconnect"], "runtime_bytes": FIXED["runtime_memory"], "act_bytes": 2.0,
              "kv_fraction": FIXED["kv_fraction"]}
@@ -209,7 +220,10 @@ def fit(records: list[dict], sources: dict | None = None, tail: dict | None = No
     measured = np.array([r["value"] for r in records], dtype=np.float64)
     weights = _weights(records)
     extra = {"_tail": tail} if tail else {}
-    f = lambda u: _loss(prepared, measured, weights, {**_from_unit(u), **extra})  # noqa: E731
+    # A vendor factor no record informs stays at 1 (Nelder-Mead would drift it at no cost).
+    seen = {llm_published.vendor(r["machine"]) for r in records}
+    fixed = {f"{v}_{k}": 1.0 for v in VENDORS if v not in seen for k in ("compute", "bandwidth")}
+    f = lambda u: _loss(prepared, measured, weights, {**_from_unit(u), **fixed, **extra})  # noqa: E731
     # Weight-read efficiency and per-step overhead trade off against each other (both slow a
     # small-batch step), so the surface has more than one basin: start from each corner of the
     # pair, refine each with Nelder-Mead (restarted from a fresh simplex), keep the best.
@@ -224,7 +238,7 @@ def fit(records: list[dict], sources: dict | None = None, tail: dict | None = No
                 x = _nelder_mead(f, x, steps=250, scale=scale)
             found.append((f(x), tuple(x)))
     x = np.array(min(found)[1])
-    params = {k: round(v, 6) for k, v in _from_unit(x).items()}
+    params = {k: round(v, 6) for k, v in {**_from_unit(x), **fixed}.items()}
     params["engines"] = _engine_profiles(records, sources, params, extra, (start or {}).get("engines") or {})
     return params
 
@@ -249,7 +263,7 @@ def _engine_profiles(records: list[dict], sources: dict, params: dict, extra: di
         def loss(u, prepared=prepared, measured=measured, weights=weights, eng=eng, t0=t0):
             prof = _from_unit(u, ENGINE_PARAMS)
             prior = sum(math.log(prof[k]) ** 2 for k in ("compute", "bandwidth", "queue")) + \
-                ((prof["step_overhead"] - t0) / 1e-3) ** 2
+                ((prof["step_overhead"] - t0) / 3e-3) ** 2
             return _loss(prepared, measured, weights, {**params, **extra, "engines": {eng: prof}}) + RIDGE * prior
 
         x = _to_unit({"compute": 1.0, "bandwidth": 1.0, "queue": 1.0, "step_overhead": t0, **{
@@ -513,7 +527,7 @@ def basis(cal: dict) -> str:
     return (f"engine figures fitted to {n.get('calibration', 0)} published measurements from {cal.get('sources', 0)} "
             f"sources (compute {f.get('compute', 0):.2f}, bandwidth {f.get('bandwidth', 0):.2f} of the datasheet, "
             f"{f.get('step_overhead', 0) * 1e3:.1f} ms a step, queueing factor {f.get('queue_factor', 0):.2f}, "
-            f"AMD stack {f.get('amd_factor', 1):.2f}x; own profiles: {', '.join(sorted(f.get('engines') or {})) or 'none'}); "
+            f"AMD stack {f.get('amd_compute', 1):.2f}x compute, {f.get('amd_bandwidth', 1):.2f}x bandwidth; own profiles: {', '.join(sorted(f.get('engines') or {})) or 'none'}); "
             "p95/p50 tails "
             + ", ".join(f"{k} {v:.2f}" for k, v in (cal.get("tail") or {}).items()) + " from published p50/p99 pairs")
 

@@ -33,11 +33,13 @@ STATISTICS = ("value", "mean", "median", "p90", "p95", "p99")
 SCALE = {"ms": 1e-3, "s": 1.0, "token/s": 1.0, "request/s": 1.0}
 #: Serving engines a record or a state names, with what each does by default that the model
 #: needs: continuous (in-flight) batching, and how many tokens a step prefills when the engine
-#: chunks prompts (`max_num_batched_tokens` and its kin), as the engines document their defaults.
+#: chunks prompts (`max_num_batched_tokens` and its kin), and the most sequences a step runs where
+#: the engine caps them by count (`max_num_seqs`), as the engines document their defaults.
 ENGINES = {
-    "vllm": {"batching": "chunked", "chunk": 8192,
+    "vllm": {"batching": "chunked", "chunk": 8192, "max_batch": 256,
              "source": "vLLM engine arguments: chunked prefill on (V1), max_num_batched_tokens 8192 for the "
-                       "OpenAI server on large GPUs (https://docs.vllm.ai/en/latest/configuration/engine_args.html)"},
+                       "OpenAI server on large GPUs, max_num_seqs 256 "
+                       "(https://docs.vllm.ai/en/latest/configuration/engine_args.html)"},
     "tensorrt-llm": {"batching": "continuous", "chunk": 8192,
                      "source": "TensorRT-LLM in-flight batching, max_num_tokens 8192 by default, context chunking off "
                                "(https://nvidia.github.io/TensorRT-LLM/performance/performance-tuning-guide/)"},
