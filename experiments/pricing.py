@@ -65,9 +65,9 @@ class Unpriced:
     why: str
 
     def text(self) -> str:
-        """The reason in words, one line: `compute in FLOP / second: no price applies to that unit
+        """The reason in words, one line: `compute (FLOP / second): no price applies to FLOP / second
         (core_hour prices compute in core); the table prices core-hour, kWh`."""
-        what = f"{self.dimension} in {self.unit}" if self.unit else (self.dimension or "the state")
+        what = f"{self.dimension} ({self.unit})" if self.unit else (self.dimension or "the state")
         return f"{what}: {self.why}; the table prices {', '.join(self.priced) or 'nothing'}"
 
 

@@ -106,7 +106,7 @@ def per_output(c: ChainFigures, which: str, trial_state: str, table: PriceTable,
     est.output = rate[1]
     if rate[0] <= 0:
         return None
-    return cost / (rate[0] * 3600.0 * table.utilisation)
+    return got.per_hour / (rate[0] * 3600.0 * table.utilisation)
 
 
 def estimate(chains: list[ChainFigures], total: int, remedy: tuple[str, str] | None, table: PriceTable) -> Estimate:

@@ -41,7 +41,7 @@ def test_compute_in_flops_is_never_multiplied_by_the_core_hour():
     got = price_state({"compute": Amount(312, "TFLOP/s"), "host_memory": Amount(16, "GiB")}, CPU)
     assert isinstance(got, Unpriced)
     assert (got.dimension, got.unit, got.needs) == ("compute", "FLOP / second", "core_hour")
-    assert got.text() == ("compute in FLOP / second: no price applies to FLOP / second (core_hour prices compute "
+    assert got.text() == ("compute (FLOP / second): no price applies to FLOP / second (core_hour prices compute "
                           "in core); the table prices core-hour, GiB-hour, kWh")
 
 
@@ -78,7 +78,7 @@ def test_a_binding_resource_with_no_price_in_its_unit_is_unpriced():
 def test_a_missing_price_and_an_empty_state_say_why():
     only_kwh = _table(kwh=(0.1, "EUR"))
     got = price_state({"compute": Amount(2, "core")}, only_kwh)
-    assert got.text() == "compute in core: no core_hour price; the table prices kWh"
+    assert got.text() == "compute (core): no core_hour price; the table prices kWh"
     assert "names no priced dimension" in price_state({"precision": "fp16"}, CPU).text()
     assert price_state({"compute": 2.0}, CPU).dimension == "compute"  # a bare number has no unit
 
