@@ -1,6 +1,7 @@
 """Price tables: what a core, a GiB of memory, an accelerator and a kWh cost per hour, each figure
 with its currency, source, date and evidence class. The Design-In report prices the states of
-qualified chains with one (cost per accepted output); trials can price theirs the same way.
+qualified chains with one (cost per accepted output) through experiments/pricing.py, which
+applies a price only to the dimension and unit it names.
 
 A table (TOML; `kb/examples/prices.toml` is the shipped, labelled example):
 
@@ -35,7 +36,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from luma.errors import ConfigError, NotPriced
+from luma.errors import ConfigError
 from luma.kb.records.input_files import CONFIG_FILE, read_text
 from luma.kb.records.documents import parse_toml
 from luma.kb.vocab import PRICE_CLASSES
@@ -49,7 +50,6 @@ DEFAULT_UTILISATION = 0.5
 _ENTRY_KEYS = {"price", "purchase", "currency", "source", "date", "evidence_class"}
 _TOP_KEYS = {"title", "evidence_class", "example", "lifetime", *UNITS}
 _SPACE_KEYS = {"core": "core_hour", "host_memory_gib": "memory_gib_hour"}
-_GIB = 2.0**30
 
 
 @dataclass(frozen=True)
@@ -268,43 +268,3 @@ def load(path: str | Path | None = None, project=None) -> PriceTable:
     doc = parse_toml(read_text(p, CONFIG_FILE.of(project)), str(p), error=ConfigError, invalid="not valid TOML")
     return parse(doc, str(p), project)
 
-
-def state_cost(levels: dict[str, object], table: PriceTable, architecture: str = "") -> tuple[float, list[Price]]:
-    """(cost per hour, the prices used) of a machine state given as {record key: level} (levels in
-    their canonical units: cores, bytes, accelerators, watts; categories as text): cores x
-    core_hour, GiB of host_memory and cxl_memory x memory_gib_hour, accelerator_count (1 when only
-    a type is given) x accelerator_hour of accelerator_type (else of the architecture's name as a
-    slug), watts of power / 1000 x kwh. NotPriced names what is missing, or mixed currencies."""
-    used: list[Price] = []
-    cost = 0.0
-
-    def price(key: str, what: str) -> Price:
-        p = table.get(key)
-        if p is None:
-            raise NotPriced(f"no {key} price in the table (needed for {what})")
-        used.append(p)
-        return p
-
-    if isinstance(levels.get("compute"), float):
-        cost += levels["compute"] * price("core_hour", "compute").hourly(table.years)
-    for key in ("host_memory", "cxl_memory"):
-        if isinstance(levels.get(key), float):
-            cost += levels[key] / _GIB * price("memory_gib_hour", key).hourly(table.years)
-    kind = levels.get("accelerator_type")
-    count = levels.get("accelerator_count")
-    if kind is not None or count is not None:
-        name = str(kind) if kind is not None else re.sub(r"[^a-z0-9]+", "-", architecture.lower()).strip("-")
-        p = table.accelerator(name)
-        if p is None:
-            raise NotPriced(f"no accelerator_hour price for {name!r} (priced: {', '.join(table.accelerators()) or 'none'})")
-        used.append(p)
-        cost += (count if isinstance(count, float) else 1.0) * p.hourly(table.years)
-    if isinstance(levels.get("power"), float):
-        cost += levels["power"] / 1000.0 * price("kwh", "power").hourly(table.years)
-    if not used:
-        raise NotPriced("the states name no priced dimension (compute, host_memory, cxl_memory, accelerator_count "
-                        "or accelerator_type, power)")
-    currencies = sorted({p.currency for p in used})
-    if len(currencies) > 1:
-        raise NotPriced(f"the prices mix currencies ({', '.join(currencies)}); LUMA converts none")
-    return cost, used

@@ -209,7 +209,12 @@ class NothingToReport(LumaError):
 
 
 class NotPriced(LumaError):
-    """A machine state cannot be priced with this table (the message says what is missing)."""
+    """A machine state cannot be priced with this table (the message says what is missing;
+    `reason`, when given, is the structured reason: experiments/pricing.py Unpriced)."""
+
+    def __init__(self, message: str, *, source: str | None = None, field: str | None = None, reason=None):
+        self.reason = reason
+        super().__init__(message, source=source, field=field)
 
 
 class EngineError(LumaError):

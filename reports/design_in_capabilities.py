@@ -46,15 +46,21 @@ def candidates(r) -> list[dict]:
       OPTIONAL {{ GRAPH {ONTOLOGY} {{ ?cap luma:realisedBy ?x . ?x rdfs:label ?realised }} }} }}""")
 
 
+#: The cost cell of a state with no price in a unit it needs (never a product of mismatched units).
+NO_PRICE = "no price"
+#: The gain cell when a cost it compares has no price.
+NO_GAIN = "n/a"
+
+
 def _money(value: float | None, est) -> str:
     if value is None:
-        return "—"
+        return NO_PRICE if est.unpriced is not None else "—"
     return f"{value:.3g} {est.currency} per {est.output}"
 
 
 def _gain(est) -> str:
     if est.gain is None:
-        return "—"
+        return NO_GAIN if est.unpriced is not None else "—"
     if est.remedy is None:
         return "1 (no recurring remedy)"
     return f"{est.gain:+.0%}"
@@ -66,7 +72,7 @@ def gain_of(est, bases: set[str]) -> tuple[float | None, str]:
     smaller machine at the throughput without the remedy's overhead, an upper bound); the larger
     when both apply."""
     if est is None or est.gain is None:
-        return None, "—"
+        return None, _gain(est) if est is not None else "—"
     options = []
     if "resource" in bases:
         options.append((est.gain, _gain(est)))
@@ -150,8 +156,9 @@ def economics_section(reqs: list[dict], estimates: dict[str, economics.Estimate]
         remedy = (fmt("{} ({} paired chains)", est.remedy_name, est.remedy_chains) if est.remedy_name else
                   "none recurs")
         saving = (f"{est.lifetime_saving:,.0f} {est.currency}" if est.lifetime_saving is not None else "—")
-        rows.append([dim_key(q["resource"]), used, _money(est.added, est), remedy, _money(est.remedy, est),
-                     _gain(est), saving, "projected", est.reason or "—"])
+        rows.append([dim_key(q["resource"]), used, _money(est.added, est), remedy,
+                     _money(est.remedy, est) if est.remedy_name else "—", _gain(est), saving, "projected",
+                     est.reason or "—"])
     label = table_label(table) + (": illustrative, not quotes" if table.example else "")
     return Section("economics", "Lifetime economics", [
         f"Cost per accepted output with the resource added (each chain's PASS state) versus with the best "
@@ -161,7 +168,11 @@ def economics_section(reqs: list[dict], estimates: dict[str, economics.Estimate]
         f"throughput its PASS trials observed (else the contract's throughput floor) × 3600 × utilisation "
         f"{table.utilisation:g}. One-off purchase prices are amortized over {table.years:g} years; the lifetime "
         f"saving is per machine over those years (positive: adding the resource costs less than the remedy). "
-        f"Parameters: `[lifetime]` of the price table (`years`, `utilisation`; defaults 3 and 0.5).",
+        f"Parameters: `[lifetime]` of the price table (`years`, `utilisation`; defaults 3 and 0.5). A price "
+        f"applies only to the dimension and unit it names (cores × core-hour, bytes of host or CXL memory × "
+        f"GiB-hour, accelerators × accelerator-hour of their type, watts × kWh; an accelerator's FLOP/s, HBM and "
+        f"KV cache are paid through its accelerator-hour): a state with no price in a unit it needs shows "
+        f"\"{NO_PRICE}\" and why, and its gain \"{NO_GAIN}\".",
         "**Evidence class of every estimate: projected** — measured, qualified chains and "
         + ("example prices: the figures show the method, not a decision." if table.example else
            "the prices' own classes (below).")],

@@ -4,8 +4,11 @@ and a price table (experiments/prices.py, which also prices a state: `state_cost
 
 Per supporting chain: the PASS state is the machine with the resource added; the FAIL state with
 the chain's intervention applied is the machine with the remedy (its "recovered" trials). A
-state's cost per hour sums its priced dimensions (cores x core-hour, GiB of host or CXL memory x
-GiB-hour, accelerators x accelerator-hour of their type, watts x kWh); the accepted outputs per
+state's cost per hour sums its priced dimensions, each price only in the unit it names
+(experiments/pricing.py: cores x core-hour, GiB of host or CXL memory x GiB-hour, accelerators x
+accelerator-hour of their type, watts x kWh; a compute level in FLOP/s is no core count). A state
+that has no price in a unit it needs (its binding resource's included) has no cost: the estimate
+keeps the structured reason (`unpriced`) and the report shows "no price". The accepted outputs per
 hour are the throughput its PASS trials observed (requests or tokens per second), or else the
 contract's throughput floor (a PASS guarantees at least that), x 3600 x utilisation. The
 comparison is paired: the remedy's chains give both figures on the same workloads.
@@ -19,10 +22,11 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass, field
 
-from luma.errors import NotPriced
-from luma.experiments.prices import HOURS_PER_YEAR, Price, PriceTable, state_cost
+from luma.experiments.prices import HOURS_PER_YEAR, Price, PriceTable
+from luma.experiments.pricing import Amount, Unpriced, price_state
 from luma.kb.vocab import LUMA, LUNIT, ONTOLOGY_GRAPH
 from luma.reports.design_in_data import CHAIN_GRAPH
+from luma.reports.fmt import UNIT_NAMES
 from luma.reports.md_escape import fmt, record
 from luma.rules.state import DERIVED
 
@@ -41,10 +45,11 @@ class ChainFigures:
 
     chain: str
     intervention: str
-    levels: dict[str, dict[str, object]] = field(default_factory=dict)  # "pass"/"fail" -> {key: value or category}
+    levels: dict[str, dict[str, object]] = field(default_factory=dict)  # "pass"/"fail" -> {key: Amount or category}
     throughput: dict[str, tuple[float, str]] = field(default_factory=dict)  # trial state -> (per s, output)
     floor: tuple[float, str] | None = None  # the contract's throughput clause (per s, output)
     architecture: str = ""
+    binding: str | None = None  # record key of the resource that binds in the chain
 
 
 @dataclass
@@ -69,6 +74,7 @@ class Estimate:
     throughput_from: set[str] = field(default_factory=set)  # "measured", "contract floor"
     prices: dict[str, Price] = field(default_factory=dict)  # the prices used, by key
     reason: str = ""  # why a figure is missing
+    unpriced: Unpriced | None = None  # the first state that has no price in a unit it needs
 
 
 def _rate(c: ChainFigures, state: str) -> tuple[float, str, str] | None:
@@ -86,21 +92,21 @@ def per_output(c: ChainFigures, which: str, trial_state: str, table: PriceTable,
     if rate is None:
         est.reason = est.reason or "no throughput observed at the states and no throughput clause in the contract"
         return None
-    try:
-        cost, used = state_cost(c.levels.get(which, {}), table, c.architecture)
-    except NotPriced as exc:
-        est.reason = est.reason or record(str(exc))
+    got = price_state(c.levels.get(which, {}), table, c.architecture, c.binding)
+    if isinstance(got, Unpriced):
+        est.unpriced = est.unpriced or got
+        est.reason = est.reason or record("no price: " + got.text())
         return None
-    if est.currency not in (None, used[0].currency):
-        est.reason = est.reason or f"the prices mix currencies ({est.currency}, {used[0].currency})"
+    if est.currency not in (None, got.currency):
+        est.reason = est.reason or f"the prices mix currencies ({est.currency}, {got.currency})"
         return None
-    est.currency = used[0].currency
-    est.prices.update({p.key: p for p in used})
+    est.currency = got.currency
+    est.prices.update({p.key: p for p in got.used})
     est.throughput_from.add(rate[2])
     est.output = rate[1]
     if rate[0] <= 0:
         return None
-    return cost / (rate[0] * 3600.0 * table.utilisation)
+    return got.per_hour / (rate[0] * 3600.0 * table.utilisation)
 
 
 def estimate(chains: list[ChainFigures], total: int, remedy: tuple[str, str] | None, table: PriceTable) -> Estimate:
@@ -153,25 +159,27 @@ def estimate(chains: list[ChainFigures], total: int, remedy: tuple[str, str] | N
 
 
 def supporting_chains(r, resource: str, intervention: str | None = None,
-                      limit: int = MAX_CHAINS) -> tuple[list[tuple[str, str]], int]:
-    """([(chain, intervention)] of the qualified boundaries binding `resource` or a resource under
-    it — only those of `intervention` when given —, at most `limit`), the number of all of them."""
+                      limit: int = MAX_CHAINS) -> tuple[list[tuple[str, str, str | None]], int]:
+    """([(chain, intervention, binding record key)] of the qualified boundaries binding `resource`
+    or a resource under it — only those of `intervention` when given —, at most `limit`), the
+    number of all of them."""
     where = (f"GRAPH {_QB} {{ ?q a luma:QualifiedBoundary ; luma:bindingResource ?b ; luma:qualifies ?chain ; "
              f"luma:intervention ?i }} GRAPH {_ONTOLOGY} {{ ?b luma:broader* <{resource}> }}")
     total = r.count(where)
     only = f"FILTER(?i = <{intervention}>)" if intervention else ""
-    rows = r.select(f"SELECT ?chain ?i WHERE {{ {where} {only} }} LIMIT {limit}")
-    return sorted((x["chain"], x["i"]) for x in rows), total
+    rows = r.select(f"SELECT ?chain ?i ?key WHERE {{ {where} {only} "
+                    f"OPTIONAL {{ GRAPH {_ONTOLOGY} {{ ?b luma:recordKey ?key }} }} }} LIMIT {limit}")
+    return sorted((x["chain"], x["i"], x.get("key")) for x in rows), total
 
 
-def chain_figures(r, chains: list[tuple[str, str]]) -> list[ChainFigures]:
+def chain_figures(r, chains: list[tuple[str, str, str | None]]) -> list[ChainFigures]:
     """Throughput per trial state of the PASS trials, the contract's throughput floor and the
     architecture of each chain, then the levels of the PASS and FAIL states of the chains that
     have a throughput (the others cannot be costed per output), in VALUES batches."""
-    out = {c: ChainFigures(c, i) for c, i in chains}
+    out = {c: ChainFigures(c, i, binding=b) for c, i, b in chains}
     rates = ", ".join(f"<{u}>" for u in RATES)
     for n in range(0, len(chains), _CHUNK):
-        values = " ".join(f"<{c}>" for c, _ in chains[n:n + _CHUNK])
+        values = " ".join(f"<{c}>" for c, _, _ in chains[n:n + _CHUNK])
         for x in r.select(f"""SELECT ?chain ?state ?unit (AVG(?v) AS ?mean) WHERE {{ VALUES ?chain {{ {values} }}
             {CHAIN_GRAPH} GRAPH ?g {{ ?chain luma:trial ?t .
               ?t luma:trialState ?state ; luma:verdict luma:Pass ; luma:observation ?o .
@@ -188,19 +196,21 @@ def chain_figures(r, chains: list[tuple[str, str]]) -> list[ChainFigures]:
             have = out[x["chain"]].floor
             if have is None or RATES[x["unit"]] == "request":
                 out[x["chain"]].floor = (float(x["floor"]), RATES[x["unit"]])
-    rated = [c for c, _ in chains if out[c].throughput or out[c].floor]
+    rated = [c for c, _, _ in chains if out[c].throughput or out[c].floor]
     for n in range(0, len(rated), _CHUNK):
         values = " ".join(f"<{c}>" for c in rated[n:n + _CHUNK])
-        for x in r.select(f"""SELECT ?chain ?p ?key ?v ?cat WHERE {{ VALUES ?chain {{ {values} }}
+        for x in r.select(f"""SELECT ?chain ?p ?key ?v ?unit ?cat WHERE {{ VALUES ?chain {{ {values} }}
             {CHAIN_GRAPH} GRAPH ?g {{ ?chain ?p ?s FILTER(?p IN (luma:passState, luma:failState)) }}
             ?s luma:level ?l . ?l luma:dimension ?d . GRAPH {_ONTOLOGY} {{ ?d luma:recordKey ?key }}
-            OPTIONAL {{ ?l qudt:numericValue ?v }} OPTIONAL {{ ?l luma:category ?cat }} }}"""):
+            OPTIONAL {{ ?l qudt:numericValue ?v ; qudt:unit ?unit }} OPTIONAL {{ ?l luma:category ?cat }} }}"""):
             which = "pass" if x["p"] == LUMA + "passState" else "fail"
-            out[x["chain"]].levels.setdefault(which, {})[x["key"]] = float(x["v"]) if x.get("v") else x.get("cat")
+            # a level keeps its unit: the price that applies depends on it
+            level = Amount(float(x["v"]), UNIT_NAMES.get(x.get("unit"), "?")) if x.get("v") else x.get("cat")
+            out[x["chain"]].levels.setdefault(which, {})[x["key"]] = level
         for x in r.select(f"""SELECT ?chain ?label WHERE {{ VALUES ?chain {{ {values} }}
             {CHAIN_GRAPH} GRAPH ?g {{ ?chain luma:architecture ?a }} ?a rdfs:label ?label }}"""):
             out[x["chain"]].architecture = x["label"]
-    return [out[c] for c, _ in chains]
+    return [out[c] for c, _, _ in chains]
 
 
 def best_remedy(r, resource: str) -> tuple[str, str, int] | None:

@@ -21,13 +21,13 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
-from luma.errors import StateError
+from luma.errors import NotPriced, StateError
 from luma.experiments.sprint import stats
 from luma.experiments.sprint.records import architecture, environment
 from luma.experiments.sprint.states import State, describe, resolve
 from luma.kb.records import units
 from luma.kb.store.ledger import Ledger
-from luma.experiments.prices import NotPriced, state_cost
+from luma.experiments.pricing import Amount, state_cost
 from luma.kb.records import pilot_decision
 from luma.kb.records.pex_chain import Level
 from luma.kb.trust.runners import trusted_keys
@@ -198,14 +198,14 @@ def build(project, contract, prices=None) -> tuple[list[LibraryState], list[str]
 def price_all(library: list[LibraryState], prices) -> None:
     """Each state's cost per hour from the price table (ConfigError if it cannot be priced)."""
     for s in library:
-        levels = {"compute": float(s.cores)}
+        levels = {"compute": Amount(float(s.cores), "core")}
         if s.memory_bytes is not None:
-            levels["host_memory"] = float(s.memory_bytes)
+            levels["host_memory"] = Amount(float(s.memory_bytes), "byte")
         try:
-            cost, used = state_cost(levels, prices)
+            got = state_cost(levels, prices)
         except NotPriced as exc:
             raise StateError(f"state {s.label()} cannot be priced: {exc}", source=prices.source) from None
-        s.cost_per_hour, s.currency = cost, used[0].currency
+        s.cost_per_hour, s.currency = got.per_hour, got.currency
 
 
 def find(library: list[LibraryState], key: str) -> LibraryState:

@@ -117,17 +117,3 @@ def test_any_sourced_price_round_trips(value, currency, source):
     kwh = prices.parse(doc, "mem.toml").get("kwh")
     assert (kwh.price, kwh.currency, kwh.source, kwh.unit) == (value, currency, source.strip(), "kWh")
 
-
-def test_state_cost_refuses_mixed_currencies():
-    doc = {"evidence_class": "vendor-claim",
-           "core_hour": {"price": 1, "currency": "USD", "source": "a", "date": dt.date(2026, 1, 1)},
-           "memory_gib_hour": {"price": 1, "currency": "EUR", "source": "b", "date": dt.date(2026, 1, 1)}}
-    with pytest.raises(prices.NotPriced, match="mix currencies"):
-        prices.state_cost({"compute": 1.0, "host_memory": 2.0**30}, prices.parse(doc, "t.toml"))
-
-
-def test_an_accelerator_state_is_priced_by_its_type_and_count():
-    table = prices.load()
-    cost, used = prices.state_cost({"accelerator_type": "nvidia-h100-sxm5-80gb", "accelerator_count": 4.0},
-                                      table)
-    assert cost == pytest.approx(12.0) and [p.key for p in used] == ["accelerator_hour.nvidia-h100-sxm5-80gb"]

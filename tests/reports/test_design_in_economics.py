@@ -121,7 +121,8 @@ def test_unpriced_states_say_why(home, tmp_path):
     path.write_text('evidence_class = "vendor-claim"\n[kwh]\nprice = 0.1\ncurrency = "EUR"\nsource = "s"\n'
                     "date = 2026-01-01\n")
     econ = _table(_build(home, prices.load(path)), "table-economics").rows[0]
-    assert econ[2] == "—" and "no core_hour price" in econ[8]
+    assert econ[2] == econ[4] == "no price" and econ[5] == "n/a"
+    assert econ[8] == "no price: compute (core): no core_hour price; the table prices kWh"
 
 
 @pytest.mark.slow
