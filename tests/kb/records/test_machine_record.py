@@ -228,17 +228,51 @@ _FIGURES = [
     ("nvidia-gh200-96gb", lambda m: m.memory_capacity("hbm"), 96e9),
     ("nvidia-gh200-96gb", lambda m: m.memory_capacity("host"), 480e9),
     ("nvidia-gh200-144gb", lambda m: m.memory_capacity("hbm"), 144e9),
+    # GH200 datasheet (one column for the 96 GB and 144 GB parts): dense figures as stated beside the sparse ones.
+    *[(n, read, v) for n in ("nvidia-gh200-96gb", "nvidia-gh200-144gb") for read, v in [
+        (lambda m: m.compute_flops("fp64"), 67e12),
+        (lambda m: m.compute_flops("fp32"), 67e12),
+        (lambda m: m.compute_flops("tf32"), 494e12),
+        (lambda m: m.compute_flops("tf32", dense=False), 989e12),
+        (lambda m: m.compute_flops("bf16"), 990e12),
+        (lambda m: m.compute_flops("bf16", dense=False), 1979e12),
+        (lambda m: m.compute_flops("fp16"), 990e12),
+        (lambda m: m.compute_flops("fp16", dense=False), 1979e12),
+        (lambda m: m.compute_flops("fp8"), 1979e12),
+        (lambda m: m.compute_flops("fp8", dense=False), 3958e12),
+        (lambda m: m.compute_flops("int8"), 1979e12),
+        (lambda m: m.compute_flops("int8", dense=False), 3958e12),
+    ]],
+    ("nvidia-gh200-144gb", lambda m: m.memory_bandwidth("hbm"), 4.9e12),
     ("nvidia-h100-pcie-80gb", lambda m: m.compute_flops("fp16"), 1513e12 / 2),
     ("nvidia-h100-pcie-80gb", lambda m: m.memory_bandwidth("hbm"), 2e12),
     ("nvidia-h100-pcie-80gb", lambda m: m.power_w, 350),
     ("nvidia-h100-nvl-94gb", lambda m: m.memory_bandwidth("hbm"), 3.9e12),
     ("nvidia-h100-nvl-94gb", lambda m: m.link("NVLink").device_bandwidth, 600e9 / 2),
+    ("nvidia-h100-nvl-94gb", lambda m: m.compute_flops("fp64"), 60e12),
+    ("nvidia-h100-nvl-94gb", lambda m: m.compute_flops("fp32"), 60e12),
+    ("nvidia-h100-nvl-94gb", lambda m: m.compute_flops("tf32"), 835e12 / 2),
+    ("nvidia-h100-nvl-94gb", lambda m: m.compute_flops("tf32", dense=False), 835e12),
+    ("nvidia-h100-nvl-94gb", lambda m: m.compute_flops("bf16"), 1671e12 / 2),
+    ("nvidia-h100-nvl-94gb", lambda m: m.compute_flops("bf16", dense=False), 1671e12),
+    ("nvidia-h100-nvl-94gb", lambda m: m.compute_flops("fp16"), 1671e12 / 2),
+    ("nvidia-h100-nvl-94gb", lambda m: m.compute_flops("fp16", dense=False), 1671e12),
+    ("nvidia-h100-nvl-94gb", lambda m: m.compute_flops("fp8"), 3341e12 / 2),
+    ("nvidia-h100-nvl-94gb", lambda m: m.compute_flops("fp8", dense=False), 3341e12),
+    ("nvidia-h100-nvl-94gb", lambda m: m.compute_flops("int8"), 3341e12 / 2),
+    ("nvidia-h100-nvl-94gb", lambda m: m.compute_flops("int8", dense=False), 3341e12),
     ("nvidia-l40s-48gb", lambda m: m.compute_flops("fp8"), 1466e12 / 2),
     ("nvidia-l40s-48gb", lambda m: m.memory_capacity("gddr"), 48_305_799_168),
     ("nvidia-l40s-48gb", lambda m: m.memory_bandwidth("gddr"), 864e9),
     ("nvidia-l4-24gb", lambda m: m.compute_flops("fp8", dense=False), 485e12),
     ("nvidia-l4-24gb", lambda m: m.power_w, 72),
     ("nvidia-a10g-24gb", lambda m: m.memory_bandwidth("gddr"), 600e9),
+    ("nvidia-a10g-24gb", lambda m: m.compute_flops("fp32"), 35e12),
+    ("nvidia-a10g-24gb", lambda m: m.compute_flops("bf16"), 70e12),
+    ("nvidia-a10g-24gb", lambda m: m.compute_flops("bf16", dense=False), 140e12),
+    ("nvidia-a10g-24gb", lambda m: m.compute_flops("fp16"), 70e12),
+    ("nvidia-a10g-24gb", lambda m: m.compute_flops("fp16", dense=False), 140e12),
+    ("nvidia-a10g-24gb", lambda m: m.power_w, 300),
     ("nvidia-a100-sxm4-40gb", lambda m: m.compute_flops("bf16"), 312e12),
     ("nvidia-a100-sxm4-40gb", lambda m: m.memory_capacity("hbm"), 42_405_855_232),
     ("nvidia-a100-sxm4-40gb", lambda m: m.memory_bandwidth("hbm"), 1555e9),
@@ -263,6 +297,18 @@ def test_catalog_figures_read_off_their_sources(name, read, expected):
 def test_ampere_cards_have_no_fp8_figure(name):
     with pytest.raises(UnknownName):
         load_machine(name).compute_flops("fp8")
+
+
+@pytest.mark.parametrize(("name", "precision"), [("nvidia-a10g-24gb", "tf32"), ("nvidia-a10g-24gb", "int8")])
+def test_figures_no_source_stated_stay_out(name, precision):
+    with pytest.raises(UnknownName):
+        load_machine(name).compute_flops(precision)
+
+
+@pytest.mark.parametrize("name", ["nvidia-gh200-96gb", "nvidia-gh200-144gb"])
+def test_gh200_has_no_gpu_power_figure(name):
+    # The datasheet states only the module's 450-1000 W (CPU + GPU + memory), not the GPU's share.
+    assert load_machine(name).power is None
 
 
 def test_every_alias_names_a_catalog_machine_and_hides_none():
