@@ -29,27 +29,32 @@ from luma.experiments.sprint.run import import_service
 @click.option("--published", type=click.Path(exists=True, dir_okay=False),
               help="With --llm: a file of your own published figures (the format of "
                    "experiments/model/published/llm-serving.json) to add.")
+@click.option("--quick", is_flag=True,
+              help="With --llm: fit only, without the leave-one-source/engine/machine-out refits the error bands "
+                   "come from (predictions then state the held-out p90 per metric).")
 @click.option("--mlperf", "mlperf_mode", is_flag=True,
               help="Calibrate the LLM serving model on the MLPerf results imported into this project's KB "
                    "(`luma import mlperf-results`), each submitter held out in turn.")
 @format_option(choices=("table", "json"))
 @project(WRITE)
-def calibrate_cmd(contract_refs, repeats, record, llm_mode, published, mlperf_mode, fmt) -> None:
+def calibrate_cmd(contract_refs, repeats, record, llm_mode, published, quick, mlperf_mode, fmt) -> None:
     """Measure a short design of trials per contract (default: every shipped contract), fit the
     model's efficiency figures, and report its error per metric. With --llm: fit the LLM serving
     model to published measurements and report its error on the held-out ones. With --mlperf: fit it to the
     imported MLPerf results, each submitter held out in turn, and report the error on each."""
     if mlperf_mode:
-        if contract_refs or llm_mode or published:
+        if contract_refs or llm_mode or published or quick:
             raise click.UsageError("--mlperf calibrates on the imported MLPerf results; it takes no CONTRACT, --llm "
                                    "or --published")
         calibrate_mlperf(fmt)
         return
+    if quick and not (llm_mode or published):
+        raise click.UsageError("--quick goes with --llm")
     if llm_mode or published:
         if contract_refs:
             raise click.UsageError("--llm calibrates on published measurements; it takes no CONTRACT")
 
-        calibrate_llm(published, record, fmt)
+        calibrate_llm(published, record, fmt, quick)
         return
     import numpy as np
     from rich.console import Console

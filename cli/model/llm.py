@@ -13,12 +13,14 @@ from luma.cli.project import settings as command_settings
 from luma.experiments.model import llm_calibrate
 
 
-def calibrate_llm(published: str | None, record: bool, fmt: str) -> None:
+def calibrate_llm(published: str | None, record: bool, fmt: str, quick: bool = False) -> None:
     """Refit on the shipped published figures (plus PUBLISHED's), write the project's LLM
     calibration, load the figures (vendor-claim) and the error facts into the KB, print the error."""
     project = command_settings()
     home = project.home
-    cal = llm_calibrate.run(home, Path(published) if published else None)
+    if not quick:  # the leave-one-out folds are minutes of work: say so before starting them
+        click.echo("fitting, then one refit per source, engine and machine left out (a few minutes) ...", err=True)
+    cal = llm_calibrate.run(home, Path(published) if published else None, honest=not quick)
     if record:
         cal["facts"] = [str(p) for p in llm_calibrate.record(project, cal)]
     cal.pop("_doc", None)
@@ -27,12 +29,21 @@ def calibrate_llm(published: str | None, record: bool, fmt: str) -> None:
         return
     rows = [{"metric": m, "set": which, "n": e["n"], "median": f"{e['median']:.1%}", "p90": f"{e['p90']:.1%}",
              "max": f"{e['max']:.1%}", "bias": f"{e['bias']:+.1%}"}
-            for which in ("held-out", "calibration") for m, e in cal["errors"][which].items()]
+            for which in ("held-out", "held-out-source", "calibration") for m, e in cal["errors"].get(which, {}).items()]
     print_rows(rows, ["metric", "set", "n", "median", "p90", "max", "bias"], "table",
                title="LLM model error vs published measurements (relative; bias: median signed, + = model predicts more)")
     src = [{"source": s, "held-out n": e["n"], "median": f"{e['median']:.1%}", "max": f"{e['max']:.1%}",
             "bias": f"{e['bias']:+.1%}"} for s, e in cal["by_source"].items()]
     print_rows(src, ["source", "held-out n", "median", "max", "bias"], "table", title="held-out error per source")
+    loso = [{"source": s, "n": e["n"], "median": f"{e['median']:.1%}", "p90": f"{e['p90']:.1%}",
+             "bias": f"{e['bias']:+.1%}"} for s, e in (cal.get("loso_by_source") or {}).items()]
+    if loso:
+        print_rows(loso, ["source", "n", "median", "p90", "bias"], "table",
+                   title="each source predicted by a fit without it (leave-one-source-out)")
+        bands = ", ".join(f"{k.replace('|*', '')} ±{v:.0%}" for k, v in cal["bands"].items() if k.count("*") == 2)
+        click.echo(f"stated bands (per metric; finer per batching x load): {bands}")
+        click.echo("inside their band: " + "; ".join(f"{w} {c['inside']}/{c['n']} ({c['share']:.0%})"
+                                                   for w, c in (cal.get("coverage") or {}).items()))
     click.echo("fitted: " + ", ".join(f"{k} {v:g}" for k, v in cal["fitted"].items())
                + "; tails p95/p50: " + ", ".join(f"{k} {v:g}" for k, v in cal["tail"].items()))
     click.echo(f"calibration: {llm_calibrate.path(home)}" + (f"; facts: {', '.join(cal['facts'])}" if record else ""))

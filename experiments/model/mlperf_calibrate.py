@@ -23,7 +23,7 @@ import numpy as np
 
 from luma.experiments.imports import mlperf_benchmarks as bench
 from luma.experiments.imports.mlperf_records import SOURCE_TOOL
-from luma.experiments.model import llm_calibrate, llm_config
+from luma.experiments.model import llm_calibrate, llm_config, llm_published
 from luma.kb.records.machine_catalog import catalog
 from luma.kb.records.pex_trial import PexTrial
 from luma.kb.store.ledger import payloads_of_kind
@@ -54,7 +54,7 @@ def _obs(t: PexTrial, metric: str) -> float | None:
 
 
 def _tp(machine: str, count: int, weights: float) -> int:
-    hbm = llm_calibrate._machine(machine).memory_capacity("hbm")
+    hbm = llm_published.machine(machine).memory_capacity("hbm")
     return next((tp for tp in (1, 2, 4, 8) if tp <= count and weights <= 0.75 * hbm * tp), count)
 
 
@@ -100,12 +100,14 @@ def leave_one_source_out(figures: list[dict], with_published: bool = True) -> di
         raise llm_calibrate.ContractError(
             f"leave-one-source-out needs results of 2 submitters or more, got {len(submitters)} "
             "(import more with `luma import mlperf-results`)", field="submitters")
-    base = [r for r in llm_calibrate.read_published()["records"] if r["set"] == "calibration"] if with_published else []
+    doc = llm_published.read_shipped() if with_published else {"records": [], "sources": {}}
+    sources = doc["sources"]
+    base = [r for r in doc["records"] if not llm_published.held_out(r, sources)]
     folds, pooled, rows = {}, [], []
     for held in submitters:
         test = [r for r in figures if r["source"] == held]
-        params = llm_calibrate.fit(base + [r for r in figures if r["source"] != held])
-        pred = llm_calibrate.predict(test, params)
+        params = llm_calibrate.fit(base + [r for r in figures if r["source"] != held], sources)
+        pred = llm_calibrate.predict(test, params, sources)
         errs = [float((p - r["value"]) / r["value"]) for p, r in zip(pred, test)]
         folds[held] = {**_summary(errs), "fitted": params}
         pooled += errs

@@ -131,9 +131,13 @@ def _parse_value(name: str, raw, field: str, categories: tuple[str, ...] | None)
     if kind == "rate":
         return _rate(raw, field)
     if kind == "positive":
-        if isinstance(raw, bool) or not isinstance(raw, (int, float)) or not np.isfinite(raw) or raw <= 0:
+        try:
+            value = float(raw) if not isinstance(raw, bool) else float("nan")
+        except (TypeError, ValueError):
+            value = float("nan")
+        if not np.isfinite(value) or value <= 0:
             raise ContractError(f"must be a positive number, not {raw!r}", field=field)
-        return float(raw)
+        return value
     if kind == "count":
         return float(hardware.count(raw, field))
     if kind == "core":
