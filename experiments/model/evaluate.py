@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from luma.errors import ContractError
-from luma.experiments.model import hardware, judge, lengths, llm, llm_calibrate, llm_published, services
+from luma.experiments.model import hardware, judge, lengths, llm, llm_calibrate, llm_error, llm_published, services
 from luma.experiments.model.space import Axis, Space
 
 #: Accelerator figures a datasheet does not give. compute and bandwidth are fallbacks only: the
@@ -233,7 +233,7 @@ class Evaluator:
         return code, rate
 
     def _bands(self, a, e, batching, arrival, C, n) -> dict:
-        """The relative error band each metric of each state states (llm_calibrate.prediction_band):
+        """The relative error band each metric of each state states (llm_error.prediction_band):
         its setting class's leave-one-source-out bound, widened for an engine or machine the
         calibration has no records of."""
         cal = self.llm_cal
@@ -245,7 +245,7 @@ class Evaluator:
         names_b, names_l = ("static", "continuous"), ("offline", "open-loop", "light", "heavy")
         out = {}
         for kind in ("ttft", "tpot", "latency", "token_throughput"):
-            table = np.array([[[[llm_calibrate.prediction_band(cal, kind, b, lo, eng, m.name) for lo in names_l]
+            table = np.array([[[[llm_error.prediction_band(cal, kind, b, lo, eng, m.name) for lo in names_l]
                                 for b in names_b] for eng in self.engines] for m in self.accels])
             out[kind] = np.broadcast_to(table[a, e, batch_cls, load_cls], n)
         out["throughput"] = out["token_throughput"]

@@ -1,17 +1,21 @@
-"""The LLM serving model calibrated on published measurements, and its error on held-out ones.
+"""The LLM serving model calibrated on published measurements, and its error on figures it never saw.
 
-`published/llm-serving.json` holds measured figures that NVIDIA, AMD and serving-engine projects
-published (vendor-claim evidence: LUMA did not reproduce them), each with its source, and a
-frozen split: every third record of each (source, metric) is held out. Calibration fits the few
-figures the model cannot know from a datasheet -- the compute and memory-bandwidth efficiency a
-serving engine reaches, its per-step overhead, and the queueing factor of prefills that contend
-under load -- on the calibration set (least squares on log ratios, each source and metric
-weighted alike), then states the model's relative error per metric on the held-out set. The
-p95/p50 tails come from published median and p99 pairs the same way.
+`published/llm-serving*.json` (llm_published.py) hold measured figures that vendors, engine
+projects and benchmark suites published (vendor-claim evidence: LUMA did not reproduce them), each
+with its source and setting, and a frozen split: whole `holdout` sources and every third record
+of each (source, metric) of the others are never fitted. Calibration fits the figures a datasheet
+cannot give -- the compute and memory-bandwidth efficiency serving reaches, per-step and
+per-sequence overheads, the prefill queueing factor, tensor-parallel launch cost, AMD's and Intel's
+stack factors -- on the rest (least squares on log ratios, each source and metric weighted alike),
+then per engine with enough records its own profile (factors on those figures, its own step
+overhead; a ridge keeps a thin engine near the global figures). It states the relative error per
+metric on the held-out records and the frozen sources, and, refitting once per source, engine and
+machine left out, the error bands every prediction states (llm_error.py). The p95/p50 tails come
+from published median and p99 pairs.
 
 The fit is deterministic: `published/llm-calibration.json` is its output on the shipped data
-(a test recomputes it); `luma model calibrate --llm [--published FILE]` refits, with a user's
-own published figures added, into `$LUMA_HOME/model/llm-calibration.json`, which then wins.
+(a slow test recomputes it); `luma model calibrate --llm [--published FILE] [--quick]` refits, with
+a user's own published figures added, into `$LUMA_HOME/model/llm-calibration.json`, which then wins.
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from luma.errors import ContractError
-from luma.experiments.model import hardware, llm, llm_config, llm_published
+from luma.experiments.model import hardware, llm, llm_config, llm_error, llm_published
 from luma.kb.knowledge_base import KnowledgeBase
 
 FILE = "model/llm-calibration.json"
@@ -332,40 +336,6 @@ def tails(doc: dict) -> tuple[dict, list[dict]]:
     return out, checked
 
 
-#: Fewest errors a band is read from; a finer class with fewer falls back to a coarser one.
-BAND_MIN = 10
-#: The share of predictions a band should hold.
-COVERAGE = 0.9
-
-
-def band(errors) -> float | None:
-    """The conformal bound of |relative error|: the ceil(0.9 (n + 1))-th smallest of n errors,
-    which a new error from the same population stays within with probability >= 0.9."""
-    a = np.sort(np.abs(np.asarray(errors, dtype=np.float64)))
-    k = math.ceil(COVERAGE * (len(a) + 1))
-    # Rounded up, so the stated band never excludes the error it was read from.
-    return None if len(a) < BAND_MIN or k > len(a) else math.ceil(float(a[k - 1]) * 1e4) / 1e4
-
-
-def _bands(rows: list[dict]) -> dict:
-    """Band per `kind|batching|load`, `kind|load`, `kind|batching`, `kind` and `*` from
-    leave-one-source-out errors (rows: kind, batching, load, error)."""
-    groups: dict[str, list[float]] = {}
-    for r in rows:
-        for key in (f"{r['kind']}|{r['batching']}|{r['load']}", f"{r['kind']}|*|{r['load']}",
-                    f"{r['kind']}|{r['batching']}|*", f"{r['kind']}|*|*", "*|*|*"):
-            groups.setdefault(key, []).append(r["error"])
-    return {k: b for k, v in sorted(groups.items()) if (b := band(v)) is not None}
-
-
-def band_for(bands: dict, kind: str, batching: str, load: str) -> float | None:
-    """The finest band that has enough errors behind it, for a prediction of this class."""
-    for key in (f"{kind}|{batching}|{load}", f"{kind}|*|{load}", f"{kind}|{batching}|*", f"{kind}|*|*", "*|*|*"):
-        if key in bands:
-            return bands[key]
-    return None
-
-
 def _leave_out(records: list[dict], sources: dict, tail: dict, key, label: str, start: dict) -> tuple[list[dict], dict]:
     """Fit without each group (by `key` of a record) of the calibration records, predict that
     group's records: rows of (id, group, kind, class, error) and a summary per group."""
@@ -453,43 +423,15 @@ def calibrate(doc: dict | None = None, data: bytes | None = None, honest: bool =
         loeo, out["loeo_by_engine"] = _leave_out(records, sources, tail, lambda r: llm_published.engine(r, sources),
                                                  "engine", params)
         lomo, out["lomo_by_machine"] = _leave_out(records, sources, tail, lambda r: r["machine"], "machine", params)
-        out["bands"] = _bands(loso)
-        out["unknown_engine"] = {k: v for k, v in _bands(loeo).items() if k.endswith("|*|*")}
-        out["unknown_machine"] = {k: v for k, v in _bands(lomo).items() if k.endswith("|*|*")}
-        out["band_rule"] = (f"the conformal {COVERAGE:.0%} bound of leave-one-source-out relative errors for the "
-                            f"metric and setting class (batching x load; a class with fewer than {BAND_MIN} errors "
+        out["bands"] = llm_error.bands(loso)
+        out["unknown_engine"] = {k: v for k, v in llm_error.bands(loeo).items() if k.endswith("|*|*")}
+        out["unknown_machine"] = {k: v for k, v in llm_error.bands(lomo).items() if k.endswith("|*|*")}
+        out["band_rule"] = (f"the conformal {llm_error.COVERAGE:.0%} bound of leave-one-source-out relative errors for the "
+                            f"metric and setting class (batching x load; a class with fewer than {llm_error.BAND_MIN} errors "
                             "falls back to a coarser one); an engine or machine the calibration has no records of: "
                             "at least the bound of leave-one-engine-out / leave-one-machine-out errors")
-        out["coverage"] = _coverage(per, out)
+        out["coverage"] = llm_error.coverage(per, out)
     return out
-
-
-def _coverage(per: list[dict], cal: dict) -> dict:
-    """Share of held-out predictions (split records, and frozen sources) inside their band."""
-    out = {}
-    for which in ("held-out", "held-out-source"):
-        rows = [r for r in per if r["set"] == which]
-        inside = [abs(r["error"]) <= prediction_band(cal, r["kind"], r["batching"], r["load"], r["engine"],
-                                                     r["machine"]) for r in rows]
-        if rows:
-            out[which] = {"n": len(rows), "inside": int(sum(inside)), "share": round(sum(inside) / len(rows), 4)}
-    return out
-
-
-def prediction_band(cal: dict, kind: str, batching: str, load: str, engine_name: str | None,
-                    machine_name: str | None) -> float:
-    """The relative error band a prediction states: its class's band, widened to the unknown-
-    engine / unknown-machine band when the calibration has no records of its engine / machine."""
-    bands = cal.get("bands") or {}
-    b = band_for(bands, kind, batching, load)
-    if b is None:
-        b = float((cal.get("errors_by_metric") or {}).get(kind, 0.5))
-    known = cal.get("calibrated") or {}
-    if engine_name not in (known.get("engines") or []):
-        b = max(b, (cal.get("unknown_engine") or {}).get(f"{kind}|*|*", b))
-    if machine_name not in (known.get("machines") or []):
-        b = max(b, (cal.get("unknown_machine") or {}).get(f"{kind}|*|*", b))
-    return float(b)
 
 
 def path(home: Path) -> Path:

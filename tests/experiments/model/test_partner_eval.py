@@ -44,7 +44,7 @@ service = "decoder"
 [[clauses]]
 metric = "p95_ttft"
 op = "<="
-value = 5
+value = 10
 unit = "s"
 [[clauses]]
 metric = "p95_tpot"

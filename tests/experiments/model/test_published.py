@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from luma.cli.states import parse_state
 
-import copy
 import hashlib
 import json
 import math
@@ -19,7 +18,7 @@ from click.testing import CliRunner
 from pathlib import Path
 
 from luma.errors import ConfigError
-from luma.experiments.model import llm_calibrate, llm_published, predict, simulate, space
+from luma.experiments.model import llm_calibrate, llm_error, llm_published, predict, simulate, space
 from luma.experiments.model.evaluate import Evaluator
 
 
@@ -121,22 +120,22 @@ def test_a_band_is_the_conformal_bound_of_the_errors():
     rng = np.random.default_rng(7)
     for n in (10, 37, 200):
         errs = rng.normal(0, 0.2, n)
-        b = llm_calibrate.band(errs)
+        b = llm_error.band(errs)
         assert np.mean(np.abs(errs) <= b) >= 0.9 and b == pytest.approx(np.sort(np.abs(errs))[math.ceil(0.9 * (n + 1)) - 1], abs=1e-4)
-    assert llm_calibrate.band([0.1] * 9) is None  # too few to bound
+    assert llm_error.band([0.1] * 9) is None  # too few to bound
     bands = {"ttft|*|*": 0.3, "ttft|static|light": 0.1, "*|*|*": 0.5}
-    assert llm_calibrate.band_for(bands, "ttft", "static", "light") == 0.1
-    assert llm_calibrate.band_for(bands, "ttft", "continuous", "heavy") == 0.3
-    assert llm_calibrate.band_for(bands, "latency", "continuous", "heavy") == 0.5
+    assert llm_error.band_for(bands, "ttft", "static", "light") == 0.1
+    assert llm_error.band_for(bands, "ttft", "continuous", "heavy") == 0.3
+    assert llm_error.band_for(bands, "latency", "continuous", "heavy") == 0.5
 
 
 def test_an_engine_or_machine_without_records_gets_a_wider_band():
     cal = llm_calibrate.shipped()
-    known = llm_calibrate.prediction_band(cal, "ttft", "continuous", "heavy", "tensorrt-llm", "nvidia-h100-sxm5-80gb")
-    assert llm_calibrate.prediction_band(cal, "ttft", "continuous", "heavy", None, "nvidia-h100-sxm5-80gb") >= known
-    assert llm_calibrate.prediction_band(cal, "tpot", "continuous", "heavy", None, "nvidia-h100-sxm5-80gb") >= \
+    known = llm_error.prediction_band(cal, "ttft", "continuous", "heavy", "tensorrt-llm", "nvidia-h100-sxm5-80gb")
+    assert llm_error.prediction_band(cal, "ttft", "continuous", "heavy", None, "nvidia-h100-sxm5-80gb") >= known
+    assert llm_error.prediction_band(cal, "tpot", "continuous", "heavy", None, "nvidia-h100-sxm5-80gb") >= \
         cal["unknown_engine"]["tpot|*|*"]
-    assert llm_calibrate.prediction_band(cal, "tpot", "continuous", "heavy", "vllm", "intel-gaudi3") >= \
+    assert llm_error.prediction_band(cal, "tpot", "continuous", "heavy", "vllm", "intel-gaudi3") >= \
         cal["unknown_machine"]["tpot|*|*"]
 
 
@@ -159,7 +158,7 @@ def test_an_llm_prediction_states_its_band():
     p = predict.predict(c, state, None)
     assert p.errors and set(p.errors) >= {"ttft", "tpot", "throughput", "latency"}
     cal = llm_calibrate.shipped()
-    want = llm_calibrate.prediction_band(cal, "ttft", "continuous", "heavy", "vllm", "nvidia-h100-sxm5-80gb")
+    want = llm_error.prediction_band(cal, "ttft", "continuous", "heavy", "vllm", "nvidia-h100-sxm5-80gb")
     assert p.errors["ttft"] == pytest.approx(want)
     assert next(r for r in p.clauses if r["check"] == "p95_ttft")["band"] == pytest.approx(want)
     assert p.error_detail["tpot"]["n"] >= 3 and p.calibrated
