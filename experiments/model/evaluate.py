@@ -162,7 +162,11 @@ class Evaluator:
         e = idx.get("engine", np.zeros(n, dtype=np.int64))
         cnt = self.values(idx, "accelerator_count", None)
         tp, pp = self.values(idx, "tp", None), self.values(idx, "pp", None)
-        reps = self.values(idx, "replicas", 1.0)
+        reps = self.values(idx, "replicas", None)
+        if reps is None:
+            # Devices beyond one tp x pp group are replicas (8 GPUs at tp 2: four TP2 copies, not TP8).
+            reps = cnt / (tp * (pp if pp is not None else 1.0)) if cnt is not None and tp is not None else 1.0
+            reps = np.where(np.mod(reps, 1) == 0, np.maximum(reps, 1.0), 1.0) if np.ndim(reps) or reps != 1.0 else reps
         if cnt is None:
             cnt = (tp if tp is not None else 1.0) * (pp if pp is not None else 1.0) * reps
         pp = pp if pp is not None else 1.0
@@ -183,9 +187,10 @@ class Evaluator:
             P2 = np.take(np.array([x.mean_prompt_sq for x in self.mixes]), d)
             G = np.take(np.array([x.mean_output for x in self.mixes]), d)
         arrival, rate = self._arrivals(idx)
-        batching = self.values(idx, "batching", None)
-        batching = np.take(self.engine_batching, e) if batching is None else np.take(
-            np.array([llm.BATCHING[x] for x in self.space.axes["batching"].labels]), idx["batching"])
+        if "batching" in idx:
+            batching = np.take(np.array([llm.BATCHING[x] for x in self.space.axes["batching"].labels]), idx["batching"])
+        else:  # the engine's own default
+            batching = np.take(self.engine_batching, e)
         pair = a * len(self.engines) + e
         s = {"weight_bytes": wprec, "kv_bytes": kvb, "flops": np.nan_to_num(flops, nan=1.0),
              "capacity": self.values(idx, "hbm_capacity", self.tab["capacity"][a, p]),
@@ -215,6 +220,7 @@ class Evaluator:
              "supported": np.broadcast_to(supported, n),
              "terms": {**out["terms"], "latency": out["terms"]["tpot"]}}
         m["band"] = self._bands(a, e, batching, arrival, C, n)
+        m["replicas"] = np.broadcast_to(reps, n)
         cost = np.broadcast_to(cnt * np.take(self.price, a), n)
         return m, cost
 

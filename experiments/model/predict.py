@@ -68,8 +68,14 @@ def predict(contract, state: Space, calibration: dict | None = None, effects=Non
     fig = figures_row(m)
     fig["cost"] = float(cost[0])
     notes = []
+    axes = state.axes
+    if state.is_llm and "tp" in axes and "accelerator_count" in axes and "replicas" not in axes:
+        reps = float(np.broadcast_to(m.get("replicas", 1.0), (1,))[0])
+        if reps > 1:
+            notes.append(f"{axes['accelerator_count'].labels[0]} devices at tp {axes['tp'].labels[0]}: served as {reps:g} "
+                         "replicas (replicas x tp x pp = devices; the load is split between them)")
     if not bool(np.broadcast_to(m["supported"], (1,))[0]):
-        notes.append("the machine cannot run this state (no figure for the precision, or tp x pp != count)")
+        notes.append("the machine cannot run this state (no figure for the precision, or replicas x tp x pp != count)")
     detail = {}
     if state.is_llm:
         notes.append("projected: " + llm_calibrate.basis(ev.llm_cal))

@@ -28,8 +28,8 @@ def test_the_sample_is_imported_and_its_machines_are_known(luma_home):
     assert doc["round"] == "v4.1" and all(r["round"] == "v4.1" for r in doc["results"])
     shown = _run("machine", "show", "nvidia-b200-sxm-180gb")
     assert shown.exit_code == 0 and "180 GB" in shown.output
-    short = _run("machine", "show", "B200")  # a short name points at the entry, as for h100
-    assert short.exit_code == 1 and "did you mean nvidia-b200-sxm-180gb" in short.output
+    short = _run("machine", "show", "B200")  # a short name resolves to the catalog entry
+    assert short.exit_code == 0 and "nvidia-b200-sxm-180gb" in short.output
     imported = next(m for m in doc["machines"] if "mi300x" in m)
     assert _run("machine", "show", imported).exit_code == 0
     listed = _run("machine", "list", "--format", "json")

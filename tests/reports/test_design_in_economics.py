@@ -15,6 +15,8 @@ import json
 from pathlib import Path
 
 import pytest
+
+from tests.reports.design_in_support import build_design_in, chain_with_rates, report_table
 from click.testing import CliRunner
 
 from luma.cli.main import cli
@@ -44,32 +46,15 @@ def _chain(n: int, remedy: bool, evidence) -> dict:
            "intervention": {"name": "int8-weights", "kind": "software"} if remedy else
            {"name": "ram-upgrade", "kind": "hardware"},
            "recovered": True, "repetitions": 3}
-    doc = json.loads(json.dumps(evidence.with_trials(doc)))  # its PASS trials share one observation list
-    for t in doc["trials"]:
-        for o in t.get("observations", []):
-            if o["metric"] == "throughput":
-                o["value"] = 45 if t["state"] == "recovered" and remedy else 60
-    return doc
+    return chain_with_rates(doc, evidence, 60, 45, remedy)
 
 
 @pytest.fixture
-def home(luma_home, signed, evidence):
-    files = [signed(_chain(n, n < 2, evidence), f"chain-{n}.json") for n in range(5)]
-    with KnowledgeBase.open(Settings.from_env(home=luma_home)) as kb:
-        kb.ingest(files, submitter="test")
-        Engine(kb).run()
-    return luma_home
+def home(chain_home, evidence):
+    return chain_home([_chain(n, n < 2, evidence) for n in range(5)])
 
 
-def _build(home: Path, table=None):
-    from luma.reports import design_in
-
-    with KnowledgeBase.open(Settings.from_env(home=home), read_only=True) as kb:
-        return design_in.build(kb, prices=table)
-
-
-def _table(rep, tid):
-    return next(t for t in rep.tables() if t.id == tid)
+_build, _table = build_design_in, report_table
 
 
 @pytest.mark.slow

@@ -12,12 +12,13 @@ the int8 recovered trials 3 requests/s.
 
 from __future__ import annotations
 
-import json
 import tomllib
 import statistics
 from pathlib import Path
 
 import pytest
+
+from tests.reports.design_in_support import build_design_in, chain_with_rates, report_table
 
 from luma.experiments import prices
 from luma.kb.knowledge_base import KnowledgeBase
@@ -55,32 +56,15 @@ def _chain(n: int, remedy: bool, evidence) -> dict:
            "intervention": {"name": "int8-weights", "kind": "software"} if remedy else
            {"name": "gpu-upgrade", "kind": "hardware"},
            "recovered": True, "repetitions": 3}
-    doc = json.loads(json.dumps(evidence.with_trials(doc)))  # its PASS trials share one observation list
-    for t in doc["trials"]:
-        for o in t.get("observations", []):
-            if o["metric"] == "throughput":
-                o["value"] = REMEDY_RATE if t["state"] == "recovered" and remedy else PASS_RATE
-    return doc
+    return chain_with_rates(doc, evidence, PASS_RATE, REMEDY_RATE, remedy)
 
 
 @pytest.fixture
-def gpu_home(luma_home, signed, evidence):
-    files = [signed(_chain(n, n < 2, evidence), f"chain-{n}.json") for n in range(5)]
-    with KnowledgeBase.open(Settings.from_env(home=luma_home)) as kb:
-        kb.ingest(files, submitter="test")
-        Engine(kb).run()
-    return luma_home
+def gpu_home(chain_home, evidence):
+    return chain_home([_chain(n, n < 2, evidence) for n in range(5)])
 
 
-def _build(home: Path, table=None):
-    from luma.reports import design_in
-
-    with KnowledgeBase.open(Settings.from_env(home=home), read_only=True) as kb:
-        return design_in.build(kb, prices=table)
-
-
-def _table(rep, tid):
-    return next(t for t in rep.tables() if t.id == tid)
+_build, _table = build_design_in, report_table
 
 
 def _golden(name: str, rep) -> None:

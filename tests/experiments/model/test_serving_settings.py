@@ -118,6 +118,25 @@ def test_sliding_windows_hold_less_kv_at_long_context():
     assert out["kv_per_device"] / 16 < full  # half its layers hold 4,096 tokens at most
 
 
+def test_devices_beyond_one_tensor_parallel_group_are_replicas():
+    from luma.cli.model.common import load_contract
+    from luma.cli.states import parse_state
+    from luma.experiments.model import predict, space
+
+    c = load_contract("llm-chat")
+
+    def run(text):
+        return predict.predict(c, space.from_state(parse_state("accelerator_type=nvidia-h100-sxm5-80gb,precision=fp8,"
+                                                                + text), c, "llama-3.1-70b", None), None)
+
+    implied, stated = run("accelerator_count=8,tp=2"), run("accelerator_count=8,tp=2,replicas=4")
+    assert implied.figures["throughput"] == pytest.approx(stated.figures["throughput"])
+    assert any("served as 4 replicas" in n for n in implied.notes)
+    assert run("accelerator_count=8").figures["throughput"] != pytest.approx(stated.figures["throughput"], rel=0.02)
+    odd = run("accelerator_count=8,tp=3")
+    assert any("cannot run this state" in n for n in odd.notes)
+
+
 NOT_EXPRESSIBLE_BEFORE = [
     ("nvidia-b200-sxm-180gb", "llama-3.1-70b", "accelerator_count=2,precision=fp8"),
     ("B200", "llama-3.1-70b", "accelerator_count=2,precision=fp8"),
