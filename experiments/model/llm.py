@@ -82,7 +82,8 @@ def serve(cfg: ModelConfig, s: dict) -> dict:
     chunked prefill); eff_compute, eff_bandwidth, eff_link, eff_prefill (a factor on eff_compute for
     prompt tokens), eff_low_precision (a factor on eff_compute for 8-bit and smaller weights);
     runtime_bytes (per device),
-    step_overhead (seconds per engine step), seq_overhead (seconds per sequence per step),
+    step_overhead (seconds per engine step), layer_overhead (seconds per layer per step: kernel
+    launches), seq_overhead (seconds per sequence per step),
     tp_overhead (seconds per all-reduce per doubling of the tensor-parallel group: kernel launch
     and synchronisation an engine adds beyond the link), act_bytes; optional kv_pool (bytes of a
     dedicated KV pool, NaN: the KV cache shares device memory), kv_block (tokens per KV block) and
@@ -134,13 +135,17 @@ def serve(cfg: ModelConfig, s: dict) -> dict:
     memory_min = base + np.where(shared, kv_seq / kv_shards, pool)  # one sequence: the least that runs
     # Time: a roofline per engine step, divided over the tensor-parallel group.
     # 8-bit GEMMs reach a smaller share of their (doubled) peak than 16-bit ones do of theirs.
-    peak = tp * f["flops"] * f["eff_compute"] * np.where(f["weight_bytes"] <= 1.0, f.get("eff_low_precision", 1.0), 1.0)
-    peak_pf = peak * f.get("eff_prefill", 1.0)  # prefill GEMMs (many tokens) run at their own share
+    # No share of a datasheet peak exceeds it, whatever the factors multiply to.
+    share = np.minimum(f["eff_compute"] * np.where(f["weight_bytes"] <= 1.0, f.get("eff_low_precision", 1.0), 1.0), 1.0)
+    peak = tp * f["flops"] * share
+    peak_pf = tp * f["flops"] * np.minimum(share * f.get("eff_prefill", 1.0), 1.0)  # prefill GEMMs: their own share
     bw = tp * f["bandwidth"] * f["eff_bandwidth"]
     bw_kv = tp * f["bandwidth"] * f.get("eff_kv", f["eff_bandwidth"])  # attention's KV reads
     link = np.maximum(f["interconnect"] * f.get("eff_link", 1.0), 1e-9)
     links, topo = f.get("links", np.float64(1.0)), f.get("topology", np.float64(0.0))
-    lat, t0, ts = f["link_latency"], f.get("step_overhead", 0.0), f.get("seq_overhead", 0.0)
+    # A step's fixed cost: the engine's scheduling plus kernel launches, which grow with the layers.
+    lat, ts = f["link_latency"], f.get("seq_overhead", 0.0)
+    t0 = f.get("step_overhead", 0.0) + f.get("layer_overhead", 0.0) * L
     # Kernel launch and synchronisation of the 2 per layer all-reduces, growing with the group.
     t_tp = f.get("tp_overhead", 0.0) * 2.0 * L * np.log2(np.maximum(tp, 1.0))
     ep = np.maximum(f.get("ep", tp), 1.0)

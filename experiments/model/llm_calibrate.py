@@ -48,7 +48,7 @@ METRICS = llm_published.METRICS
 #: (the figures are vendor-neutral otherwise; a factor no record informs is not fitted: it stays 1).
 PARAMS = {"compute": (0.6, 0.1, 1.0), "bandwidth": (0.8, 0.2, 1.0), "kv_bandwidth": (0.8, 0.05, 1.0),
           "step_overhead": (2e-3, 0.0, 0.02), "seq_overhead": (0.0, 0.0, 1e-4), "queue_factor": (1.0, 0.0, 5.0),
-          "tp_overhead": (0.0, 0.0, 2e-5), "prefill": (1.0, 0.3, 1.5), "low_precision": (1.0, 0.3, 1.2), "amd_compute": (1.0, 0.2, 1.5), "amd_bandwidth": (1.0, 0.2, 1.5),
+          "tp_overhead": (0.0, 0.0, 2e-5), "layer_overhead": (0.0, 0.0, 1e-4), "prefill": (1.0, 0.3, 1.5), "low_precision": (1.0, 0.3, 1.2), "amd_compute": (1.0, 0.2, 1.5), "amd_bandwidth": (1.0, 0.2, 1.5),
           "intel_compute": (1.0, 0.2, 1.5), "intel_bandwidth": (1.0, 0.2, 1.5)}
 #: Per engine (second stage, the global figures held): factors on the compute and bandwidth
 #: efficiencies and the queueing factor, and its own per-step overhead. Each is pulled toward the
@@ -92,6 +92,7 @@ def engine(params: dict, vendors: list[str], engines: list[str | None] | None = 
             "eff_kv": np.minimum(params.get("kv_bandwidth", params["bandwidth"]) * eb, 1.0),
             "step_overhead": np.array([p.get("step_overhead", params.get("step_overhead", 0.0)) for p in prof]),
             "seq_overhead": params.get("seq_overhead", 0.0), "eff_prefill": params.get("prefill", 1.0),
+            "layer_overhead": params.get("layer_overhead", 0.0),
             "eff_low_precision": params.get("low_precision", 1.0),
             "queue_factor": params.get("queue_factor", 1.0) * np.array([p.get("queue", 1.0) for p in prof]),
             "tp_overhead": params.get("tp_overhead", 0.0)}
