@@ -134,7 +134,7 @@ def serve(cfg: ModelConfig, s: dict) -> dict:
     memory_need = base + np.where(shared, np.where(open_loop, slots, C) * kv_seq / kv_shards, pool)
     memory_min = base + np.where(shared, kv_seq / kv_shards, pool)  # one sequence: the least that runs
     # Time: a roofline per engine step, divided over the tensor-parallel group.
-    # 8-bit GEMMs reach a smaller share of their (doubled) peak than 16-bit ones do of theirs.
+    # 8-bit GEMMs reach their own share of their (doubled) peak, 16-bit ones theirs.
     # No share of a datasheet peak exceeds it, whatever the factors multiply to.
     share = np.minimum(f["eff_compute"] * np.where(f["weight_bytes"] <= 1.0, f.get("eff_low_precision", 1.0), 1.0), 1.0)
     peak = tp * f["flops"] * share
@@ -179,8 +179,8 @@ def serve(cfg: ModelConfig, s: dict) -> dict:
         return t[3] + np.maximum(t[0], t[1]) + t[2]
 
     def generation(n):
-        """(t_first, t_step, mean-step terms, prefill-carrying step terms, carrying share, prefill
-        steps a prompt spans) with n sequences running. Static batching: the batch's prompts
+        """(seconds of a prefill-carrying step, of the mean step, the mean step's terms, the
+        carrying step's terms, the steps a prompt's prefill spans) with n sequences running. Static batching: the batch's prompts
         prefill together, then decode steps of n. Continuous: every step decodes the n running
         sequences; n / G new prompts a step replace the finished ones, k = max(n / G, 1) of them
         prefilled together in the share (n / G) / k of steps that carry prefill (TPOT: the mean
@@ -260,7 +260,8 @@ def serve(cfg: ModelConfig, s: dict) -> dict:
     zero = 0.0 * t_step
     return {
         "memory_need": memory_need, "memory_min": memory_min, "memory_capacity": f["capacity"],
-        "weights_per_device": weights / (tp * pp), "kv_per_device": C * kv_seq / kv_shards,
+        "weights_per_device": weights / (tp * pp),
+        "kv_per_device": np.where(open_loop, n, C) * kv_seq / kv_shards,
         "activations": act, "slots": slots, "running": n, "kv_bytes_per_token": kv_store,
         "ttft": np.where(over, np.inf, ttft), "tpot": tpot, "wait": wait, "wait_fraction": np.where(busy, share, 1.0),
         "throughput": served * reps, "token_throughput": served * reps * G,
