@@ -225,15 +225,19 @@ class Evaluator:
         return m, cost
 
     def _arrivals(self, idx) -> tuple[np.ndarray, np.ndarray]:
-        """(ARRIVALS code, requests/s) of the states: the arrivals axis, else the contract's load
-        (a Poisson contract at its rate, else a closed loop of its clients)."""
+        """(ARRIVALS code, requests/s) of the states: the arrivals axis, else Poisson at the state's
+        rate when it names one, else the contract's load (a Poisson contract at its rate, else a
+        closed loop of its clients)."""
         load = self.contract.load
         default = "poisson" if getattr(load, "mode", "closed") == "poisson" and getattr(load, "rate", None) else "closed"
+        if "rate" in idx:  # a state that names a rate and no arrivals means requests arriving at it
+            default = "poisson"
         if "arrivals" in idx:
             code = np.take(np.array([llm.ARRIVALS[x] for x in self.space.axes["arrivals"].labels]), idx["arrivals"])
         else:
             code = np.float64(llm.ARRIVALS[default])
-        rate = self.values(idx, "rate", float(load.rate) if default == "poisson" else np.nan)
+        own = getattr(load, "rate", None)
+        rate = self.values(idx, "rate", float(own) if own and getattr(load, "mode", None) == "poisson" else np.nan)
         if np.any((code == llm.ARRIVALS["poisson"]) & np.isnan(rate)):
             raise ContractError("open-loop (poisson) arrivals need a rate: add rate=N (requests/s)", field="state.rate")
         return code, rate

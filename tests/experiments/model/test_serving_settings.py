@@ -137,6 +137,19 @@ def test_devices_beyond_one_tensor_parallel_group_are_replicas():
     assert any("cannot run this state" in n for n in odd.notes)
 
 
+def test_a_rate_alone_means_an_open_loop_at_it():
+    from luma.cli.model.common import load_contract
+    from luma.cli.states import parse_state
+    from luma.experiments.model import predict, space
+
+    c = load_contract("llm-chat")
+    one = lambda text: predict.predict(c, space.from_state(parse_state(  # noqa: E731
+        "accelerator_type=nvidia-h100-sxm5-80gb,precision=fp8," + text), c, "llama-3.1-8b", None), None).figures
+    assert one("rate=3")["throughput"] == pytest.approx(3.0)
+    assert one("rate=3")["throughput"] == pytest.approx(one("rate=3,arrivals=poisson")["throughput"])
+    assert one("rate=3,arrivals=closed")["throughput"] != pytest.approx(3.0, rel=0.01)
+
+
 NOT_EXPRESSIBLE_BEFORE = [
     ("nvidia-b200-sxm-180gb", "llama-3.1-70b", "accelerator_count=2,precision=fp8"),
     ("B200", "llama-3.1-70b", "accelerator_count=2,precision=fp8"),
