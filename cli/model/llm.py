@@ -44,6 +44,10 @@ def calibrate_llm(published: str | None, record: bool, fmt: str, quick: bool = F
         click.echo(f"stated bands (per metric; finer per batching x load): {bands}")
         click.echo("inside their band: " + "; ".join(f"{w} {c['inside']}/{c['n']} ({c['share']:.0%})"
                                                    for w, c in (cal.get("coverage") or {}).items()))
-    click.echo("fitted: " + ", ".join(f"{k} {v:g}" for k, v in cal["fitted"].items())
+    fitted = {k: v for k, v in cal["fitted"].items() if k != "engines"}
+    click.echo("fitted: " + ", ".join(f"{k} {v:g}" for k, v in fitted.items())
                + "; tails p95/p50: " + ", ".join(f"{k} {v:g}" for k, v in cal["tail"].items()))
+    for engine, prof in (cal["fitted"].get("engines") or {}).items():
+        click.echo(f"engine {engine} ({prof['records']} records): compute x{prof['compute']:.2f}, bandwidth "
+                   f"x{prof['bandwidth']:.2f}, queueing x{prof['queue']:.2f}, {prof['step_overhead'] * 1e3:.2f} ms a step")
     click.echo(f"calibration: {llm_calibrate.path(home)}" + (f"; facts: {', '.join(cal['facts'])}" if record else ""))

@@ -260,6 +260,9 @@ def test_calibrate_llm_refits_with_ones_own_figures_and_records_them(tmp_path, m
                                  "SELECT ?m WHERE { ?m a luma:PublishedMeasurement }"])
     assert q.exit_code == 0, q.output
     assert len(json.loads(q.output)["results"]["bindings"]) == len(shipped["records"]) + 3
+    table = CliRunner().invoke(cli, ["model", "calibrate", "--llm", "--quick", "--no-record"])
+    assert table.exit_code == 0 and "Traceback" not in table.output, table.output
+    assert "held-out-source" in table.output and "engine tensorrt-llm (" in table.output
     bad = CliRunner().invoke(cli, ["model", "calibrate", "--llm", "--published", str(tmp_path / "missing.json")])
     assert bad.exit_code == 2 and "Traceback" not in bad.output
     usage = CliRunner().invoke(cli, ["model", "calibrate", "--quick"])
