@@ -60,7 +60,7 @@ def predict_cmd(contract_ref, state_text, llm_ref, space_ref, record, fmt) -> No
                                  ("energy_per_token", "J")) if k in f]
     click.echo("p50 figures: " + ", ".join(f"{k} {figure_text(f[k], u)}" for k, u in shown))
     errs = ", ".join(f"{k} {v:.0%}" for k, v in p.errors.items())
-    which = ("stated band, leave-one-source-out" if any(r.get("band") is not None for r in p.clauses) else
+    which = ("stated band, leave-one-source-out" if any(n.startswith("error band:") for n in p.notes) else
              "held-out published measurements, p90" if p.error_detail else "held out, max")
     click.echo(f"evidence: {p.evidence_class}" + (f"; calibrated error ({which}): {errs}" if errs else ""))
     for note in p.notes:
