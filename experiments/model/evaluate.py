@@ -91,7 +91,7 @@ class Evaluator:
         self.overridden = sorted(set(sp.efficiency) & {"compute", "bandwidth"})
         eff = {**LLM_EFFICIENCY, **sp.efficiency}
         self.eff = {k: float(eff[k]) for k in ("compute", "bandwidth", "interconnect")}
-        vendors = [str(getattr(getattr(m, "architecture", None), "vendor", "") or "").lower() for m in self.accels]
+        vendors = [hardware.vendor(m) for m in self.accels]
         # Engine figures per (accelerator, engine) pair: the engine's own profile where calibration
         # fitted one, the engine-neutral figures for a state that names none.
         self.engines = sp.axes["engine"].labels if "engine" in sp.axes else [None]
@@ -214,8 +214,7 @@ class Evaluator:
         out = llm.serve(self.space.model, s)
         # Tensor parallelism needs a link; a machine without one serves on one device only.
         supported = supported & ~np.isnan(flops) & ((tp <= 1) | (s["interconnect"] > 0))
-        latency = out["ttft"] + np.maximum(G - 1, 0) * out["tpot"]
-        m = {**out, "latency": latency, "quality": np.take(self.quality, p), "memory_dimension": "hbm_capacity",
+        m = {**out, "quality": np.take(self.quality, p), "memory_dimension": "hbm_capacity",
              "slot_dimension": "hbm_capacity", "tail": self._tail(),
              "supported": np.broadcast_to(supported, n),
              "terms": {**out["terms"], "latency": out["terms"]["tpot"]}}

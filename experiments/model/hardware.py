@@ -232,6 +232,11 @@ def load(name: str, declared: dict[str, Machine] | None = None, project=None) ->
                           source=exc.source, field="accelerator_type") from None
 
 
+def vendor(machine) -> str:
+    """The machine's vendor in lower case ("nvidia", "amd", "intel"; "" when its record names none)."""
+    return str(getattr(getattr(machine, "architecture", None), "vendor", "") or "").lower()
+
+
 def figures(machine: MachineLike, precision: str) -> dict:
     """The per-device figures the model uses, read through `MachineLike` (plus the link and price
     figures a record may carry). A precision the machine has no figure for gives NaN FLOP/s: the

@@ -253,6 +253,7 @@ def serve(cfg: ModelConfig, s: dict) -> dict:
     # An open loop past capacity serves at capacity and its queue grows without bound.
     over = open_loop & (util >= 1.0)
     served = np.where(open_loop, np.minimum(lam, cslots / np.maximum(t_gen, 1e-12)), throughput)
+    ttft_out = np.where(over, np.inf, ttft)
     devices = f["count"]
     # One definition of energy: the devices' power over the wall time of one generation of the
     # batch (prefill, decode steps and the prefills interleaved into them) ÷ the work done in it.
@@ -263,7 +264,8 @@ def serve(cfg: ModelConfig, s: dict) -> dict:
         "weights_per_device": weights / (tp * pp),
         "kv_per_device": np.where(open_loop, n, C) * kv_seq / kv_shards,
         "activations": act, "slots": slots, "running": n, "kv_bytes_per_token": kv_store,
-        "ttft": np.where(over, np.inf, ttft), "tpot": tpot, "wait": wait, "wait_fraction": np.where(busy, share, 1.0),
+        "ttft": ttft_out, "tpot": tpot, "latency": ttft_out + np.maximum(G - 1.0, 0.0) * tpot,
+        "wait": wait, "wait_fraction": np.where(busy, share, 1.0),
         "throughput": served * reps, "token_throughput": served * reps * G,
         "energy_per_request": energy_request, "energy_per_token": energy_request / np.maximum(G, 1.0),
         "terms": {

@@ -30,7 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from luma.errors import ContractError
-from luma.experiments.model import hardware, llm, llm_config, llm_error, llm_published
+from luma.experiments.model import hardware, judge, llm, llm_config, llm_error, llm_published
 from luma.kb.knowledge_base import KnowledgeBase
 
 FILE = "model/llm-calibration.json"
@@ -40,15 +40,17 @@ METRICS = llm_published.METRICS
 #: per engine step, seq_overhead seconds per sequence per step (sampling, bookkeeping);
 #: queue_factor scales the prefill queueing wait (bounded at 5: past that the fit explains waits for
 #: KV room or a start-up burst, which other terms model, by making every prefill queue absurd);
-#: prefill: a factor on the compute efficiency for
-#: prompt tokens (large GEMMs, attention over the prompt); low_precision: a factor on it for 8-bit
-#: weights (fp8/int8 GEMMs reach less of their doubled peak); tp_overhead seconds per all-reduce per doubling
-#: of the tensor-parallel group (launch and synchronisation beyond the link); amd_* and intel_*:
+#: layer_overhead seconds per layer per step (kernel launches); prefill: a factor on the compute
+#: efficiency for prompt tokens (large GEMMs, attention over the prompt); low_precision: a factor on
+#: it for 8-bit weights (fp8/int8 GEMMs reach their own share of their doubled peak); tp_overhead
+#: seconds per all-reduce per doubling of the tensor-parallel group (launch and synchronisation
+#: beyond the link); amd_* and intel_*:
 #: the share of the compute and bandwidth efficiencies AMD's and Intel's software stacks reach
 #: (the figures are vendor-neutral otherwise; a factor no record informs is not fitted: it stays 1).
 PARAMS = {"compute": (0.6, 0.1, 1.0), "bandwidth": (0.8, 0.2, 1.0), "kv_bandwidth": (0.8, 0.05, 1.0),
           "step_overhead": (2e-3, 0.0, 0.02), "seq_overhead": (0.0, 0.0, 1e-4), "queue_factor": (1.0, 0.0, 5.0),
-          "tp_overhead": (0.0, 0.0, 2e-5), "layer_overhead": (0.0, 0.0, 1e-4), "prefill": (1.0, 0.3, 1.5), "low_precision": (1.0, 0.3, 1.2), "amd_compute": (1.0, 0.2, 1.5), "amd_bandwidth": (1.0, 0.2, 1.5),
+          "tp_overhead": (0.0, 0.0, 2e-5), "layer_overhead": (0.0, 0.0, 1e-4), "prefill": (1.0, 0.3, 1.5),
+          "low_precision": (1.0, 0.3, 1.2), "amd_compute": (1.0, 0.2, 1.5), "amd_bandwidth": (1.0, 0.2, 1.5),
           "intel_compute": (1.0, 0.2, 1.5), "intel_bandwidth": (1.0, 0.2, 1.5)}
 #: Per engine (second stage, the global figures held): factors on the compute and bandwidth
 #: efficiencies and the queueing factor, and its own per-step overhead. Each is pulled toward the
@@ -124,10 +126,6 @@ def load_class(arrival: str, concurrency: float) -> str:
     return "light" if concurrency <= 4 else "heavy"
 
 
-def _machine(name: str):
-    return llm_published.machine(name)
-
-
 def _prepare(records: list[dict], sources: dict) -> list[tuple]:
     """Per model preset: (record indices, the serve() keys that do not depend on the fitted
     figures, vendors, engines, metric, statistic multiplier exponent and unit scale per record)."""
@@ -138,7 +136,7 @@ def _prepare(records: list[dict], sources: dict) -> list[tuple]:
     for model, idx in groups.items():
         rows = [records[i] for i in idx]
         sets = [setting(r, sources) for r in rows]
-        figs = [hardware.figures(_machine(r["machine"]), r["precision"]) for r in rows]
+        figs = [hardware.figures(llm_published.machine(r["machine"]), r["precision"]) for r in rows]
         col = lambda key: np.array([f[key] for f in figs], dtype=np.float64)  # noqa: E731
         num = lambda key: np.array([float(r[key]) for r in rows])  # noqa: E731
         st = lambda key: np.array([x[key] for x in sets], dtype=np.float64)  # noqa: E731
@@ -156,7 +154,7 @@ def _prepare(records: list[dict], sources: dict) -> list[tuple]:
         metrics = [r["metric"] for r in rows]
         scale = np.array([llm_published.SCALE[r["unit"]] for r in rows])
         q = [QUANTILE[r.get("statistic", "value")] for r in rows]
-        expo = np.array([0.0 if x is None else math.log10(0.5 / (1.0 - x)) for x in q])
+        expo = np.array([0.0 if x is None else judge.exponent(x) for x in q])
         out.append((np.array(idx), llm_config.PRESETS[model], s, [llm_published.vendor(r["machine"]) for r in rows],
                     [x["engine"] for x in sets], metrics, expo, scale))
     return out
@@ -168,13 +166,12 @@ def _evaluate(prepared: list[tuple], n_records: int, params: dict, tail: dict | 
     for idx, cfg, s, vendors, engines, metrics, expo, scale in prepared:
         m = llm.serve(cfg, {**s, **engine(params, vendors, engines)})
         shape = (len(idx),)
-        lat = m["ttft"] + np.maximum(s["new_tokens"] - 1.0, 0.0) * m["tpot"]
         values = {"token_throughput": m["token_throughput"],
                   "token_throughput_per_device": m["token_throughput"] / s["count"],
                   "total_token_throughput": m["throughput"] * (s["context"] + s["new_tokens"]),
                   "request_throughput": m["throughput"],
                   "ttft": m["ttft"] + m["wait"] * m["wait_fraction"], "tpot": m["tpot"],
-                  "latency": np.where(s["arrival"] == llm.ARRIVALS["poisson"], lat + m["wait"] * m["wait_fraction"],
+                  "latency": np.where(s["arrival"] == llm.ARRIVALS["poisson"], m["latency"] + m["wait"] * m["wait_fraction"],
                                       np.maximum(m["running"], 1.0) / m["throughput"] * s["replicas"])}
         table = {k: np.broadcast_to(v, shape) for k, v in values.items()}
         raw = np.array([table[metric][k] for k, metric in enumerate(metrics)])
@@ -344,7 +341,7 @@ def _leave_out(records: list[dict], sources: dict, tail: dict, key, label: str, 
     rows, per = [], {}
     for g in sorted({key(r) for r in cal if key(r)}):
         train = [r for r in cal if key(r) != g]
-        test = [r for r in records if key(r) == g and not (sources.get(r["source"]) or {}).get("holdout")]
+        test = [r for r in records if key(r) == g and not llm_published.frozen(r, sources)]
         if not train or not test:
             continue
         pred = predict(test, fit(train, sources, tail, start), sources)
@@ -377,7 +374,7 @@ def calibrate(doc: dict | None = None, data: bytes | None = None, honest: bool =
     per = []
     for r, p, e in zip(records, pred, err):
         st = setting(r, sources)
-        which = ("held-out-source" if (sources.get(r["source"]) or {}).get("holdout") else
+        which = ("held-out-source" if llm_published.frozen(r, sources) else
                  "held-out" if r["set"] == "held-out" else "calibration")
         per.append({"id": r["id"], "set": which, "kind": METRICS[r["metric"]][0], "source": r["source"],
                     "engine": st["engine"], "machine": r["machine"], "batching": st["batch_class"], "load": st["load"],
@@ -404,7 +401,6 @@ def calibrate(doc: dict | None = None, data: bytes | None = None, honest: bool =
         "sources": len(sources), "records": {"calibration": len(cal_rows), "held-out": len(held)},
         "fitted": params, "fixed": {"interconnect": FIXED["interconnect"], "runtime_memory": "2 GiB",
                                     "kv_fraction": FIXED["kv_fraction"]},
-        "engines": {k: {kk: vv for kk, vv in v.items() if kk != "source"} for k, v in llm_published.ENGINES.items()},
         "calibrated": {"engines": sorted({row["engine"] for row in per if row["set"] == "calibration" and row["engine"]}),
                        "machines": sorted({row["machine"] for row in per if row["set"] == "calibration"})},
         "tail": tail,

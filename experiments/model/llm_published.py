@@ -214,9 +214,14 @@ def engine(r: dict, sources: dict) -> str | None:
     return engine_of(r.get("engine")) or engine_of((sources.get(r["source"]) or {}).get("engine"))
 
 
+def frozen(r: dict, sources: dict) -> bool:
+    """A record of a source held out whole (`holdout`: never fitted, never left out in turn)."""
+    return bool((sources.get(r["source"]) or {}).get("holdout"))
+
+
 def held_out(r: dict, sources: dict) -> bool:
     """A record the fit never sees: its source is frozen held-out, or the split holds it out."""
-    return bool((sources.get(r["source"]) or {}).get("holdout")) or r["set"] == "held-out"
+    return frozen(r, sources) or r["set"] == "held-out"
 
 
 def merge(doc: dict, extra: dict, source: str) -> dict:
@@ -240,5 +245,5 @@ def machine(name: str):
 
 
 def vendor(name: str) -> str:
-    arch = getattr(machine(name), "architecture", None)
-    return str(getattr(arch, "vendor", "") or "").lower()
+    """The vendor of a catalog machine (hardware.vendor)."""
+    return hardware.vendor(machine(name))

@@ -235,8 +235,7 @@ def _decoder(service, p, f, v, peak, hostfig, weights, quality, t0) -> dict:
         "waves": True})
     need = p.memory_slope * (weights + pool + out["activations"]) + p.memory_overhead
     seq = np.ceil((f["context"] + f["new_tokens"]) / 16) * 16 * out["kv_bytes_per_token"]  # one sequence's blocks
-    latency = out["ttft"] + np.maximum(f["new_tokens"] - 1, 0) * out["tpot"]
-    res = _figures(f, need, p, latency=latency, quality=quality, throughput=out["throughput"],
+    res = _figures(f, need, p, latency=out["latency"], quality=quality, throughput=out["throughput"],
                    terms={**out["terms"], "latency": out["terms"]["tpot"]})
     res.update(ttft=out["ttft"], tpot=out["tpot"], wait=out["wait"], wait_fraction=out["wait_fraction"],
                token_throughput=out["token_throughput"], slots=out["slots"], slot_dimension="kv_cache",
