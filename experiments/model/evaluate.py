@@ -107,6 +107,7 @@ class Evaluator:
         self.engine_max_batch = np.array([float(d.get("max_batch", np.inf)) for d in defaults])
         self.mixes = [lengths.parse(x, "state.dataset") for x in sp.axes["dataset"].labels] if "dataset" in sp.axes \
             else None
+        self.band_tables = self._band_tables()
         self.kv_fraction = float(self.llm_cal.get("fixed", {}).get("kv_fraction", 1.0))
         self.runtime_bytes = hardware.quantity(eff["runtime_memory"], "bytes", "efficiency.runtime_memory",
                                                allow_zero=True)
@@ -241,22 +242,25 @@ class Evaluator:
             raise ContractError("open-loop (poisson) arrivals need a rate: add rate=N (requests/s)", field="state.rate")
         return code, rate
 
-    def _bands(self, a, e, batching, arrival, C, n) -> dict:
-        """The relative error band each metric of each state states (llm_error.prediction_band):
-        its setting class's leave-one-source-out bound, widened for an engine or machine the
-        calibration has no records of."""
+    def _band_tables(self) -> dict | None:
+        """Per metric, the band (llm_error.prediction_band) of every accelerator x engine x batching
+        class x load class -- built once, looked up per state; None when the calibration has no
+        bands (or the space overrides the fitted figures): the held-out p90s apply."""
         cal = self.llm_cal
         if self.overridden or not cal.get("bands"):
+            return None
+        return {kind: np.array([[[[llm_error.prediction_band(cal, kind, b, lo, eng, m.name) for lo in llm_error.LOADS]
+                                  for b in llm_error.BATCH_CLASSES] for eng in self.engines] for m in self.accels])
+                for kind in ("ttft", "tpot", "latency", "token_throughput")}
+
+    def _bands(self, a, e, batching, arrival, C, n) -> dict:
+        """The relative error band each metric of each state states: its setting class's
+        leave-one-source-out bound, widened for an engine or machine the calibration has no
+        records of."""
+        if self.band_tables is None:
             return {k: np.broadcast_to(np.float64(v), n) for k, v in self.errors.items()}
-        batch_cls = np.where(batching == llm.BATCHING["static"], 0, 1)
-        load_cls = np.where(arrival == llm.ARRIVALS["offline"], 0, np.where(arrival == llm.ARRIVALS["poisson"], 1,
-                                                                            np.where(C <= 4, 2, 3)))
-        names_b, names_l = ("static", "continuous"), ("offline", "open-loop", "light", "heavy")
-        out = {}
-        for kind in ("ttft", "tpot", "latency", "token_throughput"):
-            table = np.array([[[[llm_error.prediction_band(cal, kind, b, lo, eng, m.name) for lo in names_l]
-                                for b in names_b] for eng in self.engines] for m in self.accels])
-            out[kind] = np.broadcast_to(table[a, e, batch_cls, load_cls], n)
+        cls = (a, e, llm_error.batch_code(batching), llm_error.load_code(arrival, C))
+        out = {kind: np.broadcast_to(table[cls], n) for kind, table in self.band_tables.items()}
         out["throughput"] = out["token_throughput"]
         return out
 

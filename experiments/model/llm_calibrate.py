@@ -114,16 +114,8 @@ def setting(r: dict, sources: dict) -> dict:
             "rate": float(r.get("rate", np.nan)), "burstiness": float(r.get("burstiness", 1.0)),
             "max_batch": float(min(r["concurrency"], defaults.get("max_batch", r["concurrency"]))),
             "context": mix.mean_prompt, "context_sq": mix.mean_prompt_sq, "new_tokens": mix.mean_output,
-            "load": load_class(arrival, r["concurrency"]), "batch_class": "static" if batching == "static" else "continuous"}
-
-
-def load_class(arrival: str, concurrency: float) -> str:
-    """The load a figure was measured at, as the error bands split it."""
-    if arrival == "offline":
-        return "offline"
-    if arrival == "poisson":
-        return "open-loop"
-    return "light" if concurrency <= 4 else "heavy"
+            "load": llm_error.LOADS[int(llm_error.load_code(llm.ARRIVALS[arrival], r["concurrency"]))],
+            "batch_class": llm_error.BATCH_CLASSES[int(llm_error.batch_code(llm.BATCHING[batching]))]}
 
 
 def _prepare(records: list[dict], sources: dict) -> list[tuple]:

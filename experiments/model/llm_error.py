@@ -10,6 +10,26 @@ import math
 
 import numpy as np
 
+from luma.experiments.model import llm
+
+#: The setting classes a band is read for: batching, and the load a figure was measured at.
+BATCH_CLASSES = ("static", "continuous")
+LOADS = ("offline", "open-loop", "light", "heavy")
+#: Closed-loop clients up to which the load is light.
+LIGHT_CLIENTS = 4
+
+
+def batch_code(batching):
+    """Index into BATCH_CLASSES of llm.BATCHING codes (chunked prefill counts as continuous)."""
+    return np.where(np.asarray(batching) == llm.BATCHING["static"], 0, 1)
+
+
+def load_code(arrival, concurrency):
+    """Index into LOADS of llm.ARRIVALS codes and closed-loop client counts."""
+    arrival = np.asarray(arrival)
+    return np.where(arrival == llm.ARRIVALS["offline"], 0, np.where(arrival == llm.ARRIVALS["poisson"], 1,
+                                                                     np.where(np.asarray(concurrency) <= LIGHT_CLIENTS, 2, 3)))
+
 
 #: Fewest errors a band is read from; a finer class with fewer falls back to a coarser one.
 BAND_MIN = 10
@@ -65,9 +85,15 @@ def prediction_band(cal: dict, kind: str, batching: str, load: str, engine_name:
     b = band_for(bands, kind, batching, load)
     if b is None:
         b = float((cal.get("errors_by_metric") or {}).get(kind, 0.5))
-    known = cal.get("calibrated") or {}
-    if engine_name not in (known.get("engines") or []):
+    new_engine, new_machine = unknown(cal, engine_name, machine_name)
+    if new_engine:
         b = max(b, (cal.get("unknown_engine") or {}).get(f"{kind}|*|*", b))
-    if machine_name not in (known.get("machines") or []):
+    if new_machine:
         b = max(b, (cal.get("unknown_machine") or {}).get(f"{kind}|*|*", b))
     return float(b)
+
+
+def unknown(cal: dict, engine_name: str | None, machine_name: str | None) -> tuple[bool, bool]:
+    """(the calibration has no records of the engine, none of the machine): what widens a band."""
+    known = cal.get("calibrated") or {}
+    return engine_name not in (known.get("engines") or []), machine_name not in (known.get("machines") or [])

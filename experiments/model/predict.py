@@ -9,7 +9,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from luma.experiments.model import judge as judge_mod
-from luma.experiments.model import llm_calibrate
+from luma.experiments.model import llm_calibrate, llm_error
 from luma.experiments.model.evaluate import Evaluator, figures_row
 from luma.experiments.model.space import Space
 
@@ -100,14 +100,13 @@ def _band_notes(ev: Evaluator, state: Space) -> list[str]:
     if not cal.get("bands") or ev.overridden:
         return []
     out = ["error band: " + cal.get("band_rule", "leave-one-source-out bound per metric and setting class")]
-    known = cal.get("calibrated") or {}
-    engines = [e for e in ev.engines if e not in (known.get("engines") or [])]
+    engines = [e for e in ev.engines if llm_error.unknown(cal, e, None)[0]]
     if engines:
         named = [e for e in engines if e]
         out.append(("engine " + ", ".join(named) + " has no calibration records: engine-neutral figures" if named else
                     "no engine named (engine=vllm|tensorrt-llm|sglang|lmdeploy|tgi|llama.cpp): engine-neutral "
                     "figures") + ", the band widened to the leave-one-engine-out bound")
-    machines = [m.name for m in ev.accels if m.name not in (known.get("machines") or [])]
+    machines = [m.name for m in ev.accels if llm_error.unknown(cal, None, m.name)[1]]
     if machines:
         out.append(f"no calibration records on {', '.join(machines)}: the band widened to the leave-one-machine-out "
                    "bound")
