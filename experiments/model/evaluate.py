@@ -229,15 +229,13 @@ class Evaluator:
         rate when it names one, else the contract's load (a Poisson contract at its rate, else a
         closed loop of its clients)."""
         load = self.contract.load
-        default = "poisson" if getattr(load, "mode", "closed") == "poisson" and getattr(load, "rate", None) else "closed"
-        if "rate" in idx:  # a state that names a rate and no arrivals means requests arriving at it
-            default = "poisson"
+        own = getattr(load, "rate", None)
+        contract_rate = float(own) if own and getattr(load, "mode", None) == "poisson" else np.nan
+        rate = self.values(idx, "rate", contract_rate)
         if "arrivals" in idx:
             code = np.take(np.array([llm.ARRIVALS[x] for x in self.space.axes["arrivals"].labels]), idx["arrivals"])
-        else:
-            code = np.float64(llm.ARRIVALS[default])
-        own = getattr(load, "rate", None)
-        rate = self.values(idx, "rate", float(own) if own and getattr(load, "mode", None) == "poisson" else np.nan)
+        else:  # a state that names a rate (or a Poisson contract) means requests arriving at it
+            code = np.float64(llm.ARRIVALS["poisson" if "rate" in idx or not np.isnan(contract_rate) else "closed"])
         if np.any((code == llm.ARRIVALS["poisson"]) & np.isnan(rate)):
             raise ContractError("open-loop (poisson) arrivals need a rate: add rate=N (requests/s)", field="state.rate")
         return code, rate
