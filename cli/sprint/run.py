@@ -57,7 +57,8 @@ def run_cmd(contract_ref, matrix_path, dimension, levels, intervention, repetiti
     if fmt == "json":
         click.echo(json.dumps(out, indent=2, default=str))
         return
-    print_rows(out["trials"], ["trial", "phase", "level", "restored", "variant", "verdict", "cause", "peak_rss_mib",
+    print_rows(out["trials"], ["trial", "phase", "level", "restored", "variant", "verdict", "cause", "steal_pct",
+                               "cotenant_pct", "peak_rss_mib",
                                "runtime_footprint_mib", "quality", "throughput"], "table",
                title=f"sprint {out['sprint']}: {out['dimension']} over {out['base_state']}")
     print_rows(boundary_rows(out), ["item", "value"], "table", title="boundary")

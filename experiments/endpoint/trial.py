@@ -155,8 +155,10 @@ def run(spec: dict) -> dict:
             tel["phase"] = "serve"
             meter = Meter()
             meter.start()
+            tel["serve_t0"] = time.monotonic()  # the sprint's contention watch measures over this window
             res = client.run(ep, payloads[load["warmup"]:], load["mode"], load["concurrency"], load.get("rate"),
                              spec["seed"], t_start + spec["timeout_s"])
+            tel["serve_t1"] = time.monotonic()
             tel.update(meter.stop())
             tel.update(latency=res.latency, ttft=res.ttft, tpot=res.tpot, completed=res.completed,
                        throughput=res.throughput(), token_throughput=res.token_throughput(), makespan_s=res.makespan)

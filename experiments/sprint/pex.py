@@ -23,6 +23,7 @@ from luma.experiments.sprint.contract import Contract
 from luma.experiments.sprint.search import Boundary
 from luma.experiments.sprint.states import State
 from luma.experiments.sprint.trial import Trial, run_trial
+from luma.kb.records import judge
 from luma.kb.records.pex_chain import Level
 
 #: Dimensions only some services have (the rest of states.ENFORCED: every in-process service).
@@ -140,6 +141,10 @@ class Result:
     problems: list[str] = field(default_factory=list)
     #: The artifact each variant's trials loaded, by variant (its hash goes into the records).
     artifacts: dict = field(default_factory=dict)
+    #: Why the sprint stopped for a contended host (the trial, what it saw), empty when it did not.
+    contended: dict = field(default_factory=dict)
+    #: The interleaved A/B of the minimum PASS and the adjacent FAIL level (when the FAIL was timing).
+    ab: list[dict] = field(default_factory=list)
 
     @property
     def recovered(self) -> bool:
@@ -147,6 +152,30 @@ class Result:
 
     def binding(self) -> str | None:
         return self.diagnosis.get("binding")
+
+
+#: Rounds of the interleaved A/B (minimum PASS level, then adjacent FAIL level) run when the
+#: adjacent FAIL was a timing FAIL: a host that got slower fails the PASS level too.
+AB_ROUNDS = 2
+
+
+class HostContended(Exception):
+    """A trial stayed contended through its re-runs: the sprint stops, its trials kept, no chain."""
+
+    def __init__(self, trial: Trial, why: str = ""):
+        super().__init__(why)
+        self.trial, self.why = trial, why
+
+
+def contended_problem(trial: Trial, why: str = "") -> str:
+    """The one-line reason a sprint stopped for its host (`host too contended to qualify (…)`)."""
+    c = trial.telemetry.get("contention") or {}
+    seen = [f"steal {c['steal_pct']:.1f} %" if isinstance(c.get("steal_pct"), (int, float)) else "",
+            f"other tenants {c['cotenant_pct']:.1f} % of the trial's cores"
+            if isinstance(c.get("cotenant_pct"), (int, float)) else ""]
+    seen = ", ".join(x for x in seen if x) or "contention not measurable here"
+    where = f"{trial.phase} trial {trial.index} at {trial.state.label()} [{trial.variant}]"
+    return f"host too contended to qualify ({seen}): {why or where + f', {trial.attempts} attempt(s)'}"
 
 
 class Sprint:
@@ -173,9 +202,22 @@ class Sprint:
         self.result.trials.append(t)
         self._record(t)
         self._progress(f"{phase}: {state.label()} [{variant}] -> {t.verdict}" + (f" ({t.cause})" if t.cause else ""))
+        if t.cause == judge.CONTENDED:
+            raise HostContended(t)
         return t
 
     def run(self) -> Result:
+        """Every step of the sprint; a host that stays contended stops it (`Result.contended`)."""
+        try:
+            return self._run()
+        except HostContended as stop:
+            r = self.result
+            r.contended = {"trial": stop.trial.index, "state": stop.trial.state.label(), "phase": stop.trial.phase,
+                           "contention": stop.trial.telemetry.get("contention") or {}}
+            r.problems.append(contended_problem(stop.trial, stop.why))
+            return r
+
+    def _run(self) -> Result:
         p, r = self.plan, self.result
         self._progress("preparing artifacts")
         self.artifacts = {p.baseline: self.service.prepare(p.baseline, self.cache)}
@@ -195,6 +237,8 @@ class Sprint:
         fail_verdicts = b.verdicts[b.adjacent_fail]
         if "FAIL" not in fail_verdicts:
             r.problems.append(f"the level below the minimum PASS is {fail_verdicts[-1]}, not FAIL")
+        elif not self._confirm(b.min_pass, b.adjacent_fail):
+            return r
         r.diagnosis = self._diagnose(b.adjacent_fail, p.baseline, "diagnosis")
         if not p.variant:
             return r
@@ -224,6 +268,33 @@ class Sprint:
         else:
             r.next_binding = {"binding": None, "note": "the intervention passes at every level given"}
         return r
+
+    def _confirm(self, pass_index: int, fail_index: int) -> bool:
+        """Interleaved A/B of the minimum PASS and the adjacent FAIL level, when a FAIL there had a
+        cause a slower host can produce: the PASS level must still pass and the FAIL level still
+        fail, round after round. A PASS level that fails too means the host got slower (a contended
+        stop); a FAIL level that passes means the boundary does not reproduce (a problem). Either
+        way no chain. A FAIL the state caused itself (oom, kv-capacity, quality) needs no A/B."""
+        p, r = self.plan, self.result
+        fails = [t for t in r.trials if t.phase == "boundary" and t.variant == p.baseline
+                 and t.state == p.state(fail_index) and t.verdict == "FAIL"]
+        if not any(judge.timing_only(t.cause) for t in fails):
+            return True
+        for round_ in range(1, AB_ROUNDS + 1):
+            a = self._trial(p.state(pass_index), p.baseline, "boundary")
+            b = self._trial(p.state(fail_index), p.baseline, "boundary")
+            r.ab.append({"round": round_, "pass_level": a.verdict, "fail_level": b.verdict,
+                         "trials": [a.index, b.index]})
+            if a.verdict != "PASS":
+                raise HostContended(a, f"the minimum PASS level {p.state(pass_index).label()} gave {a.verdict}"
+                                       f"{f' ({a.cause})' if a.cause else ''} in round {round_} of an interleaved "
+                                       "A/B with the level below: the host got slower, not the state")
+            if b.verdict != "FAIL":
+                r.problems.append(f"the adjacent FAIL level {p.state(fail_index).label()} gave {b.verdict} in round "
+                                  f"{round_} of an interleaved A/B with the minimum PASS: the boundary does not "
+                                  "reproduce on this host")
+                return False
+        return True
 
     def _diagnose(self, fail_index: int, variant: str, phase: str, known_pass: int | None = None) -> dict:
         """Restore each candidate dimension (every dimension of the FAIL state) alone to the most

@@ -27,6 +27,10 @@ def trial_row(t: Trial, plan=None) -> dict:
         if "ci_low" in c:
             row[c["metric"]] = c["value"]
             row[c["metric"] + "_ci"] = [c["ci_low"], c["ci_high"]]
+    c = tel.get("contention") or {}
+    row["steal_pct"], row["cotenant_pct"] = c.get("steal_pct"), c.get("cotenant_pct")
+    if tel.get("contended_attempts"):
+        row["contended_attempts"] = len(tel["contended_attempts"])
     if tel.get("error"):
         row["error"] = tel["error"]
     if plan is not None:  # the swept level, and any other dimension a diagnosis restored
@@ -56,6 +60,7 @@ def summarize(result: Result) -> dict:
         "requalified_adjacent_fail": _level(p, result.requalified.adjacent_fail) if result.requalified else None,
         "frontier": _plain(result.frontier), "next_binding": _plain(result.next_binding),
         "physical_trials": len(result.trials), "problems": result.problems,
+        "ab": result.ab, "host_contended": result.contended or None,
         "trials": [trial_row(t, p) for t in result.trials],
         # The whole contract, so that `luma sprint requalify` can run this sprint again.
         "contract_spec": p.contract.model_dump(mode="json"),

@@ -3,6 +3,11 @@
 A trial that crashes, runs out of memory or out of time is a FAIL with its cause, never an
 exception here. An INCONCLUSIVE trial (a percentile's interval straddles its threshold) is run
 again with twice the requests, up to `max_retries` times, before its verdict is taken.
+
+Contention is measured and judged (`contention`, `luma.kb.records.judge.contention_verdict`): a
+trial whose serve phase was contended and whose verdict a slower host could have produced (a
+timing FAIL, an INCONCLUSIVE) is run again once the host is quiet, up to `CONTENDED_RETRIES` times;
+still contended, it is INCONCLUSIVE `host-contended` — never a FAIL that moves a boundary.
 """
 
 from __future__ import annotations
@@ -16,13 +21,15 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from luma.experiments.sprint import states, stats
+from luma.experiments.sprint import contention, states, stats
 from luma.experiments.sprint.contract import Contract
 from luma.experiments.sprint.states import State
 from luma.kb.records import judge as verdict_rules
 
 #: Seconds a worker may spend beyond its load test's own time-out (imports, loading, quality).
 GRACE_S = 60
+#: Re-runs of a trial the host's contention left undecided, each after waiting for a quiet window.
+CONTENDED_RETRIES = 2
 
 
 @dataclass
@@ -51,6 +58,7 @@ class Trial:
                                   ("energy", "J", "energy_j")):
             if isinstance(tel.get(key), (int, float)):
                 out.append({"metric": metric, "value": float(tel[key]), "unit": unit})
+        out += contention.observations(tel.get("contention") or {})
         for c in self.clauses:
             if "ci_low" in c:
                 out += [{"metric": c["metric"], "value": c["value"], "unit": "s"},
@@ -66,6 +74,20 @@ class Trial:
 def judge(contract: Contract, tel: dict, seed: int = 0) -> tuple[str, str | None, list[dict]]:
     """(verdict, failure cause, per-clause results) of one trial's telemetry, by the rules of
     `luma.kb.records.judge` (ingest re-judges the trial's record with the same rules)."""
+    verdict, cause, rows = _judge_clauses(contract, tel, seed)
+    c = tel.get("contention") or {}
+    reasons = verdict_rules.contention_reasons(c.get("steal_pct"), c.get("cotenant_pct"), c.get("cotenant_cpu_s"))
+    verdict, cause = verdict_rules.contention_verdict(verdict, cause, reasons)
+    return verdict, cause, rows
+
+
+def _clause_verdict(contract: Contract, tel: dict, seed: int) -> str:
+    """What the clauses alone gave (before contention was judged), e.g. `FAIL slo-miss`."""
+    verdict, cause, _ = _judge_clauses(contract, tel, seed)
+    return verdict + (f" {cause}" if cause else "")
+
+
+def _judge_clauses(contract: Contract, tel: dict, seed: int) -> tuple[str, str | None, list[dict]]:
     if tel.get("failure_cause"):
         return "FAIL", tel["failure_cause"], []
     rows, verdicts, causes = [], [], []
@@ -96,8 +118,22 @@ def judge(contract: Contract, tel: dict, seed: int = 0) -> tuple[str, str | None
     return verdict, verdict_rules.failure_cause(causes) if verdict == "FAIL" else None, rows
 
 
+def trial_cores(state: dict) -> list[int]:
+    """The CPUs a trial's worker pins itself to (the worker's rule: the first `compute` usable ones)."""
+    usable = sorted(os.sched_getaffinity(0))
+    return usable[: state["compute"]] if state.get("compute") else usable
+
+
 def spawn(spec: dict, timeout_s: float) -> dict:
-    """Run the worker on `spec`; the telemetry it wrote, or a failure telemetry if it did not."""
+    """Run the worker on `spec`; the telemetry it wrote, or a failure telemetry if it did not.
+    The host's contention over the worker's serve phase is in `telemetry["contention"]`."""
+    watch = contention.Watch(trial_cores(spec["state"]))
+    tel = _spawn(spec, timeout_s, watch)
+    tel["contention"] = watch.stop(tel.get("serve_t0"), tel.get("serve_t1"))
+    return tel
+
+
+def _spawn(spec: dict, timeout_s: float, watch: contention.Watch) -> dict:
     env = dict(os.environ)
     isa = spec["state"].get("runtime")
     if isa:
@@ -108,6 +144,7 @@ def spawn(spec: dict, timeout_s: float) -> dict:
         spec_path.write_text(json.dumps(spec))
         proc = subprocess.Popen([sys.executable, "-m", "luma.experiments.sprint.worker", str(spec_path), str(out_path)],
                                 env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+        watch.follow(proc.pid)
         try:
             _, err = proc.communicate(timeout=timeout_s)
         except subprocess.TimeoutExpired:
@@ -132,7 +169,7 @@ def run_trial(contract: Contract, state: State, artifact: Path, variant: str, ph
     `service_spec`: what the service adds to the worker's spec (an endpoint's [service] table)."""
     requests = contract.requests_needed()
     load = contract.load.model_dump()
-    attempts = 0
+    attempts, contended = 0, []  # the contention each contended attempt saw
     while True:
         attempts += 1
         spec = {"service": contract.service, "artifact": str(artifact), "variant": variant, "state": state.enforced(),
@@ -142,6 +179,14 @@ def run_trial(contract: Contract, state: State, artifact: Path, variant: str, ph
                 **(service_spec or {})}
         tel = spawn(spec, contract.load.timeout_s + GRACE_S)
         verdict, cause, rows = judge(contract, tel, seed)
+        if contended:
+            tel["contended_attempts"] = contended
+        if cause == verdict_rules.CONTENDED:
+            if len(contended) < CONTENDED_RETRIES:
+                contended = [*contended, {**tel["contention"], "verdict_before": _clause_verdict(contract, tel, seed),
+                                          "quiet_wait": contention.quiet_wait(trial_cores(spec["state"]))}]
+                continue  # the same trial again, once the host is quiet (or has waited long enough)
+            return Trial(state, variant, phase, verdict, cause, rows, tel, requests, attempts)
         if verdict != "INCONCLUSIVE" or attempts > max_retries:
             return Trial(state, variant, phase, verdict, cause, rows, tel, requests, attempts)
         requests *= 2

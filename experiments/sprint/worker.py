@@ -121,8 +121,12 @@ def run(spec: dict) -> dict:
         deadline = t_start + spec["timeout_s"]
         meter = Meter()
         meter.start()
+        # CLOCK_MONOTONIC, one clock for every process: the sprint's contention watch measures
+        # over this window (a sampling thread here would add its stack to the data segment).
+        tel["serve_t0"] = time.monotonic()
         res = _serve(loadgen, make_engine(loaded, load["max_batch"], spec.get("replicas")), payloads[load["warmup"]:],
                      load["mode"], load["concurrency"], load.get("rate"), spec["seed"], deadline)
+        tel["serve_t1"] = time.monotonic()
         tel.update(meter.stop())
         tel.update(latency=res.latency, ttft=res.ttft, tpot=res.tpot, completed=res.completed,
                    throughput=res.throughput(), token_throughput=res.token_throughput(), makespan_s=res.makespan)

@@ -64,6 +64,18 @@ def check_verdict(clauses: Sequence[Clause], observations: Sequence[Observation]
     def refuse(field: str, message: str) -> None:
         raise RecordError(label + message, source=source, field=f"{where}.{field}" if where else field)
 
+    if failure_cause == judge.CONTENDED:
+        # INCONCLUSIVE because the host was contended: the contention the trial observed must say so
+        # (by the sprint's own rule); the clauses are not re-judged, since an INCONCLUSIVE can neither
+        # qualify a state nor move a boundary whatever they give.
+        if verdict != "INCONCLUSIVE":
+            refuse("verdict", f"verdict {verdict} but failure_cause {failure_cause!r}: a contended trial is "
+                              "INCONCLUSIVE")
+        if not contention_reasons(observations, source, where):
+            refuse("failure_cause", f"failure_cause {failure_cause!r} but the trial's host_steal / host_cotenant "
+                                    "observations show no contention over the limits "
+                                    f"({', '.join(f'{k} {v:g} %' for k, v in judge.CONTENTION_LIMITS.items())})")
+        return
     if failure_cause and verdict != "FAIL":
         refuse("verdict", f"verdict {verdict} but failure_cause {failure_cause!r}: a failed trial is a FAIL")
     got = rejudge(clauses, observations, failure_cause, source=source, where=where)
@@ -75,6 +87,15 @@ def check_verdict(clauses: Sequence[Clause], observations: Sequence[Observation]
     if failure_cause and judge.is_clause_cause(failure_cause) and got.cause != failure_cause:
         refuse("failure_cause", f"failure_cause {failure_cause!r} but the failing clauses give {got.cause!r} "
                                 f"({'; '.join(got.reasons)})")
+
+
+def contention_reasons(observations: Sequence[Observation], source: str | None = None, where: str = "") -> list[str]:
+    """Why the trial's serve phase counts as contended, by `judge.contention_reasons` on its
+    `host_steal`, `host_cotenant` (shares) and `host_cotenant_cpu_time` observations."""
+    seen = _Observed(observations, source, where)
+    steal, cotenant, cpu_s = (seen.get(m) for m in ("host_steal", "host_cotenant", "host_cotenant_cpu_time"))
+    return judge.contention_reasons(None if steal is None else 100 * steal,
+                                    None if cotenant is None else 100 * cotenant, cpu_s)
 
 
 class _Observed:

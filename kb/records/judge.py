@@ -100,3 +100,46 @@ def failure_cause(causes: Iterable[str]) -> str | None:
 def is_clause_cause(cause: str) -> bool:
     """True for a cause the judge derives from the clauses (`slo-miss`, `quality-miss+slo-miss`)."""
     return all(part in CLAUSE_CAUSES for part in cause.split("+"))
+
+
+# -- contention --------------------------------------------------------------------------------
+#: The failure cause of a trial a contended host made fail (or left undecided): INCONCLUSIVE, never
+#: a FAIL that could move a boundary.
+CONTENDED = "host-contended"
+#: A trial is contended when, over its serve phase, the hypervisor stole at least `steal` % of the
+#: trial's cores' time, or other tenants used at least `cotenant` % of it (and at least
+#: CONTENTION_FLOOR_S of CPU time: below that the tick counters cannot tell a neighbour from noise).
+CONTENTION_LIMITS = {"steal": 10.0, "cotenant": 10.0}
+CONTENTION_FLOOR_S = 0.05
+#: Failure causes a slower host can produce: missed latency/throughput clauses and a load test
+#: that ran out of time. A quality miss, `oom`, `kv-capacity` or a crash is the state's own.
+TIMING_CAUSES = ("slo-miss", "timeout")
+
+
+def contention_reasons(steal_pct: float | None, cotenant_pct: float | None, cotenant_cpu_s: float | None = None,
+                       window_s: float | None = None) -> list[str]:
+    """Why a serve phase counts as contended (empty: it does not, or nothing was measured)."""
+    out = []
+    if steal_pct is not None and steal_pct >= CONTENTION_LIMITS["steal"]:
+        out.append(f"CPU steal {steal_pct:.1f} % >= {CONTENTION_LIMITS['steal']:g} %")
+    if (cotenant_pct is not None and cotenant_pct >= CONTENTION_LIMITS["cotenant"]
+            and (cotenant_cpu_s is None or cotenant_cpu_s >= CONTENTION_FLOOR_S)):
+        out.append(f"other tenants used {cotenant_pct:.1f} % of the trial's cores "
+                   f">= {CONTENTION_LIMITS['cotenant']:g} %")
+    return out
+
+
+def timing_only(cause: str | None) -> bool:
+    """True when every part of a failure cause is one a slower host can produce."""
+    return bool(cause) and all(part in TIMING_CAUSES for part in cause.split("+"))
+
+
+def contention_verdict(verdict: str, cause: str | None, reasons: list[str]) -> tuple[str, str | None]:
+    """The verdict once contention is judged: a FAIL whose causes are all timing, or an
+    INCONCLUSIVE, on a contended serve phase becomes INCONCLUSIVE `host-contended`; a PASS stands
+    (contention only slows a state down) and so does any FAIL the state caused itself."""
+    if not reasons or verdict == "PASS":
+        return verdict, cause
+    if verdict == "INCONCLUSIVE" or (verdict == "FAIL" and timing_only(cause)):
+        return "INCONCLUSIVE", CONTENDED
+    return verdict, cause

@@ -76,6 +76,10 @@ METRICS: dict[str, Kind] = {
     "energy_per_request": ENERGY_PER_REQUEST,
     "cost": COST,
     "cost_per_request": COST_PER_REQUEST,
+    # The host's contention over a trial's serve phase (experiments/sprint/contention.py): shares
+    # of the trial's cores' time (percent), mean runnable tasks, other tenants' CPU time.
+    **dict.fromkeys(("host_steal", "host_cotenant", "host_cpu_pressure", "host_runqueue"), SCORE),
+    **dict.fromkeys(("host_cotenant_cpu_time", "host_contention_window"), TIME),
 }
 #: Timed phases whose percentiles are metrics (`pNN_<phase>` or `<phase>_pNN`), all times.
 PERCENTILE_OF = ("latency", "ttft", "tpot")
