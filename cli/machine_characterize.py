@@ -50,9 +50,11 @@ def _name(ctx, param, text: str | None) -> str | None:
 @click.option("--ingest/--no-ingest", default=True, show_default=True,
               help="Record the machine in the ledger and KB of LUMA_HOME.")
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), help="Also write the record to this file.")
+@click.option("--allow-contended", is_flag=True,
+              help="Keep figures measured beside a busy neighbour (noted in the record; never a contract's calibration).")
 @format_option(choices=("table", "json"))
 @project(WRITE, when=lambda p: p["ingest"])
-def characterize_cmd(quick, cores, name, ingest, out, fmt) -> None:
+def characterize_cmd(quick, cores, name, ingest, out, allow_contended, fmt) -> None:
     """Measure this host (memory bandwidth, fp32/bf16/int8 matmul throughput per core count,
     usable memory) and record it as a measured machine record, signed with the project's runner
     key (made on first use; with --no-ingest only a key the project has signs it)."""
@@ -60,7 +62,7 @@ def characterize_cmd(quick, cores, name, ingest, out, fmt) -> None:
     counts = cores or list(range(1, len(usable_cpus()) + 1))
     plan = [("bandwidth", float(k)) for k in counts] + [("matmul", float(k)) for k in counts]
     with Tracker("machine characterize", plan, unit="probe") as progress:
-        measured = characterize_host(command_settings(), quick, cores, name, ingest, out, progress)
+        measured = characterize_host(command_settings(), quick, cores, name, ingest, out, progress, allow_contended)
     rec, recorded = measured.record, measured.recorded
     if fmt == "json":
         click.echo(json.dumps(rec.model_dump(mode="json", exclude_none=True), indent=2))

@@ -31,6 +31,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from luma.errors import CharacterizeError
+from luma.experiments.host import architecture, default_name, describe, git_revision
+from luma.experiments.sprint import contention
+from luma.kb.records import judge
 
 TOOL = "luma machine characterize"
 PRECISIONS = ("fp32", "bf16", "int8")
@@ -197,9 +200,10 @@ def probe_matmul(spec: dict) -> dict:
         out["figures"][precision] = {"best": max(good, key=lambda t: t["flops"]) if good else None, "tried": tried}
     if spec.get("environment"):
         # loaded only when asked, after the probe set its CPU affinity (torch, NumPy size their pools from it)
-        from luma.experiments.sprint.records import environment
+        from luma.kernels.evidence import environment_block
 
-        out["environment"] = environment()
+        # the sprint records' environment block (threads belong to a trial, not to the host)
+        out["environment"] = environment_block(describe(), exclude=("torch_threads",))
     return out
 
 
@@ -258,9 +262,36 @@ def run_stream(cores: int, cpus: list[int], budget: Budget, nbytes: int) -> dict
     return out
 
 
+#: The note a record measured beside a neighbour carries (`allow_contended`): contract thresholds
+#: relative to the host refuse such a calibration (experiments/sprint/calibration.py).
+CONTENDED_NOTE = "contended:"
+
+
 def characterize(quick: bool = False, cores: list[int] | None = None, name: str | None = None,
-                 progress=lambda msg: None) -> dict:
-    """Measure this host; return a measured machine record (a dict in the record format)."""
+                 progress=lambda msg: None, allow_contended: bool = False) -> dict:
+    """Measure this host; return a measured machine record (a dict in the record format). The
+    host's contention over the measurement is judged by the sprint's rule: contended, it is a
+    CharacterizeError (figures taken beside a neighbour are low), unless `allow_contended`, which
+    keeps the figures with a note saying so."""
+    watch = contention.Watch(usable_cpus(), interval_s=0.5).follow(os.getpid())
+    try:
+        doc = _characterize(quick, cores, name, progress)
+    finally:
+        seen = watch.stop()
+    reasons = judge.contention_reasons(seen.get("steal_pct"), seen.get("cotenant_pct"), seen.get("cotenant_cpu_s"))
+    if reasons and not allow_contended:
+        raise CharacterizeError(f"host too contended to characterize ({'; '.join(reasons)}): figures measured beside "
+                                "a neighbour are low; run it on a quiet host (or --allow-contended to keep them, "
+                                "noted, never usable as a contract's calibration)")
+    if reasons:
+        doc["notes"].append(f"{CONTENDED_NOTE} measured beside a neighbour ({'; '.join(reasons)})")
+    else:
+        doc["notes"].append(f"Contention over the measurement: steal {seen.get('steal_pct')} %, other tenants "
+                            f"{seen.get('cotenant_pct')} % of the usable CPUs' time")
+    return doc
+
+
+def _characterize(quick: bool, cores: list[int] | None, name: str | None, progress) -> dict:
     started = datetime.now(timezone.utc).replace(microsecond=0)
     cpus = usable_cpus()
     counts = sorted(set(cores or range(1, len(cpus) + 1)))
@@ -295,9 +326,6 @@ def characterize(quick: bool = False, cores: list[int] | None = None, name: str 
             others = [t for t in fig["tried"] if t != fig["best"] and "flops" in t]
             notes += [f"{precision} on {_cores(k)}, slower path: {t['method']}: {t['flops'] / 1e9:.2f} GFLOP/s"
                       for t in others]
-    from luma.experiments.sprint.records import architecture  # not in a probe's process: see the docstring
-    from luma.experiments.host import git_revision  # not in a probe's process: see the docstring
-
     arch = architecture()
     notes.append(f"Measured in {'quick' if quick else 'full'} mode on CPUs {cpus}; figures are per core count "
                  "(`cores`); the device-wide figure is the best of them. Other load on shared cores lowers them.")
@@ -313,12 +341,6 @@ def characterize(quick: bool = False, cores: list[int] | None = None, name: str 
 
 def _cores(k: int) -> str:
     return f"{k} core{'s' * (k != 1)}"
-
-
-def default_name(cpu_model: str, cpus: int) -> str:
-    """A slug naming this host's kind: CPU model and usable CPUs (`amd-epyc-2c`)."""
-    base = re.sub(r"[^a-z0-9]+", "-", cpu_model.lower()).strip("-")[:50] or "host"
-    return f"{base}-{cpus}c"
 
 
 def main(argv: list[str]) -> int:

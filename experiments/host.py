@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import platform
+import re
 import subprocess
 from functools import lru_cache
 from pathlib import Path
@@ -36,6 +37,21 @@ def cpu() -> dict:
         "usable_cpus": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
         "machine": platform.machine(),
     }
+
+
+def architecture() -> dict:
+    """This host as a record's `architecture` block: CPU model, kind, vendor."""
+    model = cpu()["cpu_model"] or "unknown CPU"
+    vendor = next((v for v in ("AMD", "Intel", "Arm", "Ampere", "AWS", "Apple") if v.lower() in model.lower()),
+                  "unknown")
+    return {"name": model, "kind": "cpu", "vendor": vendor}
+
+
+def default_name(cpu_model: str, cpus: int) -> str:
+    """A slug naming this host's kind: CPU model and usable CPUs (`amd-epyc-2c`), the name
+    `luma machine characterize` gives its record."""
+    base = re.sub(r"[^a-z0-9]+", "-", cpu_model.lower()).strip("-")[:50] or "host"
+    return f"{base}-{cpus}c"
 
 
 def git_revision() -> str | None:

@@ -27,11 +27,13 @@ class MachineRecord:
 
 
 def characterize_host(settings, quick: bool = False, cores: list[int] | None = None, name: str | None = None,
-                      ingest: bool = True, out: Path | None = None, progress=None) -> MachineRecord:
+                      ingest: bool = True, out: Path | None = None, progress=None,
+                      allow_contended: bool = False) -> MachineRecord:
     """Measure this host, sign the record (a key is made only for a record that goes into the
     project; without `ingest` one the project has signs it), validate it, write it to `out` when
     given, and with `ingest` record it in the ledger and KB."""
-    doc = host_characterization.characterize(quick=quick, cores=cores, name=name, progress=progress)
+    doc = host_characterization.characterize(quick=quick, cores=cores, name=name, progress=progress,
+                                             allow_contended=allow_contended)
     signer = project_signer(settings, create=ingest)
     if signer is not None:
         doc = signer.sign(doc, "luma machine characterize")

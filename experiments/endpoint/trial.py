@@ -20,6 +20,7 @@ from luma.experiments.endpoint import client, launch
 from luma.experiments.endpoint.service import texts
 from luma.experiments.endpoint.spec import EndpointSpec
 from luma.experiments.energy import Meter
+from luma.experiments.sprint import contention
 from luma.experiments.sprint.procfs import proc_status
 
 #: What an engine says when the data-segment limit refuses it memory (a thread's stack included:
@@ -155,10 +156,13 @@ def run(spec: dict) -> dict:
             tel["phase"] = "serve"
             meter = Meter()
             meter.start()
-            tel["serve_t0"] = time.monotonic()  # the sprint's contention watch measures over this window
+            serve0 = contention.snapshot(os.getpid())  # the server is our child: its CPU time is the trial's
+            tel["serve_t0"] = serve0.t
             res = client.run(ep, payloads[load["warmup"]:], load["mode"], load["concurrency"], load.get("rate"),
                              spec["seed"], t_start + spec["timeout_s"])
-            tel["serve_t1"] = time.monotonic()
+            serve1 = contention.snapshot(os.getpid())
+            tel["serve_t1"] = serve1.t
+            tel["serve_snapshots"] = [contention.to_json(serve0), contention.to_json(serve1)]
             tel.update(meter.stop())
             tel.update(latency=res.latency, ttft=res.ttft, tpot=res.tpot, completed=res.completed,
                        throughput=res.throughput(), token_throughput=res.token_throughput(), makespan_s=res.makespan)

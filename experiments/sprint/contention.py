@@ -3,10 +3,11 @@ trial's cores, the run queue, and CPU pressure (PSI) where the kernel offers it 
 by the sprint process (never inside the trial's worker: a sampling thread there would add its
 stack to the data segment a memory level limits).
 
-A `Watch` snapshots the counters every `interval_s` while the worker runs; the worker stamps its
-serve phase with `time.monotonic()` (CLOCK_MONOTONIC, one clock for every process), and
-`Watch.stop(t0, t1)` measures over the snapshots that bracket it. What the verdict makes of the
-figures is `luma.kb.records.judge.contention_verdict` (ingest re-judges with the same rule).
+The worker snapshots the counters (a few file reads, no thread) as its serve phase starts and
+ends, with its own process tree's CPU time; a `Watch` in the sprint process samples the run queue
+every `interval_s` meanwhile, and `Watch.stop(t0, t1, snapshots)` measures over the serve phase
+(or, when the worker stamped none, over the snapshots it took itself). What the verdict makes of
+the figures is `luma.kb.records.judge.contention_verdict` (ingest re-judges with the same rule).
 
 Every reader takes the file's text through `read(path)`, so a test can feed a synthetic source.
 """
@@ -39,6 +40,17 @@ class Snapshot:
     running: int | None  # runnable tasks on the host (/proc/loadavg)
     psi_us: int | None  # CPU pressure "some" total (cgroup's where readable, else the system's)
     own_ticks: int | None  # utime + stime of the watched process tree
+
+
+def to_json(s: Snapshot) -> dict:
+    """A snapshot as JSON-ready data (the worker hands its serve-phase snapshots over this way)."""
+    return {"t": s.t, "cpus": {str(c): list(v) for c, v in s.cpus.items()}, "running": s.running, "psi_us": s.psi_us,
+            "own_ticks": s.own_ticks}
+
+
+def from_json(d: dict) -> Snapshot:
+    return Snapshot(float(d["t"]), {int(c): tuple(v) for c, v in d["cpus"].items()}, d.get("running"),
+                    d.get("psi_us"), d.get("own_ticks"))
 
 
 def cpu_ticks(text: str) -> dict[int, tuple[int, ...]]:
@@ -181,11 +193,18 @@ class Watch:
                 return  # the worker is gone
             self.snaps.append(s)
 
-    def stop(self, t0: float | None = None, t1: float | None = None) -> dict:
+    def stop(self, t0: float | None = None, t1: float | None = None, serve: list[dict] | None = None) -> dict:
+        """Contention over the serve phase: between the worker's own two `serve` snapshots when it
+        took them (exact, however short the phase), else between the watch's snapshots that
+        bracket [t0, t1]; the run queue from the watch's samples inside it."""
         self._done.set()
         if self._thread.is_alive():
             self._thread.join()
         snaps = self.snaps
+        if serve and len(serve) == 2:
+            a, b = from_json(serve[0]), from_json(serve[1])
+            inside = [s.running for s in snaps if a.t <= s.t <= b.t and s.running is not None]
+            return between(a, b, self.cores, inside or [x for x in (a.running, b.running) if x is not None])
         if len(snaps) < 2:
             return between(snaps[0], snaps[0], self.cores) if snaps else {}
         if t0 is not None and t1 is not None and t1 > t0:

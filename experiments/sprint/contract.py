@@ -15,9 +15,8 @@ from pydantic import Field, StrictFloat, StrictInt, ValidationError, field_valid
 
 from luma import names
 from luma.errors import ConfigError, ContractError
-from luma.experiments.sprint import stats
 from luma.experiments.endpoint.spec import KIND as ENDPOINT, EndpointSpec
-from luma.experiments.sprint import stats
+from luma.experiments.sprint import calibration, stats
 from luma.kb.records import units
 from luma.kb.records.input_files import CONFIG_FILE, read_text
 from luma.kb.records.documents import parse_toml
@@ -37,6 +36,23 @@ GENERATIVE_ONLY = ("ttft", "tpot", "token_throughput")
 PILOT_ONLY = ("power", "energy_per_accepted", "cost_per_accepted", "error_rate", "availability")
 
 Positive = Annotated[StrictInt, Field(ge=1, le=1_000_000)]
+
+
+class Relative(StrictModel):
+    """A clause's value stated for a reference host, scaled by this host's calibration
+    (`luma.experiments.sprint.calibration`)."""
+
+    figure: Literal["fp32", "bf16", "int8", "bandwidth"]
+    cores: Positive = 1
+    reference: Annotated[StrictFloat | StrictInt, Field(gt=0)]
+    reference_host: Annotated[str, Field(min_length=1, max_length=300)]
+    margin: Annotated[StrictFloat | StrictInt, Field(gt=0, le=100)] = 1.0
+
+
+class ContractClause(Clause):
+    """A contract file's clause: the record's clause, optionally `relative` to the host."""
+
+    relative: Relative | None = None
 
 
 class LoadSpec(StrictModel):
@@ -99,12 +115,14 @@ class Contract(StrictModel):
     #: `kind = "openai-endpoint"`, kept whole in `endpoint`).
     service: Literal["embedding", "classifier", "decoder", "matvec", "openai-endpoint"]
     endpoint: EndpointSpec | None = None
-    clauses: Annotated[list[Clause], Field(min_length=1, max_length=64)]
+    clauses: Annotated[list[ContractClause], Field(min_length=1, max_length=64)]
     load: LoadSpec = LoadSpec()
     #: Base machine state: the level of every enforced dimension not being swept.
     state: dict[str, Level | Name] = {}
     sprint: SprintSpec | None = None
     pilot: PilotSpec | None = None
+    #: How each relative clause was resolved on this host (empty: every threshold is absolute).
+    resolution: list[dict] = []
 
     @field_validator("name")
     @classmethod
@@ -176,12 +194,18 @@ class Contract(StrictModel):
 
     def threshold(self, clause: Clause) -> float:
         """The clause's value in its metric's canonical unit (seconds, requests/s, ...)."""
+        if getattr(clause, "relative", None) is not None:
+            raise ContractError(f"the {clause.metric} clause is relative to the host: resolve the contract on this "
+                                "host first (calibration.resolve)", field="clauses")
         return units.normalise(clause.value, clause.unit)[0]
 
     def record_contract(self) -> dict:
         """The contract as a sprint's records carry it: the clauses a sprint judges (a sprint never
-        judges the pilot's economics clauses, see PILOT_ONLY)."""
-        return {"name": self.name, "clauses": [c.model_dump(exclude_none=True) for c in self.service_clauses()],
+        judges the pilot's economics clauses, see PILOT_ONLY), each with its absolute threshold."""
+        for c in self.service_clauses():
+            self.threshold(c)  # a relative clause unresolved: no record may carry the reference host's value
+        return {"name": self.name, "clauses": [c.model_dump(exclude_none=True, exclude={"relative"})
+                                               for c in self.service_clauses()],
                 "concurrency": self.load.concurrency}
 
 
@@ -199,7 +223,14 @@ def shipped() -> dict[str, Path]:
 
 def load(ref: str | Path, project=None) -> Contract:
     """A contract from a TOML file path (within the config-file limit of `project`, the
-    command's Settings), or a shipped contract's name."""
+    command's Settings), or a shipped contract's name; with `project`, its relative clauses
+    resolved on this host (`calibration.resolve`: ContractError when the host is not calibrated)."""
+    c = read(ref, project)
+    return calibration.resolve(c, project.home) if project is not None else c
+
+
+def read(ref: str | Path, project=None) -> Contract:
+    """A contract as its file states it (relative clauses unresolved)."""
     path = Path(ref)
     if not path.is_file():
         named = shipped().get(str(ref))
@@ -210,6 +241,9 @@ def load(ref: str | Path, project=None) -> Contract:
     # An untrusted file: at most LUMA_MAX_CONFIG_FILE_BYTES, never a FIFO or a device.
     text = read_text(path, CONFIG_FILE.of(project))
     data = parse_toml(text, str(path), error=ConfigError, invalid="not valid TOML")
+    if isinstance(data, dict) and "resolution" in data:  # what a relative clause resolved to: computed, never stated
+        raise ContractError("resolution is computed on the host from [clauses.relative], not written in a file",
+                            source=str(path), field="resolution")
     try:
         return Contract.model_validate(data)
     except ValidationError as exc:

@@ -26,7 +26,7 @@ from luma.experiments.sprint.trial import Trial
 from luma.kb.knowledge_base import KnowledgeBase
 from luma.kb.operations.runner_keys import project_signer
 from luma.kb.records.loader import validate_document
-from luma.experiments.host import cpu, describe, git_revision
+from luma.experiments.host import architecture, describe, git_revision
 from luma.kernels.evidence import environment_block
 
 TOOL = "luma sprint"
@@ -36,13 +36,6 @@ def environment() -> dict:
     """CPU model and ISA, library versions (the benchmark standard's environment block). Threads
     are left out: they belong to each trial's telemetry, not to the host."""
     return environment_block(describe(), exclude=("torch_threads",))
-
-
-def architecture() -> dict:
-    model = cpu()["cpu_model"] or "unknown CPU"
-    vendor = next((v for v in ("AMD", "Intel", "Arm", "Ampere", "AWS", "Apple") if v.lower() in model.lower()),
-                  "unknown")
-    return {"name": model, "kind": "cpu", "vendor": vendor}
 
 
 def provenance(started: datetime) -> dict:

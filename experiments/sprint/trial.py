@@ -129,7 +129,7 @@ def spawn(spec: dict, timeout_s: float) -> dict:
     The host's contention over the worker's serve phase is in `telemetry["contention"]`."""
     watch = contention.Watch(trial_cores(spec["state"]))
     tel = _spawn(spec, timeout_s, watch)
-    tel["contention"] = watch.stop(tel.get("serve_t0"), tel.get("serve_t1"))
+    tel["contention"] = watch.stop(tel.get("serve_t0"), tel.get("serve_t1"), tel.pop("serve_snapshots", None))
     return tel
 
 

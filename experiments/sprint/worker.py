@@ -18,6 +18,7 @@ import sys
 import time
 import traceback
 
+from luma.experiments.sprint import contention
 from luma.experiments.sprint.procfs import proc_status
 
 _OOM_TEXT = ("can't allocate memory", "cannot allocate memory", "out of memory", "bad_alloc",
@@ -121,12 +122,15 @@ def run(spec: dict) -> dict:
         deadline = t_start + spec["timeout_s"]
         meter = Meter()
         meter.start()
-        # CLOCK_MONOTONIC, one clock for every process: the sprint's contention watch measures
-        # over this window (a sampling thread here would add its stack to the data segment).
-        tel["serve_t0"] = time.monotonic()
+        # The host's counters as serving starts and ends (file reads, no thread: a sampling thread
+        # here would add its stack to the data segment); CLOCK_MONOTONIC is one clock for every process.
+        serve0 = contention.snapshot(os.getpid())
+        tel["serve_t0"] = serve0.t
         res = _serve(loadgen, make_engine(loaded, load["max_batch"], spec.get("replicas")), payloads[load["warmup"]:],
                      load["mode"], load["concurrency"], load.get("rate"), spec["seed"], deadline)
-        tel["serve_t1"] = time.monotonic()
+        serve1 = contention.snapshot(os.getpid())
+        tel["serve_t1"] = serve1.t
+        tel["serve_snapshots"] = [contention.to_json(serve0), contention.to_json(serve1)]
         tel.update(meter.stop())
         tel.update(latency=res.latency, ttft=res.ttft, tpot=res.tpot, completed=res.completed,
                    throughput=res.throughput(), token_throughput=res.token_throughput(), makespan_s=res.makespan)

@@ -118,8 +118,9 @@ def test_no_ingest_writes_only_the_out_file(luma_home, tmp_path, monkeypatch):
 def test_characterize_quick_records_the_host_in_the_kb(luma_home, tmp_path):
     pytest.importorskip("torch")
     out = tmp_path / "host.json"
+    # --allow-contended: the figures are what this test checks, whatever the CI host's neighbours do
     result = _run("machine", "characterize", "--quick", "--cores", "1", "--name", "test-host", "--out", out,
-                  "--format", "json")
+                  "--allow-contended", "--format", "json")
     assert result.exit_code == 0, result.output
     rec = json.loads(result.stdout)
     assert rec["evidence_class"] == "measured" and rec["name"] == "test-host"

@@ -122,7 +122,7 @@ def test_characterize_shows_its_probes(monkeypatch, tmp_path):
 
     doc = json.loads(catalog()["nvidia-h100-sxm5-80gb"].read_text())
 
-    def fake(quick=False, cores=None, name=None, progress=lambda m: None):
+    def fake(quick=False, cores=None, name=None, progress=lambda m: None, allow_contended=False):
         for kind in ("memory bandwidth", "matmul fp32/bf16/int8"):
             for k in cores:
                 progress(f"{kind} on {k} core(s)")
