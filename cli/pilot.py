@@ -47,10 +47,7 @@ def library_cmd(contract_ref: str, price_path: str | None, fmt: str) -> None:
                      "trials": st.trials, "sources": ", ".join(st.sources)})
     if fmt != "table":
         print_rows(rows, list(rows[0]) if rows else ["key"], fmt)
-        return
-    if not rows:
-        click.echo(f"no qualified state for {c.name} on this machine")
-    else:
+    elif rows:
         print_rows([{**r, "cost_per_accepted": _money(r["cost_per_accepted"], r["currency"]),
                      "energy_per_accepted_j": f"{r['energy_per_accepted_j']:.3g} (simulated)"
                      if r["energy_class"] == "simulated" else f"{r['energy_per_accepted_j']:.3g}"} for r in rows],
@@ -62,6 +59,8 @@ def library_cmd(contract_ref: str, price_path: str | None, fmt: str) -> None:
                    f"counters: {energy.counters()[1]}")
     for n in notes:
         click.echo(n, err=True)
+    if not rows:
+        raise lib.empty_library(c.name, contract_ref, notes, listed=True)
 
 
 @click.command("run")

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
-from luma.errors import ContractError, StateError
+from luma.errors import ContractError
 from luma.experiments.sprint import contract as contract_mod, stats
 from luma.experiments.host import cpu
 from luma.experiments.pilot import control, energy, library as lib, trace as trace_mod, window as win
@@ -92,9 +92,7 @@ def prepare(project, contract_ref: str, *, trace_ref: str | None = None, duratio
     table = prices_mod.load(price_path or spec.price_table, project)
     library, notes = lib.build(project, contract, table)
     if not library:
-        raise StateError("the qualified-state library of this contract is empty on this machine: qualify states "
-                          f"first (`luma sprint optimize {contract_ref} --state ...` or `luma sprint run`); "
-                          + "; ".join(notes), field="library")
+        raise lib.empty_library(contract.name, contract_ref, notes)
     currencies = {s.currency for s in library}
     currency = currencies.pop()
     kwh = table.get("kwh")
