@@ -70,7 +70,8 @@ def library_cmd(contract_ref: str, price_path: str | None, fmt: str) -> None:
 @click.option("--rate-scale", type=float, default=1.0, show_default=True, help="Multiply the trace's rates.")
 @click.option("--window", "window_s", type=float, help="Control window in seconds (default: the contract's).")
 @click.option("--price-table", "price_path", type=click.Path(dir_okay=False), help="Price table (TOML).")
-@click.option("--margin", type=float, help="Safety margin on predicted capacity and latency (default: the contract's).")
+@click.option("--margin", type=float, help="Safety margin on predicted capacity and latency, one for every state (default: the "
+              "contract's, else each state's measured margin).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the trace's arrivals.")
 @click.option("--baselines/--no-baselines", default=True, show_default=True,
               help="Replay the trace on the static largest state and the hindsight-best state after the pilot.")

@@ -38,7 +38,7 @@ FORMAT = 1
 
 @dataclass
 class Guard:
-    margin: float
+    margin: float | None  # None: each state's measured margin (predict.measured_margin)
     hysteresis: float
     switch_budget: int
     patience: int
@@ -115,7 +115,7 @@ def prepare(project, contract_ref: str, *, trace_ref: str | None = None, duratio
                   energy_how=power.describe() if not kind else counter_text, counters=counter_text,
                   run_id=run_id or f"pilot-{datetime.now(timezone.utc):%Y%m%dT%H%M%S}-{secrets.token_hex(2)}",
                   started=started or datetime.now(timezone.utc), record_contract=record_contract(contract),
-                  predictor=Predictor(library, _slo(contract), g.margin), service=service, cache=cache,
+                  predictor=Predictor(library, _slo(contract), g.margin, w), service=service, cache=cache,
                   rate_scale=rate_scale, duration=duration, trace_ref=ref, contract_ref=contract_ref,
                   price_path=price_path, decisions_done=decisions_done)
     return ctx
@@ -219,7 +219,7 @@ def _baselines(ctx, folder: Path, arrivals, progress) -> list[dict]:
         if not cheaper:
             return out + [{**static, "name": "hindsight-best", "title": "Hindsight: best single state",
                            "same_as": "static-largest"}]
-        cand = max(cheaper, key=lambda s: (s.cost_per_hour or 0.0, s.capacity)).key
+        cand = max(cheaper, key=lambda s: (ctx.predictor.capacity[s.key], -(s.cost_per_hour or 0.0))).key
     tried = replay("hindsight-best", "Hindsight: best single state", cand)
     share = tried["totals"]["outside_share"]
     # When no single state keeps the contract, the best in hindsight is the one that kept most.
@@ -292,7 +292,10 @@ def summarize(ctx, segments: list[dict], finished: bool) -> dict:
         "trace": {"name": ctx.trace.name, "source": ctx.trace.source, "duration_s": ctx.trace.duration,
                   "scale": ctx.rate_scale, "points": [[t, r] for t, r in zip(ctx.trace.times, ctx.trace.rates)]},
         "window_s": ctx.window_s,
-        "guardrails": {"margin": ctx.guard.margin, "hysteresis": ctx.guard.hysteresis,
+        "guardrails": {"margin": ctx.guard.margin, **({"margin_rule": "measured per state: its trials' spread and "
+                                                                       "a window's rate noise (docs/pilot.md)"}
+                                                      if ctx.guard.margin is None else {}),
+                       "hysteresis": ctx.guard.hysteresis,
                        "switch_budget": ctx.guard.switch_budget, "patience": ctx.guard.patience,
                        "max_extensions": ctx.guard.max_extensions},
         "price_table": {"title": ctx.prices.title, "source": ctx.prices.source, "example": ctx.prices.example,
@@ -316,7 +319,8 @@ def library_row(ctx, s) -> dict:
     return {"key": s.key, "label": s.label(),
             "levels": {d: describe(Level.model_validate(v)) for d, v in s.levels.items()},
             "variant": s.variant, "settings": s.settings, "capacity": s.capacity, "p95_latency": s.p95_latency,
-            "calibrated_capacity": ctx.predictor.capacity[s.key], "queueing_factor": ctx.predictor.k[s.key],
+            "calibrated_capacity": ctx.predictor.capacity[s.key], "margin": ctx.predictor.margins[s.key],
+            "throughputs": s.throughputs, "queueing_factor": ctx.predictor.k[s.key],
             "latency_margin": (1 - s.p95_latency / ctx.slo) if s.p95_latency and ctx.slo else None,
             "quality": s.quality, "cost_per_hour": s.cost_per_hour,
             "cost_per_accepted": (s.cost_per_hour / 3600 / s.capacity) if s.cost_per_hour and s.capacity else None,
