@@ -10,7 +10,7 @@ import click
 from luma.cli.output import format_option, print_rows
 from luma.cli.project import READ, WRITE, project, settings
 from luma.experiments.pilot import energy, library as lib, run as pilot_run
-from luma.experiments.pilot.resume import prepare_resume
+from luma.experiments.pilot.resume import conflicts, prepare_resume
 from luma.experiments.sprint import contract as contract_mod
 from luma.experiments.sprint.records import architecture
 from luma.experiments import prices as prices_mod
@@ -88,6 +88,16 @@ def run_cmd(contract_ref, trace_ref, duration, rate_scale, window_s, price_path,
     err = Console(stderr=True)
     if resume_id:
         ctx = prepare_resume(s, resume_id)
+        cli_ctx = click.get_current_context()
+        given = {n: v for n, v in cli_ctx.params.items()
+                 if cli_ctx.get_parameter_source(n) == click.core.ParameterSource.COMMANDLINE}
+        if bad := conflicts(ctx, given):
+            flags = [next(p for p in cli_ctx.command.params if p.name == n) for n in bad]
+            raise click.UsageError(f"--resume continues {resume_id} with the options it started with: drop "
+                                   + ", ".join(p.secondary_opts[0] if p.secondary_opts and given[p.name] is False
+                                               else (p.opts[0] if p.param_type_name == "option" else p.metavar)
+                                               for p in flags))
+        baselines, record = ctx.baselines, ctx.record
     else:
         if not contract_ref:
             raise click.UsageError("give CONTRACT (or --resume RUN)")

@@ -170,6 +170,7 @@ def run(ctx, project, *, record: bool = True, baselines: bool = True, progress=l
     """Run the pilot (or resume it) and its baselines; the summary (also written to pilot.json)."""
     folder = ctx.folder = folder_of(project, ctx.run_id)
     ctx.home = project.home
+    ctx.baselines, ctx.record = baselines, record  # kept in run.json: a resume honours them
     folder.mkdir(parents=True, exist_ok=True)
     if not resume:
         write_atomic(folder / "run.json", run_config(ctx))
@@ -253,7 +254,7 @@ def run_config(ctx) -> dict:
     return {"format": FORMAT, "run": ctx.run_id, "started": ctx.started.isoformat(), "contract": ctx.contract_ref,
             "trace": ctx.trace_ref, "duration": ctx.duration, "rate_scale": ctx.rate_scale, "window_s": ctx.window_s,
             "price_table": ctx.price_path, "seed": ctx.seed, "margin": ctx.guard.margin, "orphan_s": ctx.orphan_s,
-            "library": [s.key for s in ctx.library]}
+            "baselines": ctx.baselines, "record": ctx.record, "library": [s.key for s in ctx.library]}
 
 
 def summarize(ctx, segments: list[dict], finished: bool) -> dict:
