@@ -10,7 +10,7 @@ import click
 from luma.cli.output import format_option, print_rows
 from luma.cli.project import READ, WRITE, project, settings
 from luma.experiments.pilot import energy, library as lib, run as pilot_run
-from luma.experiments.pilot.resume import prepare_resume
+from luma.experiments.pilot.resume import conflicts, prepare_resume
 from luma.experiments.sprint import contract as contract_mod
 from luma.experiments.sprint.records import architecture
 from luma.experiments import prices as prices_mod
@@ -47,10 +47,7 @@ def library_cmd(contract_ref: str, price_path: str | None, fmt: str) -> None:
                      "trials": st.trials, "sources": ", ".join(st.sources)})
     if fmt != "table":
         print_rows(rows, list(rows[0]) if rows else ["key"], fmt)
-        return
-    if not rows:
-        click.echo(f"no qualified state for {c.name} on this machine")
-    else:
+    elif rows:
         print_rows([{**r, "cost_per_accepted": _money(r["cost_per_accepted"], r["currency"]),
                      "energy_per_accepted_j": f"{r['energy_per_accepted_j']:.3g} (simulated)"
                      if r["energy_class"] == "simulated" else f"{r['energy_per_accepted_j']:.3g}"} for r in rows],
@@ -62,6 +59,8 @@ def library_cmd(contract_ref: str, price_path: str | None, fmt: str) -> None:
                    f"counters: {energy.counters()[1]}")
     for n in notes:
         click.echo(n, err=True)
+    if not rows:
+        raise lib.empty_library(c.name, contract_ref, notes, listed=True)
 
 
 @click.command("run")
@@ -71,7 +70,8 @@ def library_cmd(contract_ref: str, price_path: str | None, fmt: str) -> None:
 @click.option("--rate-scale", type=float, default=1.0, show_default=True, help="Multiply the trace's rates.")
 @click.option("--window", "window_s", type=float, help="Control window in seconds (default: the contract's).")
 @click.option("--price-table", "price_path", type=click.Path(dir_okay=False), help="Price table (TOML).")
-@click.option("--margin", type=float, help="Safety margin on predicted capacity and latency (default: the contract's).")
+@click.option("--margin", type=float, help="Safety margin on predicted capacity and latency, one for every state (default: the "
+              "contract's, else each state's measured margin).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the trace's arrivals.")
 @click.option("--baselines/--no-baselines", default=True, show_default=True,
               help="Replay the trace on the static largest state and the hindsight-best state after the pilot.")
@@ -88,6 +88,16 @@ def run_cmd(contract_ref, trace_ref, duration, rate_scale, window_s, price_path,
     err = Console(stderr=True)
     if resume_id:
         ctx = prepare_resume(s, resume_id)
+        cli_ctx = click.get_current_context()
+        given = {n: v for n, v in cli_ctx.params.items()
+                 if cli_ctx.get_parameter_source(n) == click.core.ParameterSource.COMMANDLINE}
+        if bad := conflicts(ctx, given):
+            flags = [next(p for p in cli_ctx.command.params if p.name == n) for n in bad]
+            raise click.UsageError(f"--resume continues {resume_id} with the options it started with: drop "
+                                   + ", ".join(p.secondary_opts[0] if p.secondary_opts and given[p.name] is False
+                                               else (p.opts[0] if p.param_type_name == "option" else p.metavar)
+                                               for p in flags))
+        baselines, record = ctx.baselines, ctx.record
     else:
         if not contract_ref:
             raise click.UsageError("give CONTRACT (or --resume RUN)")

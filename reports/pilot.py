@@ -89,6 +89,19 @@ def _estimate(e: Estimate | None, unit: str) -> str:
     return f"{text} {unit}".strip()
 
 
+def _before_after(before, after, metric: str, unit: str, verification) -> str:
+    """'x → y' of a decision's realized figure; a side without one says why, never a bare "—":
+    a verification that failed delivered no accepted output to divide by."""
+    def side(s, what: str) -> str:
+        text = _estimate(getattr(s, metric) if s else None, unit)
+        if text != "—":
+            return text
+        failed = what == "after" and verification is not None and verification.verdict == "FAIL"
+        return "no accepted output (verification FAIL)" if failed else f"not measured {what}"
+
+    return f"{side(before, 'before')} → {side(after, 'after')}"
+
+
 def _prefix(joules: float) -> tuple[float, str]:
     return next(((f, u) for f, u in ((1e3, "kJ"), (1.0, "J"), (1e-3, "mJ"), (1e-6, "µJ")) if abs(joules) >= f),
                 (1.0, "J"))
@@ -209,7 +222,10 @@ def _setup(p: Pilot, ev: Evidence) -> Section:
 
 
 def _events(p: Pilot, windows) -> list[tuple[float, str]]:
-    """(trace time, kind) of each switch, rollback and breach: the windows' events, else the decisions'."""
+    """(trace time, kind) of each switch, rollback and breach where the state in force changed
+    after it: the windows' events, else the decisions'. An event after which the next window ran
+    the same state (a breach with nowhere to go, a run from before issue 32 that "rolled back" to
+    the state in force) changed nothing and gets no marker."""
     def kind(text: str) -> str:
         # `luma pilot run` words them "downscale → <label>", "breach-upscale → …", "rollback → …"
         text = text.lower()
@@ -219,7 +235,8 @@ def _events(p: Pilot, windows) -> list[tuple[float, str]]:
             return "breach"
         return "switch" if any(w in text for w in ("switch", "scale", "→", "->")) else "other"
 
-    found = [(w.start_s, kind(w.event)) for w in windows if w.event]
+    found = [(w.start_s, kind(w.event)) for w, nxt in zip(windows, windows[1:])
+             if w.event and nxt.state and w.state and nxt.state != w.state]
     if not found:
         found = [(d.start_s, "rollback" if d.action == "rollback" else "breach" if d.action.startswith("breach")
                   else "switch") for d in p.decisions if finite(d.start_s) is not None]
@@ -265,8 +282,8 @@ def _decisions(p: Pilot, ev: Evidence, st: StateLabels) -> Section:
                                    is not None else None) if x) if pr else "—",
             f"{vf.verdict or '—'} ({_count(vf.windows)} window{'s' if vf.windows != 1 else ''})" if vf else "—",
             d.outcome or "—",
-            " → ".join(_estimate(s.cost_per_accepted if s else None, cur) for s in (before, after)),
-            " → ".join(_estimate(s.energy_per_accepted if s else None, "J") for s in (before, after)),
+            _before_after(before, after, "cost_per_accepted", cur, vf),
+            _before_after(before, after, "energy_per_accepted", "J", vf),
             f"`{d.record[:12]}`" if d.record else "—"])
     columns = ["#", "window (time)", "action", "from → to", "reason", "predicted (projected)",
                f"verification ({ev.cls('latency')})", "outcome", f"cost per accepted, before → after [CI] "

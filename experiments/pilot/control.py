@@ -65,15 +65,19 @@ class Controller:
         rise = last - self.rates[-2] if len(self.rates) > 1 else 0.0
         return last + max(0.0, rise)
 
-    def _switch(self, action: str, to_key: str, w: int, reason: str, fig: dict) -> None:
+    def _switch(self, purpose: str, to_key: str, w: int, reason: str, fig: dict) -> None:
+        """Apply `to_key` and verify it next window; its label follows measured capacity."""
         pred = self.ctx.predictor
+        action = pred.direction(self.active, to_key)
+        if purpose == "breach" and action == "upscale":
+            action = "breach-upscale"
         rate = self.forecast()
         prediction = {"verdict": "PASS" if pred.passes(to_key, rate) else "FAIL", "rate": rate,
                       "p95_latency": pred.p95(to_key, rate), "capacity": pred.capacity[to_key],
-                      "cost_per_accepted": pred.cost_per_accepted(to_key, rate)}
+                      "margin": pred.margins[to_key], "cost_per_accepted": pred.cost_per_accepted(to_key, rate)}
         observed = {k: fig.get(k) for k in ("rate_observed", "p95_latency", "error_rate", "cost_per_accepted",
                                             "energy_per_accepted", "verdict")}
-        self.pending = Pending(action, self.active, to_key, w, reason, observed, prediction)
+        self.pending = Pending(action, self.active, to_key, w, reason, observed, prediction, purpose=purpose)
         self.seg.apply(to_key)
         self.active = to_key
         fig["event"] = f"{action} → {self.ctx.library_state(to_key).label()}"
@@ -85,21 +89,28 @@ class Controller:
         self.record_decision(p, outcome, w, self.seg.windows)
         if outcome != "rolled-back":
             return
-        # A downscale that fails goes back to the state that held; an upscale that fails goes on
-        # to the most capable state (going back down would only deepen the breach).
-        pred = self.ctx.predictor
-        back = p.from_key if p.action == "downscale" and p.from_key else pred.most_capable().key
-        self.patience.clear()
-        if back != self.active:
-            self.seg.apply(back)
-            self.active = back
-            fig["event"] = ((fig.get("event") or "") + f" rollback → {self.ctx.library_state(back).label()}").strip()
+        # The state that failed its verification is left now. A switch made to save cost goes
+        # back to the state that held, while that state still holds the rate; any other goes to
+        # the cheapest other state whose measured capacity holds it, whatever it costs.
+        pred, rate = self.ctx.predictor, self.forecast()
+        held = p.from_key if p.purpose == "saving" and p.from_key and p.from_key != p.to_key else None
+        if held is not None and pred.capacity[held] >= rate:
+            back = pred.states[held]
         else:
-            fig["event"] = ((fig.get("event") or "") + " rolled back (already the most capable state)").strip()
+            back = pred.refuge(p.to_key, rate)
+        self.patience.clear()
+        if back is None:
+            fig["event"] = ((fig.get("event") or "") + " rolled back (no other state in the library)").strip()
+            return
+        self.seg.apply(back.key)
+        self.active = back.key
+        fig["event"] = ((fig.get("event") or "") + f" rollback → {self.ctx.library_state(back.key).label()}").strip()
 
     def step(self, w: int, fig: dict) -> None:
         """Decide after window w was judged (fig: its figures)."""
         ctx, pred = self.ctx, self.ctx.predictor
+        if self.rates:
+            pred.forecast_missed(fig["rate_observed"], self.forecast())
         self.rates.append(fig["rate_observed"])
         alone = self.pending is None and "before_switch" not in fig  # its CPU is this state's alone
         busy = fig["cpu_s"] / max(1e-9, fig["end_s"] - fig["start_s"]) if alone and "cpu_s" in fig else None
@@ -117,16 +128,13 @@ class Controller:
             return  # an extended verification decides nothing else this window
         rate = self.forecast()
         if fig["verdict"] == "FAIL":
-            # A breach: at once, the cheapest state with more resources than the one in force that
-            # is predicted to pass with twice the margin, else the most capable state.
-            cur_cost = pred.states[self.active].cost_per_hour or 0.0
-            bigger = [s for s in pred.states.values() if (s.cost_per_hour or 0.0) > cur_cost]
-            ok = [s for s in bigger if pred.passes(s.key, rate, margin=min(0.8, 2 * ctx.guard.margin))]
-            target = min(ok, key=lambda s: s.cost_per_hour or 0.0) if ok else pred.most_capable()
-            if target.key != self.active:
-                self._switch("breach-upscale", target.key, w, f"breach at {fig['rate_observed']:.1f}/s", fig)
+            # A breach: leave the state at once for the cheapest other state predicted to hold the
+            # rate, whatever it costs (never a second window on a state that failed).
+            target = pred.refuge(self.active, rate)
+            if target is None:
+                fig["event"] = "breach (no other state in the library)"
             else:
-                fig["event"] = "breach (already the most capable state)"
+                self._switch("breach", target.key, w, f"breach at {fig['rate_observed']:.1f}/s", fig)
             return
         best = pred.choose(rate)
         if best.key == self.active:
@@ -134,7 +142,7 @@ class Controller:
             return
         cur = pred.states[self.active]
         if not pred.passes(self.active, rate):
-            self._switch("upscale", best.key, w, f"{cur.label()} predicted to miss at {rate:.1f}/s", fig)
+            self._switch("safety", best.key, w, f"{cur.label()} predicted to miss at {rate:.1f}/s", fig)
             return
         saving = 1 - (best.cost_per_hour or 0) / (cur.cost_per_hour or 1)
         if saving < ctx.guard.hysteresis:
@@ -143,8 +151,8 @@ class Controller:
         if self.patience[best.key] >= ctx.guard.patience and self.switches < ctx.guard.switch_budget:
             self.switches += 1
             self.patience.clear()
-            self._switch("downscale", best.key, w, f"predicted saving {saving:.0%} at {rate:.1f}/s "
-                         f"(margin {ctx.guard.margin:.0%})", fig)
+            self._switch("saving", best.key, w, f"predicted saving {saving:.0%} at {rate:.1f}/s "
+                         f"(margin {pred.margins[best.key]:.0%})", fig)
 
 
 def run_pilot(ctx, seg: Segment, journal_path, record_decision, progress=lambda w, fig: None,

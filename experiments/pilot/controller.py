@@ -1,13 +1,17 @@
 """The control loop: each window observe → predict → select → apply → verify → retain or roll back.
 
-Guardrails. Only library states are ever started (`Segment.apply` refuses any other key). An
-upscale when the state in force is predicted to fail (or has breached) is applied at once; a
-downscale waits until the same cheaper state has been predicted to pass for `patience` windows,
-must save at least `hysteresis` of the cost per accepted output, and spends the switch budget.
-A switch is verified on the live traffic the new state serves in the next window: PASS retains
-it, FAIL rolls back at once (the breach lasts at most one window), INCONCLUSIVE extends the
-verification by a window up to `max_extensions` times, then rolls back. A breach of the state in
-force triggers a breach upscale the same way. Every finished decision becomes a signed record.
+Guardrails. Only library states are ever started (`Segment.apply` refuses any other key). A
+switch when the state in force is predicted to fail (or has breached) is applied at once; a
+switch to save cost waits until the same cheaper state has been predicted to pass for `patience`
+windows, must save at least `hysteresis` of the cost per accepted output, and spends the switch
+budget. A switch is verified on the live traffic the new state serves in the next window: PASS
+retains it, FAIL rolls back at once, INCONCLUSIVE extends the verification by a window up to
+`max_extensions` times, then rolls back. A breach of the state in force triggers a switch the
+same way. A state that fails a window (verification or breach) is left at the end of that window
+for the cheapest other state predicted to hold the rate (`Predictor.refuge`), whatever it costs:
+the pilot never serves two windows in a row on a state that failed. States are ordered by
+measured capacity, never by cost: "upscale" is a switch to more measured capacity, "downscale"
+to less. Every finished decision becomes a signed record.
 
 The journal (`journal.jsonl`, one fsynced line per window with the controller's state) and
 `service.json` (the servers alive, replaced atomically) are what `--resume` continues from.
@@ -48,6 +52,9 @@ class Pending:
     observed: dict
     prediction: dict
     windows: list[dict] = field(default_factory=list)
+    #: Why it was made: "saving" (a cheaper state), "safety" (the state in force predicted to
+    #: miss) or "breach" (the state in force failed a window).
+    purpose: str = "safety"
 
 
 class Segment:

@@ -6,6 +6,15 @@ queueing term k · ln(20) / (capacity − λ) (k = 1 is the M/M/1 sojourn quanti
 queues less, a shared host more). A state passes when λ stays below (1 − margin) of its capacity
 and the predicted p95 below (1 − margin) of the threshold.
 
+The margin is the state's own, from what was measured (`measured_margin`), unless the run names
+one: the capacity a fresh measurement of the state falls below with at most ~1 % probability —
+the share of requests the acceptance allows outside the contract. With x̄ and s the mean and
+standard deviation of its PASS trials' throughputs, and the Poisson noise of the rate one window
+of T seconds observes at that capacity, σ = √((s/x̄)² + 1/(x̄·T)); the usable capacity is
+x̄·(1 − z·σ), z = 2.33 (one-sided 99 %), and the margin is how far that lies below the state's
+capacity (the lowest trial), within [0, 60 %]. A state whose trials agree gets a small margin,
+a noisy one a large one.
+
 Calibration on the live service, after every window a state serves:
 * a window that held rate λ proves capacity ≥ λ;
 * a window that failed at λ ≥ half its capacity pulls capacity halfway towards λ (repeated
@@ -19,10 +28,12 @@ Calibration on the live service, after every window a state serves:
   the rate, fitted as busy = c·λ^p (a batching server's CPU per request falls as its batches
   fill, so the curve is concave: p < 1; a straight line through low-load windows would
   understate the capacity); where it reaches the state's cores is the capacity the live host
-  gives it. Once three windows span at least 15 % of the qualified capacity, capacity is the
-  lower of the two calibrations — never below a rate a window held. Closed-loop qualification
-  trials overstate what the same state serves open loop beside other processes; this finds out
-  before a breach does;
+  gives it. Once three windows span at least 15 % of the qualified capacity, that is the
+  capacity — above the qualified one too (a closed loop of the contract's clients is not the
+  live open-loop service: on a quiet host one core held more live than it qualified at), below
+  it where the host serves less — never below a rate a window held, never above what a failed
+  window allowed (the ceiling a failure sets, until a window holds more). Its margin is then the
+  fit's own uncertainty at that rate (`law`), not the qualification's;
 * a p95 a state measured holding rate λ live stands for every rate up to λ: the model's p95
   (whose batch term assumes full batches) is consulted only above the rates it has shown.
 """
@@ -33,12 +44,31 @@ import math
 
 LN20 = math.log(20.0)
 K_RANGE = (0.05, 3.0)
+#: One-sided normal quantile of the 1 % of requests the acceptance allows outside the contract.
+Z_OUTSIDE = 2.326
+MAX_MARGIN = 0.6
+
+
+def measured_margin(throughputs: list[float], window_s: float, rate_noise: float = 0.0) -> float:
+    """The share of a state's capacity (its lowest PASS throughput) kept in reserve: how far
+    x̄·(1 − z·σ) lies below it, σ = √(cv² + r²) with r the rate's relative noise — the larger of
+    a window's Poisson noise at x̄, 1/√(x̄·T), and `rate_noise`, the forecast's measured error
+    (module docstring) —, within [0, MAX_MARGIN]."""
+    xs = [float(x) for x in throughputs if x and x > 0]
+    if not xs:
+        return MAX_MARGIN
+    mean = sum(xs) / len(xs)
+    sd = math.sqrt(sum((x - mean) ** 2 for x in xs) / (len(xs) - 1)) if len(xs) > 1 else 0.0
+    sigma = math.sqrt((sd / mean) ** 2 + max(1.0 / (mean * max(window_s, 1e-9)), rate_noise ** 2))
+    usable = mean * (1 - Z_OUTSIDE * sigma)
+    return min(MAX_MARGIN, max(0.0, 1 - usable / min(xs)))
 
 
 class Predictor:
     """Calibrated capacity and queueing factor per library state."""
 
-    def __init__(self, library, slo_s: float | None, margin: float):
+    def __init__(self, library, slo_s: float | None, margin: float | None, window_s: float = 6.0):
+        """`margin`: one share for every state; None: each state's `measured_margin`."""
         self.states = {s.key: s for s in library}
         self.capacity = {s.key: s.capacity for s in library}  # what the controller uses
         self.bound = dict(self.capacity)  # calibrated by held and failed windows
@@ -47,14 +77,23 @@ class Predictor:
         self.busy: dict[str, list[list[float]]] = {s.key: [] for s in library}  # [rate, CPU s per s]
         self.k = {s.key: 1.0 for s in library}
         self.floor: dict[str, float] = {}  # the lowest p95 a held window of the state showed
+        self.failed: dict[str, float] = {}  # the capacity a failed window allowed (until one holds more)
+        self.window_s = window_s
+        #: The forecast's errors in units of a window's Poisson noise: (observed − forecast) / √(forecast / T).
+        self.misses: list[float] = []
         self.slo, self.margin = slo_s, margin
+        #: Each state's margin from its qualification (`measured_margin`); `margin_of` is the one in use.
+        self.margins = {s.key: margin if margin is not None else
+                        measured_margin(getattr(s, "throughputs", None) or [s.capacity], window_s) for s in library}
 
     def snapshot(self) -> dict:
         return {"capacity": dict(self.capacity), "bound": dict(self.bound), "held": dict(self.held),
                 "shown": {k: list(v) for k, v in self.shown.items()},
-                "busy": {k: list(v) for k, v in self.busy.items()}, "k": dict(self.k), "floor": dict(self.floor)}
+                "busy": {k: list(v) for k, v in self.busy.items()}, "k": dict(self.k), "floor": dict(self.floor),
+                "failed": dict(self.failed), "misses": list(self.misses)}
 
     def restore(self, snap: dict) -> None:
+        self.misses = list(snap.get("misses", []))
         for key in self.states:
             self.capacity[key] = snap.get("capacity", {}).get(key, self.capacity[key])
             self.bound[key] = snap.get("bound", {}).get(key, self.capacity[key])
@@ -64,6 +103,11 @@ class Predictor:
             self.k[key] = snap.get("k", {}).get(key, self.k[key])
             if key in snap.get("floor", {}):
                 self.floor[key] = snap["floor"][key]
+            if key in snap.get("failed", {}):
+                self.failed[key] = snap["failed"][key]
+            law = self.law(key)
+            if law is not None:
+                self.capacity[key] = max(self.held[key], min(self.failed.get(key, math.inf), law[0]))
 
     def base(self, key: str) -> float:
         """The p95 without queueing: one full batch's service time at capacity, or less where a
@@ -82,7 +126,7 @@ class Predictor:
     def passes(self, key: str, rate: float, margin: float | None = None) -> bool:
         """Within the margin of capacity, and with a p95 within the margin of the threshold: one
         the state measured holding at least this rate live, else the model's."""
-        m = self.margin if margin is None else margin
+        m = self.margin_of(key) if margin is None else margin
         if rate > (1 - m) * self.capacity[key]:
             return False
         if self.slo is None:
@@ -91,51 +135,118 @@ class Predictor:
             return True
         return self.p95(key, rate) <= (1 - m) * self.slo
 
+    def margin_of(self, key: str) -> float:
+        """The margin in use for `key`: the run's, else the utilization law's while it sets the
+        capacity (its fit's uncertainty, `law`), else the qualification's (`measured_margin`)."""
+        if self.margin is not None:
+            return self.margin
+        law = self.law(key)
+        if law is None or self.capacity[key] != law[0]:
+            s = self.states[key]
+            return measured_margin(getattr(s, "throughputs", None) or [s.capacity], self.window_s,
+                                   self.rate_noise(s.capacity))
+        sigma = math.sqrt(law[1] ** 2 + max(1.0 / (max(law[0], 1e-9) * self.window_s), self.rate_noise(law[0]) ** 2))
+        return min(MAX_MARGIN, 1 - math.exp(-Z_OUTSIDE * sigma))
+
+    def forecast_missed(self, observed: float, forecast: float) -> None:
+        """Note how far a window's observed rate fell from the rate forecast for it, in units of
+        the window's Poisson noise at the forecast (so a quiet night's misses and a busy noon's
+        compare)."""
+        if forecast > 0:
+            self.misses = (self.misses + [(observed - forecast) / math.sqrt(forecast / self.window_s)])[-20:]
+
+    def rate_noise(self, rate: float) -> float:
+        """The forecast's measured relative error at `rate`: the root mean square of its last 20
+        misses (Poisson units) over √(rate·T); 0 before three misses."""
+        if len(self.misses) < 3 or rate <= 0:
+            return 0.0
+        return math.sqrt(sum(e * e for e in self.misses) / len(self.misses)) / math.sqrt(rate * self.window_s)
+
     def cost_per_accepted(self, key: str, rate: float) -> float | None:
         s = self.states[key]
         if s.cost_per_hour is None or rate <= 0:
             return None
         return s.cost_per_hour / 3600.0 / rate
 
-    def choose(self, rate: float, margin: float | None = None):
-        """The cheapest state predicted to pass at `rate` (else the one with the most capacity)."""
-        ok = [s for s in self.states.values() if self.passes(s.key, rate, margin)]
+    def choose(self, rate: float, margin: float | None = None, exclude: str | None = None):
+        """The cheapest state predicted to pass at `rate` (else the one with the most capacity);
+        `exclude`: a state that may not be chosen."""
+        states = [s for s in self.states.values() if s.key != exclude]
+        ok = [s for s in states if self.passes(s.key, rate, margin)]
         if ok:
             return min(ok, key=lambda s: (s.cost_per_hour or 0.0, -self.capacity[s.key]))
-        return self.most_capable()
+        return self.most_capable(exclude)
 
-    def most_capable(self):
-        """The state with the most resources: highest cost per hour, then qualified capacity (not
-        the calibrated one: a noisy window must not turn the order of the library upside down)."""
-        return max(self.states.values(), key=lambda s: (s.cost_per_hour or 0.0, s.capacity))
+    def ordered(self) -> list:
+        """The states from the least to the most capable: by measured capacity (the qualification
+        trials' as calibrated on the live service), the cheaper first where two are equal. Cost
+        says what a state is paid for, not what it serves."""
+        return sorted(self.states.values(), key=lambda s: (self.capacity[s.key], -(s.cost_per_hour or 0.0)))
+
+    def most_capable(self, exclude: str | None = None):
+        """The state of the highest measured capacity (`ordered`), `exclude` left out (None when
+        it is the only state)."""
+        states = [s for s in self.ordered() if s.key != exclude]
+        return states[-1] if states else None
+
+    def refuge(self, failing: str, rate: float):
+        """Where a state that failed at `rate` goes within the window: the cheapest other state
+        predicted to pass at it, else the cheapest other whose measured capacity holds it, else
+        the most capable other state — whatever each costs (None: the library has no other)."""
+        others = [s for s in self.states.values() if s.key != failing]
+        ok = ([s for s in others if self.passes(s.key, rate)]
+              or [s for s in others if self.capacity[s.key] >= rate])
+        if ok:
+            return min(ok, key=lambda s: (s.cost_per_hour or 0.0, -self.capacity[s.key]))
+        return self.most_capable(exclude=failing)
+
+    def direction(self, from_key: str | None, to_key: str) -> str:
+        """"upscale" when `to_key` has more measured capacity than `from_key`, else "downscale"."""
+        if from_key is None:
+            return "upscale"
+        return "upscale" if self.capacity[to_key] > self.capacity[from_key] else "downscale"
 
     def observe(self, key: str, rate: float, p95: float | None, verdict: str, busy: float | None = None) -> None:
         """Calibrate a state on one window it served at `rate` with observed `p95`; `busy`: the
         CPU seconds per second its server used, when it served the window alone."""
-        cap = self.bound[key]
+        cap = self.capacity[key]
         if verdict == "FAIL":
             # A failure at under half the capacity is a backlog or a transient (a burst's queue
             # draining), not the state's limit: it moves nothing.
             if 0.5 * cap <= rate < cap:
-                self.bound[key] = 0.5 * cap + 0.5 * rate
+                pulled = 0.5 * cap + 0.5 * rate
+                self.bound[key] = min(self.bound[key], pulled)
+                self.failed[key] = min(self.failed.get(key, math.inf), pulled)
                 self.shown[key] = [x for x in self.shown[key] if x[0] < rate]  # no longer stands
         elif verdict == "PASS" and p95 is not None:
             self.held[key] = max(self.held[key], rate)
             self.shown[key] = (self.shown[key] + [[rate, p95]])[-50:]
             self.floor[key] = min(self.floor.get(key, p95), p95)
-            self.bound[key] = cap = max(cap, rate)
+            self.bound[key] = max(self.bound[key], rate)
+            if key in self.failed and self.failed[key] < rate:
+                self.failed[key] = rate
+            cap = max(cap, rate)
             excess = p95 - self.base(key)
             if rate >= 0.3 * cap and excess > 0 and rate < cap:
                 fitted = excess * (cap - rate) / LN20
                 self.k[key] = min(max(0.5 * self.k[key] + 0.5 * fitted, K_RANGE[0]), K_RANGE[1])
         if busy is not None and rate > 0 and verdict != "FAIL":  # a failed window's CPU includes its backlog
             self.busy[key] = (self.busy[key] + [[rate, busy]])[-50:]
-        law = self.demand_capacity(key)
-        self.capacity[key] = self.bound[key] if law is None else max(self.held[key], min(self.bound[key], law))
+        law = self.law(key)
+        self.capacity[key] = self.bound[key] if law is None else \
+            max(self.held[key], min(self.failed.get(key, math.inf), law[0]))
 
     def demand_capacity(self, key: str) -> float | None:
         """The rate at which the fitted CPU curve reaches the state's cores (None while the
         windows are too few, too close in rate or too noisy to fit it)."""
+        law = self.law(key)
+        return None if law is None else law[0]
+
+    def law(self, key: str) -> tuple[float, float] | None:
+        """(the rate at which the fitted CPU curve reaches the state's cores, the standard
+        deviation of its logarithm: the fit's residual scatter carried to that rate, as an
+        inverse prediction — wide when the windows are few, scattered or far below it); None
+        while the windows are too few, too close in rate or too noisy to fit it."""
         pts = self.busy[key]
         s = self.states[key]
         cores = getattr(s, "cores", None) or 1
@@ -147,9 +258,14 @@ class Predictor:
         if min(xs) <= 0 or min(ys) <= 0:
             return None
         lx, ly = [math.log(x) for x in xs], [math.log(y) for y in ys]
-        mx, my = sum(lx) / len(lx), sum(ly) / len(ly)
+        n = len(lx)
+        mx, my = sum(lx) / n, sum(ly) / n
         sxx = sum((x - mx) ** 2 for x in lx)
         p = sum((x - mx) * (y - my) for x, y in zip(lx, ly)) / sxx
         if not 0.2 <= p <= 2.0:  # no load-driven CPU to extrapolate: noise, or another tenant
             return None
-        return math.exp((math.log(cores) - (my - p * mx)) / p)
+        a = my - p * mx
+        at = (math.log(cores) - a) / p
+        res = math.sqrt(sum((y - a - p * x) ** 2 for x, y in zip(lx, ly)) / max(1, n - 2))
+        sigma = res / p * math.sqrt(1.0 / n + (at - mx) ** 2 / sxx)
+        return math.exp(at), sigma

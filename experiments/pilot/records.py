@@ -84,7 +84,7 @@ def decision_record(ctx, pending, outcome: str, window_index: int, windows: list
         "action": pending.action, "workload": get(ctx.contract.service).workload(), "architecture": architecture(),
         "contract": ctx.record_contract, "candidate": ctx.library_state(pending.to_key).record_state(),
         "observed": [f for f in observed if f],
-        "prediction": {"verdict": p["verdict"], "margin": ctx.guard.margin, "figures": [f for f in predicted if f]},
+        "prediction": {"verdict": p["verdict"], "margin": p["margin"] if p.get("margin") is not None else (ctx.guard.margin or 0.0), "figures": [f for f in predicted if f]},
         "verification": {"verdict": combine(verdicts), "windows": len(pending.windows),
                          "trials": [_trial(ctx, w) for w in pending.windows]},
         "realized": {"before": _realized(ctx, before, 0), "after": _realized(ctx, pending.windows, 2)},

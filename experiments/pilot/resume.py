@@ -28,8 +28,29 @@ def prepare_resume(settings, run_id: str):
                             rate_scale=cfg["rate_scale"], window_s=cfg["window_s"], price_path=cfg["price_table"],
                             seed=cfg["seed"], margin=cfg["margin"], run_id=cfg["run"], orphan_s=cfg["orphan_s"],
                             started=datetime.fromisoformat(cfg["started"]), decisions_done=done)
+    # Every option of the original run holds (a run.json from before they were kept: the defaults).
+    ctx.baselines, ctx.record = bool(cfg.get("baselines", True)), bool(cfg.get("record", True))
     missing = sorted(set(cfg["library"]) - {x.key for x in ctx.library})
     if missing:
         raise ConfigError(f"state(s) {', '.join(missing)} of the run left the library since it started "
                           "(stale or revoked): the run cannot resume", field="resume")
     return ctx
+
+
+#: run.json's key of each `luma pilot run` option a resume keeps.
+OPTIONS = {"contract_ref": "contract", "trace_ref": "trace", "duration": "duration", "rate_scale": "rate_scale",
+           "window_s": "window_s", "price_path": "price_table", "margin": "margin", "seed": "seed",
+           "baselines": "baselines", "record": "record"}
+
+
+def conflicts(ctx, given: dict) -> list[str]:
+    """The options given to a resume (option name -> value) that differ from the run's own."""
+    kept = run_options(ctx)
+    return [name for name, value in given.items() if name in OPTIONS and kept.get(OPTIONS[name]) != value]
+
+
+def run_options(ctx) -> dict:
+    """The options a run was started with, as run.json keeps them."""
+    return {"contract": ctx.contract_ref, "trace": ctx.trace_ref, "duration": ctx.duration,
+            "rate_scale": ctx.rate_scale, "window_s": ctx.window_s, "price_table": ctx.price_path,
+            "margin": ctx.guard.margin, "seed": ctx.seed, "baselines": ctx.baselines, "record": ctx.record}

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
-from luma.errors import ContractError, StateError
+from luma.errors import ContractError
 from luma.experiments.sprint import contract as contract_mod, stats
 from luma.experiments.host import cpu
 from luma.experiments.pilot import control, energy, library as lib, trace as trace_mod, window as win
@@ -38,7 +38,7 @@ FORMAT = 1
 
 @dataclass
 class Guard:
-    margin: float
+    margin: float | None  # None: each state's measured margin (predict.measured_margin)
     hysteresis: float
     switch_budget: int
     patience: int
@@ -92,9 +92,7 @@ def prepare(project, contract_ref: str, *, trace_ref: str | None = None, duratio
     table = prices_mod.load(price_path or spec.price_table, project)
     library, notes = lib.build(project, contract, table)
     if not library:
-        raise StateError("the qualified-state library of this contract is empty on this machine: qualify states "
-                          f"first (`luma sprint optimize {contract_ref} --state ...` or `luma sprint run`); "
-                          + "; ".join(notes), field="library")
+        raise lib.empty_library(contract.name, contract_ref, notes)
     currencies = {s.currency for s in library}
     currency = currencies.pop()
     kwh = table.get("kwh")
@@ -117,7 +115,7 @@ def prepare(project, contract_ref: str, *, trace_ref: str | None = None, duratio
                   energy_how=power.describe() if not kind else counter_text, counters=counter_text,
                   run_id=run_id or f"pilot-{datetime.now(timezone.utc):%Y%m%dT%H%M%S}-{secrets.token_hex(2)}",
                   started=started or datetime.now(timezone.utc), record_contract=record_contract(contract),
-                  predictor=Predictor(library, _slo(contract), g.margin), service=service, cache=cache,
+                  predictor=Predictor(library, _slo(contract), g.margin, w), service=service, cache=cache,
                   rate_scale=rate_scale, duration=duration, trace_ref=ref, contract_ref=contract_ref,
                   price_path=price_path, decisions_done=decisions_done)
     return ctx
@@ -172,6 +170,7 @@ def run(ctx, project, *, record: bool = True, baselines: bool = True, progress=l
     """Run the pilot (or resume it) and its baselines; the summary (also written to pilot.json)."""
     folder = ctx.folder = folder_of(project, ctx.run_id)
     ctx.home = project.home
+    ctx.baselines, ctx.record = baselines, record  # kept in run.json: a resume honours them
     folder.mkdir(parents=True, exist_ok=True)
     if not resume:
         write_atomic(folder / "run.json", run_config(ctx))
@@ -221,7 +220,7 @@ def _baselines(ctx, folder: Path, arrivals, progress) -> list[dict]:
         if not cheaper:
             return out + [{**static, "name": "hindsight-best", "title": "Hindsight: best single state",
                            "same_as": "static-largest"}]
-        cand = max(cheaper, key=lambda s: (s.cost_per_hour or 0.0, s.capacity)).key
+        cand = max(cheaper, key=lambda s: (ctx.predictor.capacity[s.key], -(s.cost_per_hour or 0.0))).key
     tried = replay("hindsight-best", "Hindsight: best single state", cand)
     share = tried["totals"]["outside_share"]
     # When no single state keeps the contract, the best in hindsight is the one that kept most.
@@ -255,7 +254,7 @@ def run_config(ctx) -> dict:
     return {"format": FORMAT, "run": ctx.run_id, "started": ctx.started.isoformat(), "contract": ctx.contract_ref,
             "trace": ctx.trace_ref, "duration": ctx.duration, "rate_scale": ctx.rate_scale, "window_s": ctx.window_s,
             "price_table": ctx.price_path, "seed": ctx.seed, "margin": ctx.guard.margin, "orphan_s": ctx.orphan_s,
-            "library": [s.key for s in ctx.library]}
+            "baselines": ctx.baselines, "record": ctx.record, "library": [s.key for s in ctx.library]}
 
 
 def summarize(ctx, segments: list[dict], finished: bool) -> dict:
@@ -294,7 +293,10 @@ def summarize(ctx, segments: list[dict], finished: bool) -> dict:
         "trace": {"name": ctx.trace.name, "source": ctx.trace.source, "duration_s": ctx.trace.duration,
                   "scale": ctx.rate_scale, "points": [[t, r] for t, r in zip(ctx.trace.times, ctx.trace.rates)]},
         "window_s": ctx.window_s,
-        "guardrails": {"margin": ctx.guard.margin, "hysteresis": ctx.guard.hysteresis,
+        "guardrails": {"margin": ctx.guard.margin, **({"margin_rule": "measured per state: its trials' spread and "
+                                                                       "a window's rate noise (docs/pilot.md)"}
+                                                      if ctx.guard.margin is None else {}),
+                       "hysteresis": ctx.guard.hysteresis,
                        "switch_budget": ctx.guard.switch_budget, "patience": ctx.guard.patience,
                        "max_extensions": ctx.guard.max_extensions},
         "price_table": {"title": ctx.prices.title, "source": ctx.prices.source, "example": ctx.prices.example,
@@ -318,7 +320,8 @@ def library_row(ctx, s) -> dict:
     return {"key": s.key, "label": s.label(),
             "levels": {d: describe(Level.model_validate(v)) for d, v in s.levels.items()},
             "variant": s.variant, "settings": s.settings, "capacity": s.capacity, "p95_latency": s.p95_latency,
-            "calibrated_capacity": ctx.predictor.capacity[s.key], "queueing_factor": ctx.predictor.k[s.key],
+            "calibrated_capacity": ctx.predictor.capacity[s.key], "margin": ctx.predictor.margins[s.key],
+            "throughputs": s.throughputs, "queueing_factor": ctx.predictor.k[s.key],
             "latency_margin": (1 - s.p95_latency / ctx.slo) if s.p95_latency and ctx.slo else None,
             "quality": s.quality, "cost_per_hour": s.cost_per_hour,
             "cost_per_accepted": (s.cost_per_hour / 3600 / s.capacity) if s.cost_per_hour and s.capacity else None,

@@ -91,8 +91,9 @@ class PilotSpec(StrictModel):
 
     trace: Name | None = None  # a shipped trace's name or a CSV path
     window_s: Annotated[StrictFloat | StrictInt, Field(ge=2, le=3600)] = 10
-    #: Share of a state's predicted capacity (and of each latency threshold) kept in reserve.
-    margin: Annotated[StrictFloat | StrictInt, Field(ge=0, lt=0.9)] = 0.25
+    #: Share of a state's predicted capacity (and of each latency threshold) kept in reserve, for
+    #: every state; unset: each state's own, measured (experiments/pilot/predict.py).
+    margin: Annotated[StrictFloat | StrictInt, Field(ge=0, lt=0.9)] | None = None
     #: Least predicted saving (a share of the cost per accepted output) worth a downscale.
     hysteresis: Annotated[StrictFloat | StrictInt, Field(ge=0, lt=1)] = 0.1
     #: Most controller-initiated switches per run (breach upscales and rollbacks never wait).

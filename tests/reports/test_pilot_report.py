@@ -296,3 +296,22 @@ def test_chromium_sees_every_section_table_and_the_plot(rendered, tmp_path):
     assert "plot-timeline" in dom.figures_with_svg and dom.tags["svg"] == len(rep.plots()) == 1
     assert {"title", "facts", "warnings"} <= dom.ids
     assert dom.repeated == []
+
+
+def test_markers_only_where_the_state_changed_and_no_bare_after(tmp_path):
+    # Issue 32: a rollback marker where the state did not change ("rolled back (already the most
+    # capable state)") and "→ —" on a decision whose verification failed.
+    doc = _doc()
+    ws = doc["segments"][0]["windows"]
+    same = next(i for i in range(len(ws) - 1) if ws[i]["state"] == ws[i + 1]["state"] and not ws[i].get("event"))
+    ws[same]["event"] = "rolled back (already the most capable state)"
+    failed = next(d for d in doc["decisions"] if d["verification"]["verdict"] == "FAIL")
+    failed["realized"]["after"] = {"cost_per_accepted": None, "energy_per_accepted": None}
+    p = pilot_data.parse(json.dumps(doc), "test")
+    events = pilot._events(p, p.segment(pilot_data.PILOT).windows)
+    assert ws[same]["start_s"] not in [t for t, _ in events]
+    changed = [w["start_s"] for w, nxt in zip(ws, ws[1:]) if w.get("event") and nxt["state"] != w["state"]]
+    assert [t for t, _ in events] == changed and len(changed) >= 4
+    md = render_markdown(pilot.build(p))
+    row = next(line for line in md.splitlines() if line.startswith(f"| {failed['sequence']} |"))
+    assert "→ —" not in row and "no accepted output (verification FAIL)" in row

@@ -78,9 +78,45 @@ def test_library_holds_only_attested_measured_current_states(luma_home, signed, 
 
 def test_an_empty_library_is_one_line_before_anything_starts(luma_home, pilot_contract):
     out = CliRunner().invoke(cli, ["pilot", "run", str(pilot_contract), "--trace", "step-burst"])
-    assert out.exit_code == 1 and "library of this contract is empty" in out.output
+    assert out.exit_code == 1 and "library of matvec-pilot is empty" in out.output
     assert "Traceback" not in out.output and len(out.output.strip().splitlines()) == 1
     assert not (luma_home / "pilots").exists()
+    # A clean sentence naming what to run, not a dangling "...or `luma sprint run`); ".
+    assert out.output.strip().endswith(f"`luma sprint run {pilot_contract}`.") and "); " not in out.output
+
+
+def _optimum_that_failed(contract, cores: int, throughput: float) -> dict:
+    """An optimize-result record whose every trial missed the p95 (the issue's loaded host)."""
+    trial = {"verdict": "FAIL", "failure_cause": "slo-miss",
+             "observations": [{"metric": "throughput", "value": throughput, "unit": "1/s"},
+                              {"metric": "quality", "value": 1.0, "unit": "dimensionless"},
+                              {"metric": "p95_latency", "value": 0.2, "unit": "s"},
+                              {"metric": "p95_latency.ci_low", "value": 0.18, "unit": "s"},
+                              {"metric": "p95_latency.ci_high", "value": 0.22, "unit": "s"},
+                              {"metric": "p95_latency.samples", "value": 80, "unit": "request"}]}
+    return {"record_type": "optimize-result", "evidence_class": "measured", "sprint": f"opt-{cores}",
+            "workload": {"name": "matvec", "model": "dense-4096x256", "task": "matvec"},
+            "architecture": architecture(), "contract": contract.record_contract(),
+            "load": {"mode": "closed", "concurrency": 4},
+            "state": {"dimensions": {"compute": {"value": cores, "unit": "core"}}},
+            "configurations": [{"software": {"service": "matvec", "variant": "fp32", "settings": {"max_batch": b}},
+                                "concurrency": 4, "trials": [trial]} for b in (4, 8)],
+            "provenance": provenance(datetime.now(timezone.utc))}
+
+
+def test_an_empty_library_says_which_optimize_results_were_refused_and_why(luma_home, signed, pilot_contract):
+    c = contract_mod.load(pilot_contract)
+    _ingest([signed(_optimum_that_failed(c, 1, 60.0), "one.json"), signed(_optimum_that_failed(c, 2, 70.0), "two.json")])
+    out = CliRunner().invoke(cli, ["pilot", "library", str(pilot_contract)])
+    assert out.exit_code == 1, out.output  # nothing qualifies: a failure, not an empty success
+    refused = [line for line in out.stderr.splitlines() if line.startswith("optimize-result ")]
+    assert len(refused) == 2 and "compute=1 core" in refused[1] + refused[0]
+    for line in refused:
+        assert "refused — no configuration was accepted twice" in line and "FAIL (slo-miss)" in line
+        assert "p95 200 ms against 50 ms" in line and "Little's law" in line  # 4 clients / 50 ms = 80/s
+    assert "2 optimize result(s) refused" in out.stderr and out.stderr.strip().endswith(".")
+    js = CliRunner().invoke(cli, ["pilot", "library", str(pilot_contract), "--format", "json"])
+    assert js.exit_code == 1 and json.loads(js.stdout) == []
 
 
 @pytest.mark.parametrize("body, words", [

@@ -50,11 +50,13 @@ def test_snapshot_restores_the_calibration():
     assert q.capacity == p.capacity and q.k == p.k
 
 
-def test_noisy_failures_never_turn_the_library_upside_down():
+def test_the_order_of_the_library_follows_measured_capacity():
     p = Predictor(_lib(), 0.15, 0.25)
+    p.observe("b" * 12, 95, 2.0, "FAIL")  # one failure pulls the big state halfway: still the most capable
+    assert p.most_capable().key == "b" * 12 and p.capacity["b" * 12] == 137.5
     for _ in range(10):
-        p.observe("b" * 12, 95, 2.0, "FAIL")  # the big state failing while a backlog drains
-    assert p.most_capable().key == "b" * 12
+        p.observe("b" * 12, 95, 2.0, "FAIL")  # failing again and again at 95/s: it holds less than 100/s
+    assert p.most_capable().key == "a" * 12 and p.direction("b" * 12, "a" * 12) == "upscale"
     p.observe("a" * 12, 20, 5.0, "FAIL")  # far below capacity: a backlog, not a limit
     assert p.capacity["a" * 12] == 100.0
 
