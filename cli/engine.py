@@ -12,6 +12,8 @@ from luma.cli.project import NONE, OPTIONAL, project, settings
 from luma.errors import ConfigError
 from luma.experiments.endpoint import engines, vllm_cpu
 from luma.experiments.endpoint.probe import probe
+from luma.kb.records import units
+from luma.reports.fmt import num
 
 ENGINES = ("llama.cpp", "vllm-cpu")
 
@@ -77,24 +79,57 @@ def probe_cmd(contract_ref: str, url: str | None, repetitions: int, fmt: str) ->
             raise
         raise ConfigError("no server to probe: give --url, or set service.base_url in the contract",
                           field="base_url") from None
-    rows = []
-    for i, t in enumerate(result.trials):
-        tel = t.telemetry
-        row = {"trial": i, "verdict": t.verdict, "cause": t.cause or "", "completed": tel.get("completed"),
-               "throughput": _round(tel.get("throughput")), "errors": json.dumps(tel.get("errors") or {})}
-        for r in t.clauses:
-            row[r["metric"]] = _round(r.get("value"))
-        if tel.get("error"):
-            row["error"] = tel["error"][:200]
-        rows.append(row)
-    columns = list(dict.fromkeys(k for r in rows for k in r))
+    rows, columns = probe_rows(result, fmt)
     print_rows(rows, columns, fmt, title=f"{result.contract.name} at {result.base_url} (as it runs: not recorded)")
     if any(r["verdict"] != "PASS" for r in rows):
         raise SystemExit(1)
 
 
-def _round(x):
-    return round(x, 4) if isinstance(x, float) else x
+#: Telemetry a probe shows beside the clauses: key, unit (as the trial records name it), unit in a table.
+_TELEMETRY = (("completed", "request", "requests"), ("throughput", "1/s", "requests/s"))
 
 
+def probe_rows(result, fmt: str) -> tuple[list[dict], list[str]]:
+    """A probe's trials as rows, units everywhere: a table shows each clause's figure in the
+    contract's own unit ("52.3 ms" under "p95_latency (<= 150 ms)"); JSON keeps SI numbers, each
+    with its unit (a clause's with its interval, threshold and verdict); CSV a `_unit` column beside each."""
+    clauses = {c.metric: c for c in result.contract.service_clauses()}
+    rows = []
+    for i, t in enumerate(result.trials):
+        tel = t.telemetry
+        row = {"trial": i, "verdict": t.verdict, "cause": t.cause or ""}
+        for key, unit, shown in _TELEMETRY:
+            if isinstance(tel.get(key), (int, float)):
+                _put(row, key, tel[key], unit, fmt, f"{num(tel[key])} {shown}")
+        recorded = {o["metric"]: o["unit"] for o in t.observations()}  # SI units, as a record names them
+        for r in t.clauses:
+            c, si = clauses[r["metric"]], r.get("value")
+            unit = recorded.get(c.metric, units.normalise(1, c.unit)[1])
+            if fmt == "json":
+                row[c.metric] = {"value": si, "unit": unit, "op": r["op"], "threshold": r["threshold"],
+                                 "verdict": r["verdict"], **({"ci": [r["ci_low"], r["ci_high"]]} if "ci_low" in r else {})}
+                continue
+            name = f"{c.metric} ({c.op} {_in(r['threshold'], c.unit)})" if fmt == "table" else c.metric
+            _put(row, name, si, unit, fmt, None if si is None else _in(si, c.unit))
+        errors = tel.get("errors") or {}
+        row["errors"] = errors if fmt == "json" else json.dumps(errors)
+        if tel.get("error"):
+            row["error"] = tel["error"][:200]
+        rows.append(row)
+    return rows, list(dict.fromkeys(k for r in rows for k in r))
 
+
+def _put(row: dict, name: str, value, unit: str, fmt: str, shown: str | None) -> None:
+    """`value` (SI) under `name`: with its unit in JSON and CSV, as `shown` in a table."""
+    if fmt == "json":
+        row[name] = {"value": value, "unit": unit}
+    elif fmt == "csv":
+        row[name], row[name + "_unit"] = value, unit
+    else:
+        row[name] = shown
+
+
+def _in(si: float, unit: str) -> str:
+    """An SI figure in the contract's unit, four digits: 0.0523 s in ms is "52.3 ms"."""
+    figure = num(si / units.normalise(1, unit)[0], 4)
+    return figure if unit == "dimensionless" else f"{figure} {unit}"
