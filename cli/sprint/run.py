@@ -15,7 +15,7 @@ from luma.cli.project import WRITE, project, settings as command_settings
 from luma.cli.states import parse_levels
 from luma.experiments.sprint import matrix as matrix_mod
 from luma.experiments.sprint.run import contract_plan, matrix_plan, model_start, run_sprint, sprint_trials
-from luma.reports.fmt import bytes_text
+from luma.reports.fmt import bytes_text, num
 
 
 @click.command("run")
@@ -111,14 +111,21 @@ def _in_all(level: str | None, entry: dict | None) -> str | None:
             f"in all ({entry['variant']})")
 
 
+def _amount(value: float, unit: str | None) -> str:
+    """A frontier's saving as people read it: bytes in the shortest exact unit (64 KiB, 16 MiB)."""
+    if unit == "byte":
+        return bytes_text(value)
+    return f"{value:g} {unit}" + ("s" if unit in ("core", "token") and value != 1 else "")
+
+
 def boundary_rows(out: dict) -> list[dict]:
     fr, nb = out["frontier"], out["next_binding"]
     frontier = None
     if fr:
         frontier = f"{fr['before']} -> {fr['after']}" + (" (or lower: below the levels given)" if fr["below_range"] else "")
         if "saved" in fr:
-            saved = f"{fr['saved'] / 2**20:g} MiB" if fr.get("unit") == "byte" else f"{fr['saved']:g} {fr.get('unit')}"
-            frontier += f"  (saves {saved}, x{fr['ratio']:.2f})"
+            share = num((1 - fr["ratio"]) * 100, 2)
+            frontier += f"  (saves {_amount(fr['saved'], fr.get('unit'))} = {share} % of the minimum PASS)"
     dep = out.get("deployment") or {}
     rows = [
         ("minimum PASS", _in_all(out["min_pass"], dep.get("min_pass"))), ("adjacent FAIL", out["adjacent_fail"]),
@@ -126,8 +133,8 @@ def boundary_rows(out: dict) -> list[dict]:
         ("recovered with " + str(out["intervention"]), None if out["recovered"] is None else
          f"{'yes' if out['recovered'] else 'no'} ({', '.join(out['recovery_verdicts'])})"),
         ("frontier shift", frontier),
-        *([("re-qualified minimum PASS", _in_all(out["requalified_min_pass"], dep["requalified_min_pass"]))]
-          if dep.get("requalified_min_pass") else []),
+        *([("re-qualified minimum PASS", _in_all(out["requalified_min_pass"], dep.get("requalified_min_pass")))]
+          if out.get("requalified_min_pass") else []),
         ("next binding resource", nb.get("binding") if nb else None),
         ("boundary trials", f"{out['boundary_trials']} (budget {out['trial_budget']}, sweep {out['exhaustive_trials']})"),
         ("physical trials", out["physical_trials"]), ("problems", "; ".join(out["problems"]) or "none"),

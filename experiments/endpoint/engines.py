@@ -1,7 +1,8 @@
 """Real serving engines LUMA installs and drives on this host: llama.cpp's server through
 llama-cpp-python (the `engines` extra; pip builds it from its sdist with CMake and a C++
 compiler and keeps the wheel in its own cache), and llama.cpp's model converter, which ships only
-inside that sdist (`convert_hf_to_gguf.py`, its `conversion/` package and `gguf-py`).
+inside that sdist (`convert_hf_to_gguf.py`, its `conversion/` package and `gguf-py`): one
+download of the sdist serves both.
 
 `luma engine install llama.cpp` does both; `luma engine status` says what is there.
 """
@@ -12,6 +13,7 @@ import os
 import subprocess
 import sys
 import tarfile
+import time
 from pathlib import Path
 
 from luma.errors import ConfigError, LumaError
@@ -54,12 +56,32 @@ def converter() -> Path:
     return path
 
 
-def _pip(*args: str, log=None) -> None:
-    done = subprocess.run([sys.executable, "-m", "pip", "--disable-pip-version-check", *args],
-                          stdout=log or subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    if done.returncode != 0:
-        tail = (done.stdout or "").strip().splitlines()[-3:]
-        raise LumaError(f"pip {args[0]} failed (exit {done.returncode}): {' | '.join(tail)[:400]}")
+#: How pip is run (a test puts a fake in its place).
+PIP = (sys.executable, "-m", "pip", "--disable-pip-version-check")
+
+
+#: Seconds between two "still running" lines of a long pip step.
+HEARTBEAT_S = 60.0
+
+
+def _pip(*args: str, log: Path, progress=None) -> None:
+    """Run pip with its output appended to `log`, saying every HEARTBEAT_S through `progress` that
+    it still runs; LumaError with pip's last lines when it fails."""
+    t = time.monotonic()
+    with log.open("a") as fh:
+        fh.write(f"\n$ pip {' '.join(args)}\n")
+        fh.flush()
+        proc = subprocess.Popen([*PIP, *args], stdout=fh, stderr=subprocess.STDOUT)
+        while True:
+            try:
+                code = proc.wait(HEARTBEAT_S)
+                break
+            except subprocess.TimeoutExpired:
+                if progress:
+                    progress(f"      … still running, {_elapsed(time.monotonic() - t)} so far")
+    if code != 0:
+        tail = log.read_text(errors="replace").strip().splitlines()[-3:]
+        raise LumaError(f"pip {args[0]} failed (exit {code}): {' | '.join(tail)[:400]} (whole output: {log})")
 
 
 def extract_converter(sdist: Path, dest: Path) -> Path:
@@ -88,23 +110,65 @@ def extract_converter(sdist: Path, dest: Path) -> Path:
     return dest
 
 
+def sdist_path() -> Path:
+    """Where the llama-cpp-python sdist is kept: the build's source and the converter's."""
+    return cache_dir() / "sdist" / f"llama_cpp_python-{LLAMA_CPP_PYTHON}.tar.gz"
+
+
 def install_llama_cpp(progress=print) -> dict:
-    """pip-install llama-cpp-python[server] (built from its sdist; pip caches the wheel) and
-    extract the converter from the same sdist. Returns what was installed, and where."""
-    cache = cache_dir()
-    sdists = cache / "sdist"
-    sdists.mkdir(parents=True, exist_ok=True)
-    if llama_cpp_version() != LLAMA_CPP_PYTHON:
-        progress(f"building and installing llama-cpp-python {LLAMA_CPP_PYTHON} (several minutes the first time)")
-        _pip("install", *ENGINE_PINS)
-    sdist = sdists / f"llama_cpp_python-{LLAMA_CPP_PYTHON}.tar.gz"
-    if not sdist.is_file():
-        progress("downloading the llama-cpp-python sdist (for llama.cpp's converter)")
-        _pip("download", "--no-deps", "--no-binary", ":all:", "-d", str(sdists), f"llama-cpp-python=={LLAMA_CPP_PYTHON}")
-    if not (converter_dir() / "convert_hf_to_gguf.py").is_file():
-        progress(f"extracting llama.cpp's converter into {converter_dir()}")
-        extract_converter(sdist, converter_dir())
+    """Install llama.cpp in three steps, each skipped when its result is there, each said through
+    `progress` with its elapsed time (pip's own output goes to `install-llama.cpp.log` in the cache):
+
+    1. download the llama-cpp-python sdist, and only it (`--no-binary` for that package alone: its
+       build backend comes as a wheel, never built from source) — seconds;
+    2. build and install llama-cpp-python[server] from that very file, with the `engines` pins —
+       minutes the first time; pip keeps the built wheel in its cache;
+    3. extract llama.cpp's converter from the same file — a second.
+    """
+    sdist, log = sdist_path(), cache_dir() / "install-llama.cpp.log"
+    sdist.parent.mkdir(parents=True, exist_ok=True)
+    installed = llama_cpp_version() == LLAMA_CPP_PYTHON
+    extracted = (converter_dir() / "convert_hf_to_gguf.py").is_file()
+    steps = [  # (what, what else to know while it runs, done already, the step)
+        (f"download the llama-cpp-python {LLAMA_CPP_PYTHON} sdist", f"into {sdist.parent}",
+         sdist.is_file() or (installed and extracted), lambda: _download(sdist, log, progress)),
+        (f"build and install llama-cpp-python[server] {LLAMA_CPP_PYTHON} from it",
+         f"CMake and g++, minutes the first time; pip's output: {log}", installed,
+         lambda: _pip("install", f"llama-cpp-python[server] @ {sdist.resolve().as_uri()}", *ENGINE_PINS[1:],
+                      log=log, progress=progress)),
+        ("extract llama.cpp's converter from it", f"into {converter_dir()}", extracted,
+         lambda: extract_converter(sdist, converter_dir())),
+    ]
+    for n, (what, note, done, step) in enumerate(steps, 1):
+        if done:
+            progress(f"[{n}/{len(steps)}] {what}: already done")
+            continue
+        progress(f"[{n}/{len(steps)}] {what} ({note}) …")
+        t = time.monotonic()
+        step()
+        progress(f"[{n}/{len(steps)}] done in {_elapsed(time.monotonic() - t)}")
     return status()
+
+
+def _download(sdist: Path, log: Path, progress) -> None:
+    """The sdist alone into its folder: `--no-binary` for llama-cpp-python only, so pip takes its
+    build backend (scikit-build-core, needed to read the sdist's metadata) as a wheel instead of
+    building it and its own build dependencies from source, as `--no-binary :all:` did."""
+    _pip("download", "--no-deps", "--no-binary", "llama-cpp-python", "-d", str(sdist.parent),
+         f"llama-cpp-python=={LLAMA_CPP_PYTHON}", log=log, progress=progress)
+    if not sdist.is_file():  # an index that spells the file llama-cpp-python-X.tar.gz
+        found = sorted(sdist.parent.glob(f"llama[-_]cpp[-_]python-{LLAMA_CPP_PYTHON}.tar.gz"))
+        if not found:
+            raise LumaError(f"pip download left no llama-cpp-python {LLAMA_CPP_PYTHON} sdist in {sdist.parent} "
+                            f"(whole output: {log})")
+        os.replace(found[0], sdist)
+
+
+def _elapsed(seconds: float) -> str:
+    """4.2 s, 4 min 52 s."""
+    if seconds < 60:
+        return f"{seconds:.1f} s"
+    return f"{int(seconds // 60)} min {int(seconds % 60)} s"
 
 
 def status() -> dict:

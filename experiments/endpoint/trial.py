@@ -172,7 +172,9 @@ def run(spec: dict) -> dict:
             if tel.get("failure_cause"):
                 return tel
             if res.timed_out:
-                tel["failure_cause"] = "timeout"
+                tel.update(failure_cause="timeout",
+                           error=f"the serve phase ran past the trial's time-out of {spec['timeout_s']:g} s: "
+                                 f"{res.completed} of {spec['requests']} request(s) completed")
                 return tel
             if ep_spec.quality == "minilm-cosine":
                 tel["phase"] = "quality"

@@ -261,7 +261,7 @@ class Sprint:
         if p.dimension != "runtime":
             before, after = (states.base_value(p.dimension, x) for x in (old, new))
             r.frontier.update(saved=before - after, ratio=after / before,
-                              unit="core" if p.dimension == "compute" else "byte",
+                              unit=states.unit_kind(p.dimension, old),  # core, byte or token (a KV cache in tokens)
                               absolute_change=after - before, relative_change=(after - before) / before)
         if q.adjacent_fail is not None:
             r.next_binding = self._diagnose(q.adjacent_fail, p.variant, "next-binding", known_pass=q.min_pass)

@@ -26,6 +26,7 @@ from luma.experiments.sprint.trial import Trial
 from luma.kb.knowledge_base import KnowledgeBase
 from luma.kb.operations.runner_keys import project_signer
 from luma.kb.records.loader import validate_document
+from luma.kb.records.pex_trial import failure_message
 from luma.experiments.host import architecture, describe, git_revision
 from luma.kernels.evidence import environment_block
 
@@ -87,6 +88,8 @@ def trial_record(plan: Plan, sprint_id: str, trial: Trial, started: datetime, ar
     }
     if trial.cause:
         rec["failure_cause"] = trial.cause
+    if trial.cause and (message := failure_message(trial.telemetry.get("error"))):
+        rec["failure_message"] = message  # the runner's words travel signed, not only in sprint.json
     return rec
 
 

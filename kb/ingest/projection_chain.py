@@ -80,6 +80,8 @@ def project_pex_trial(w: nq.QuadWriter, rec: PexTrial, meta: LedgerMeta, dims: d
     w.add(t, LUMA + "verdict", nq.iri(LUMA + VERDICTS[rec.verdict]))
     if rec.failure_cause:
         w.add(t, LUMA + "failureCause", nq.string(rec.failure_cause))
+    if rec.failure_message:
+        w.add(t, LUMA + "failureMessage", nq.string(rec.failure_message))
     w.add(t, LUMA + "attempts", nq.integer(rec.attempts))
     for j, obs in enumerate(rec.observations):
         o = f"{t}/observation/{j}"

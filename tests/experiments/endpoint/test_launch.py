@@ -20,7 +20,7 @@ SPEC = {"kind": "openai-endpoint", "api": "embeddings", "engine": "test", "basel
         "variants": {"a": {"model": "m"}}, "startup_timeout_s": 3}
 
 
-def _contract(tmp_path, launch_cmd: list[str], **extra):
+def _contract(tmp_path, launch_cmd: list[str], timeout_s: int = 20, **extra):
     import json
 
     service = {**SPEC, "launch": launch_cmd, **extra}
@@ -30,7 +30,7 @@ def _contract(tmp_path, launch_cmd: list[str], **extra):
                        for k, v in service.items() if isinstance(v, dict))
     path = tmp_path / "c.toml"
     path.write_text(f'name = "launch-test"\n[[clauses]]\nmetric = "p95_latency"\nop = "<="\nvalue = 1\nunit = "s"\n'
-                    f"[load]\nrequests = 10\nwarmup = 0\ntimeout_s = 20\n[service]\n{body}\n{tables}\n")
+                    f"[load]\nrequests = 10\nwarmup = 0\ntimeout_s = {timeout_s}\n[service]\n{body}\n{tables}\n")
     return contract.load(str(path))
 
 
@@ -116,3 +116,48 @@ def test_a_kv_byte_level_becomes_whole_token_blocks_and_none_is_refused():
     assert launch.values(spec, {"kv_cache": 600}, "m", "a", 1, {"kv_cache": "token"})["kv_tokens"] == 600
     with pytest.raises(launch.KVBudgetError, match="holds no whole block of 256 tokens"):
         launch.values(spec, {"kv_cache": 64 * 1024}, "m", "a", 1)  # 240 tokens: not one block
+
+
+def _record(c, t) -> dict:
+    """The signed trial record the sprint writes of `t` (validated as ingest validates it)."""
+    from datetime import datetime, timezone
+    from types import SimpleNamespace
+
+    from luma.experiments.sprint.records import trial_record
+    from luma.kb.records.loader import validate_document
+
+    rec = trial_record(SimpleNamespace(contract=c), "s-1", t, datetime.now(timezone.utc))
+    validate_document(rec, "trial-000.json")
+    return rec
+
+
+def test_the_trial_record_of_a_launch_fail_carries_the_error_its_server_died_of(tmp_path):
+    """Issue 32: the record that gets signed says why, not only the unsigned sprint.json."""
+    code = "import sys; print('numpy.MemoryError: Unable to allocate 59.6 MiB', file=sys.stderr); sys.exit(1)"
+    c = _contract(tmp_path, ["{python}", "-c", code, "{port}"])
+    rec = _record(c, _trial(c, tmp_path, host_memory="256 MiB"))
+    assert (rec["verdict"], rec["failure_cause"]) == ("FAIL", "launch")
+    assert rec["failure_message"] == ("the server exited with code 1 before it was ready: "
+                                      "numpy.MemoryError: Unable to allocate 59.6 MiB")
+
+
+SLOW_SERVER = """
+import http.server, sys, time
+class H(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        self.send_response(200); self.send_header('Content-Length', '2'); self.end_headers(); self.wfile.write(b'ok')
+    def do_POST(self):
+        time.sleep(30)
+    def log_message(self, *a):
+        pass
+http.server.ThreadingHTTPServer(('127.0.0.1', int(sys.argv[1])), H).serve_forever()
+"""
+
+
+def test_an_endpoint_trial_past_its_time_out_says_how_far_it_got(tmp_path):
+    c = _contract(tmp_path, ["{python}", "-c", SLOW_SERVER, "{port}"], timeout_s=2)
+    t = _trial(c, tmp_path)
+    rec = _record(c, t)
+    assert (rec["verdict"], rec["failure_cause"]) == ("FAIL", "timeout")
+    assert rec["failure_message"] == (f"the serve phase ran past the trial's time-out of 2 s: 0 of {t.requests} "
+                                      "request(s) completed")

@@ -88,6 +88,15 @@ def test_a_memory_level_the_server_cannot_start_in_is_a_launch_fail(cache):
     t = _trial(plan, cache, 0, "f16")
     assert (t.verdict, t.cause) == ("FAIL", "launch")
     assert "before it was ready" in t.telemetry["error"] and t.telemetry["log_tail"]
+    # The signed trial record says why (issue 32), one line, not only the unsigned sprint.json.
+    from datetime import datetime, timezone
+
+    from luma.experiments.sprint.records import trial_record
+    from luma.kb.records.loader import validate_document
+
+    rec = trial_record(plan, "s-1", t, datetime.now(timezone.utc))
+    message = validate_document(rec, "trial-000.json").model.failure_message
+    assert message.startswith("the server exited with code") and "before it was ready" in message
 
 
 def _server_pids(mark: str) -> list[int]:

@@ -144,3 +144,33 @@ def test_without_record_nothing_opens_the_kb(monkeypatch, luma_home, runner_key)
     _counting(monkeypatch, PexTrial, "model_validate", validations)
     run = run_sprint(_plan(), Settings.from_env(home=luma_home), record=False, sprint_id="no-record")
     assert opens == [] and len(validations) == len(list(run.folder.glob("trial-*.json")))  # signed: validated once
+
+
+def test_a_failed_trial_carries_its_failure_message_signed_and_in_the_kb(monkeypatch, luma_home, runner_key):
+    """Issue 32: the runner's error (a launch's `Unable to allocate 59.6 MiB`) travels in the signed
+    trial record, one line and bounded, not only in the unsigned sprint.json."""
+    import json
+
+    from luma.kb.records.pex_trial import MESSAGE_CHARS
+    from luma.kb.vocab import LUMA
+    from tests.experiments.sprint import fake_sprint
+
+    error = ("the server exited with code 1 before it was ready:\n  MemoryError: Unable to allocate 59.6 MiB"
+             + " for an array" * 40)
+    monkeypatch.setitem(fake_sprint.TELEMETRY, "FAIL", {"failure_cause": "launch", "error": error, "wall_s": 0.5})
+    _fake_trials(monkeypatch)
+    settings = Settings.from_env(home=luma_home)
+    run = run_sprint(_plan(), settings, record=True, sprint_id="messages")
+
+    docs = [json.loads(p.read_text()) for p in sorted(run.folder.glob("trial-*.json"))]
+    failed = [d for d in docs if d["verdict"] == "FAIL"]
+    assert failed and all("failure_message" not in d for d in docs if d["verdict"] == "PASS")
+    message = failed[0]["failure_message"]
+    assert message.startswith("the server exited with code 1 before it was ready: MemoryError: Unable to "
+                              "allocate 59.6 MiB for an array")
+    assert "\n" not in message and len(message) == MESSAGE_CHARS and message.endswith("…")
+    assert failed[0]["attestation"]  # signed over the message too: ingest took it as measured
+    with KnowledgeBase.open(settings, read_only=True) as kb:
+        assert kb.ledger.count_by()[("pex-trial", "measured")] == len(docs)
+        said = kb.store.select(f"SELECT ?m WHERE {{ ?t <{LUMA}failureMessage> ?m }}")
+    assert sorted(r["m"] for r in said) == sorted(d["failure_message"] for d in failed)
