@@ -186,6 +186,9 @@ def run_trial(contract: Contract, state: State, artifact: Path, variant: str, ph
                 contended = [*contended, {**tel["contention"], "verdict_before": _clause_verdict(contract, tel, seed),
                                           "quiet_wait": contention.quiet_wait(trial_cores(spec["state"]))}]
                 continue  # the same trial again, once the host is quiet (or has waited long enough)
+            c = tel.get("contention") or {}
+            tel.setdefault("error", f"contended through {attempts} attempts: " + "; ".join(
+                verdict_rules.contention_reasons(c.get("steal_pct"), c.get("cotenant_pct"), c.get("cotenant_cpu_s"))))
             return Trial(state, variant, phase, verdict, cause, rows, tel, requests, attempts)
         if verdict != "INCONCLUSIVE" or attempts > max_retries:
             return Trial(state, variant, phase, verdict, cause, rows, tel, requests, attempts)

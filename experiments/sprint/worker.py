@@ -135,7 +135,8 @@ def run(spec: dict) -> dict:
         tel.update(latency=res.latency, ttft=res.ttft, tpot=res.tpot, completed=res.completed,
                    throughput=res.throughput(), token_throughput=res.token_throughput(), makespan_s=res.makespan)
         if res.timed_out:
-            tel["failure_cause"] = "timeout"
+            tel.update(failure_cause="timeout", error=f"the load test ran past its time-out of {spec['timeout_s']:g} s "
+                                                         f"({res.completed} of {len(payloads) - load['warmup']} requests done)")
         else:
             tel["phase"] = "quality"
             tel["quality"] = float(service.quality(loaded, spec["artifact"], load))
