@@ -5,6 +5,9 @@ record and its projected evaluation, and the three reports."""
 from __future__ import annotations
 
 import importlib.resources
+import shlex
+import shutil
+import sys
 import tempfile
 from pathlib import Path
 
@@ -78,7 +81,18 @@ def demo(ctx: click.Context, demo_home: Path | None, quick: bool) -> None:
             print_rows([{"what": k, "value": v} for k, v in st.items() if k != "by_kind_and_evidence"], ["what", "value"], "table")
     if not quick:
         _loop(ctx, s, examples)
-    click.echo(f"Try: LUMA_HOME={home} luma kb query 'SELECT * WHERE {{ ?c a <https://w3id.org/luma/ns#BoundaryQualification> }}'")
+    click.echo(f"Try: LUMA_HOME={shlex.quote(str(Path(home).resolve()))} {_luma()} kb query "
+               "'SELECT * WHERE { ?c a <https://w3id.org/luma/ns#BoundaryQualification> }'")
+
+
+def _luma() -> str:
+    """How a user's shell reaches this luma: `luma` when it is the one on PATH, else its full path
+    (a venv that was never activated)."""
+    here = Path(sys.executable).parent / "luma"
+    on_path = shutil.which("luma")
+    if on_path and here.exists() and Path(on_path).resolve() == here.resolve():
+        return "luma"
+    return shlex.quote(str(here)) if here.exists() else "luma"
 
 
 #: The partner evaluation of the demo: the shipped 2:1 KV codec on a KV-bound contract (projected).

@@ -40,6 +40,8 @@ def readme_commands() -> list[str]:
 
 
 COMMANDS = readme_commands()
+#: Files the commands name, relative to the checkout (the tests run them from elsewhere).
+PATHS = r"\b(kb/examples/|kb/queries/|experiments/contracts/)"
 
 #: The README commands that run torch: without the kernels extra, one line naming it.
 NEEDS_KERNELS = {
@@ -57,16 +59,16 @@ NO_PROJECT_AND_SLOW = {"kb bench --records 1000,10000,100000", "rules bench --re
 #: A bad argument for every command ({bad} a malformed record, {ttl} broken Turtle, {rq} a query file, {tmp}).
 BAD_ARGUMENT = {
     "kb init": "kb init --force",
-    "kb ingest 'runs/*.json' more.yaml bulk.jsonl": "kb ingest {bad}",
-    "kb load specs.ttl --evidence-class vendor-claim": "kb load {ttl} --evidence-class vendor-claim",
+    "kb ingest kb/examples/embedding-minilm.json kb/examples/digits-mlp.yaml": "kb ingest {bad}",
+    "kb load kb/examples/spec-sheets.ttl --evidence-class vendor-claim": "kb load {ttl} --evidence-class vendor-claim",
     "rules run": "rules run --param min_repetitions=one",
     "kb query --name qualified-boundaries --limit 100": "kb query --name qualified-boundary --limit 100",
     "kb query --name qualified-boundaries --format csv": "kb query --name qualified-boundaries --format csv --limit -1",
     "kb query 'SELECT ?c WHERE { ?c a luma:BoundaryQualification }' --format json --limit 10 --offset 20":
         "kb query 'SELECT ?c WHERE { ?c a lum:BoundaryQualification }' --format json --limit 10 --offset 20",
-    "kb query --file my.rq --format csv --timeout 10 --memory 1GiB":
+    "kb query --file kb/queries/frontier-shifts.rq --format csv --timeout 10 --memory 1GiB":
         "kb query --file {rq} --format csv --timeout 10 --memory '1 gigabyte'",
-    "--wait 120 kb ingest bulk.jsonl": "--wait -1 kb ingest {bad}",
+    "--wait 120 kb ingest kb/examples/tiny-decoder.yaml": "--wait -1 kb ingest {bad}",
     "kb query --list": "kb query --list --format xml",
     "kb explain IRI": "kb explain id:chain/no-such-chain",
     "kb export --format nquads": "kb export --format rdfxml",
@@ -89,7 +91,8 @@ BAD_ARGUMENT = {
     "sprint run matvec-memory": "sprint run matvec-memory --levels '8 MiB'",
     "sprint run minilm-memory": "sprint run minilm-memory --dimension gpu",
     "sprint run decoder-kv": "sprint run decoder-kv --repetitions 0",
-    "sprint run my.toml --dimension compute --levels '1 core,2 core' --intervention int8-dynamic":
+    "sprint run experiments/contracts/digits-compute.toml --dimension compute --levels '1 core,2 core' "
+    "--intervention int8-dynamic":
         "sprint run my.toml --dimension compute --levels '1 core,2 core' --intervention int8-dynamic",
     "sprint bench minilm-memory": "sprint bench minilm-memory --levels '64 MiB'",
     "sprint optimize minilm-memory --state 'compute=2 core'": "sprint optimize minilm-memory --state 'compute 2 core'",
@@ -101,6 +104,19 @@ BAD_ARGUMENT = {
     "kb query --name stale-boundaries": "kb query --name stale-boundary",
     "sprint requalify --stale": "sprint requalify --stale 0000000000000000",
 }
+
+
+def test_the_commands_run_as_written_in_a_fresh_shell():
+    """Issue 32: the venv is activated (or luma called by its path), LUMA_HOME is absolute (a
+    later `cd` must not make a second project), and every file the commands name exists."""
+    section = README.split("\n## Using it\n", 1)[1].split("\n#", 1)[0]
+    lines = [ln.strip() for ln in section.splitlines() if ln.startswith("    ")]
+    assert lines[0].startswith(". .venv/bin/activate")
+    home = next(ln for ln in lines if ln.startswith("export LUMA_HOME="))
+    assert shlex.split(home)[1].split("=", 1)[1].startswith("$PWD/")
+    named = [w for cmd in COMMANDS for w in shlex.split(cmd) if re.search(r"\.(json|ya?ml|ttl|rq|toml|jsonl)$", w)
+             and not w.startswith("-") and w not in ("matrix.json",)]
+    assert named and all((ROOT / w).is_file() for w in named), [w for w in named if not (ROOT / w).is_file()]
 
 
 def test_every_readme_command_is_covered():
@@ -191,7 +207,7 @@ def test_a_bad_luma_home_is_one_line(command, tmp_path, monkeypatch):
     assert result.exit_code == 1, (command, result.output)
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1, result.stderr
-    placeholder = re.search(r"\b(my\.rq|my\.toml|specs\.ttl|runs/|bulk\.jsonl)", command)
+    placeholder = re.search(PATHS, command)
     if not placeholder:  # else the missing file may be named first: either is one line
         assert lines[0] == f"Error: LUMA_HOME: {home} is not a directory", lines[0]
 
@@ -213,5 +229,5 @@ def test_without_the_kernels_extra(luma_without_kernels, project, tmp_path):
             assert proc.stderr == (f"Error: luma {args[0]} {args[1]} needs the kernels extra (torch is not "
                                    "installed): pip install -e '.[kernels]'\n"), proc.stderr
         elif proc.returncode != 0:  # a placeholder file of the README that is not here
-            assert re.search(r"my\.rq|my\.toml|specs\.ttl|runs/|bulk\.jsonl|IRI", command), (command, proc.stderr)
+            assert re.search(PATHS + r"|IRI", command), (command, proc.stderr)
             _last_line_is_an_error(proc.stderr, command)
