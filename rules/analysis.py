@@ -43,6 +43,9 @@ class Analysed:
     outside_graph: bool = False  # some pattern reads the (union) default graph
     #: Keys read outside any GRAPH, with whether the read is negated (FILTER NOT EXISTS, MINUS).
     outside: list = field(default_factory=list)
+    #: The class the template types the first `derives` variable with (`?hr a luma:HardwareRequirement`):
+    #: what the rule's results are, and what `luma rules run` counts. None when the rule types none.
+    result_class: str | None = None
 
 
 def _key(s, p, o):
@@ -151,7 +154,7 @@ def analyse(rule: Rule) -> Analysed:
         if Variable(var[1:]) not in {t for triple in alg.template for t in triple}:
             raise RuleError(f"derives {var} does not appear in the CONSTRUCT template", source=rule.path,
                             field="derives")
-    out = Analysed(rule, writes=set(_triples_keys(alg.template)))
+    out = Analysed(rule, writes=set(_triples_keys(alg.template)), result_class=_result_class(rule, alg.template))
     _walk(alg["p"], False, out)
     if rule.reads == "records":
         # The one exception: a negated read of a declared context predicate (`# context:`), which
@@ -163,6 +166,14 @@ def analyse(rule: Rule) -> Analysed:
         _check_per_graph(rule, alg["p"])
         out.reads, out.negative = set(), set()  # asserted facts only: no rule feeds it
     return out
+
+
+def _result_class(rule: Rule, template) -> str | None:
+    """The class of the rule's results: the first `derives` variable's rdf:type in the template."""
+    first = (rule.derives or "").split()[:1]
+    types = sorted(str(o) for s, p, o in template
+                   if first and s == Variable(first[0][1:]) and p == RDF.type and isinstance(o, URIRef))
+    return types[0] if types else None
 
 
 #: What `analyse` and the checks compute depends on this file's code and the query checks': a cached
@@ -184,12 +195,14 @@ def analyse_cached(rule: Rule, cache: Path | None) -> Analysed:
         data = json.loads(path.read_text())
         return Analysed(rule, writes=_keys_in(data["writes"]), reads=_keys_in(data["reads"]),
                         negative=_keys_in(data["negative"]), outside_graph=data["outside_graph"],
-                        outside=[(_key_in(k), neg) for k, neg in data["outside"]])
+                        outside=[(_key_in(k), neg) for k, neg in data["outside"]],
+                        result_class=data["result_class"])
     except (OSError, ValueError, KeyError, TypeError):
         pass
     out = analyse(rule)
     data = {"writes": _keys_out(out.writes), "reads": _keys_out(out.reads), "negative": _keys_out(out.negative),
-            "outside_graph": out.outside_graph, "outside": [[_key_out(k), neg] for k, neg in out.outside]}
+            "outside_graph": out.outside_graph, "outside": [[_key_out(k), neg] for k, neg in out.outside],
+            "result_class": out.result_class}
     try:
         cache.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(f".{os.getpid()}.tmp")
