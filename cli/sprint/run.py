@@ -116,7 +116,7 @@ def boundary_rows(out: dict) -> list[dict]:
     if fr:
         frontier = f"{fr['before']} -> {fr['after']}" + (" (or lower: below the levels given)" if fr["below_range"] else "")
         if "saved" in fr:
-            saved = f"{fr['saved'] / 2**20:g} MiB" if fr.get("unit") == "byte" else f"{fr['saved']:g} {fr.get('unit')}"
+            saved = bytes_text(fr["saved"]) if fr.get("unit") == "byte" else f"{fr['saved']:g} {fr.get('unit')}"
             frontier += f"  (saves {saved}, x{fr['ratio']:.2f})"
     dep = out.get("deployment") or {}
     rows = [
