@@ -119,8 +119,9 @@ rules = LazyGroup("rules", help=(
         "Validate every rule file and the dependency graph (no cycle through negation)."),
     "list": ("luma.cli.rules:list_cmd", "The rules, in the order they run, with their parameters."),
     "run": ("luma.cli.rules:run_cmd",
-        "Derive: every stratum to its fixpoint; prints facts, new and removed per rule, how each was evaluated "
-        "(full, delta = over new records only, skip = nothing it reads changed), with timing."),
+        "Derive: every stratum to its fixpoint; prints per rule its results (nodes of the class it derives: new, "
+        "changed, removed), its quads, how it was evaluated (full, delta = over new records only, skip = nothing "
+        "it reads changed), with timing."),
 })
 
 runner = LazyGroup("runner", help=(

@@ -25,7 +25,9 @@ def evaluation_options(fn):
     options = [
         click.argument("record_ref", metavar="RECORD"),
         click.option("--contract", "contract_ref", default="llm-chat", show_default=True,
-                     help="Contract name or path (the model's own, e.g. llm-chat, or a sprint contract)."),
+                     help="Contract name or path: the model's own (llm-chat, llm-long-context) or a sprint contract of "
+                          "a generative service (decoder-kv: its clauses and load, applied to the --llm or --space "
+                          "model on the accelerators of --state; its own kv_cache dimension is not modelled)."),
         click.option("--state", "state_text", help="Machine state, e.g. "
                      "'accelerator_type=nvidia-h100-sxm5-80gb,accelerator_count=4,precision=fp8' (as `luma model "
                      "predict`)."),
@@ -49,6 +51,8 @@ def run_evaluation(record_ref, contract_ref, state_text, llm_ref, space_ref, rep
         return evaluate_partner(settings(), record_ref, contract_ref, levels, llm_ref, space_ref, repetitions,
                                 on_note=lambda note: click.echo(f"note: {note}", err=True))
     except ConfigError as exc:
+        if exc.field == "contract":  # a contract the model cannot project: the option's value
+            raise click.BadParameter(exc.message, param_hint="--contract") from None
         if exc.field != "space":
             raise
         raise ConfigError(f"no shipped space prices accelerator_type {levels.get('accelerator_type')!r}: give --space "

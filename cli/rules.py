@@ -76,8 +76,9 @@ def _overrides(values: tuple[str, ...]) -> dict[str, str]:
 @project(READ)
 def run_cmd(params: tuple[str, ...], full: bool, exploratory: bool, workers: int | None, timeout: float | None,
             memory: str | None, fmt: str) -> None:
-    """Derive: every stratum to its fixpoint; prints facts, new and removed per rule, how each was
-    evaluated (full, delta = over new records only, skip = nothing it reads changed), with timing.
+    """Derive: every stratum to its fixpoint; prints per rule its results (nodes of the class it
+    derives: new, changed, removed), its quads, how it was evaluated (full, delta = over new
+    records only, skip = nothing it reads changed), with timing.
 
     Rule files are checked as queries are (no SERVICE, no update). On the embedded store the run
     goes to a child process without network access, stopped at --timeout or --memory; a stopped
@@ -115,15 +116,26 @@ def run_cmd(params: tuple[str, ...], full: bool, exploratory: bool, workers: int
     if exploratory:
         click.echo(f"exploratory run in {explore.store_path(kb.settings.home).parent}: its facts are not in the "
                    "KB's queries or reports", err=True)
-    rows = [{"stratum": r.stratum, "rule": r.rule, "facts": r.facts, "new": r.new, "removed": r.removed,
-             "how": r.mode, "rounds": r.rounds, "seconds": round(r.seconds, 3)} for r in report.runs]
+    rows = [{"stratum": r.stratum, "rule": r.rule, "derives": _local(r.result_class), "derived": r.derived,
+             "new": r.derived_new, "changed": r.derived_changed, "removed": r.derived_removed, "quads": r.facts,
+             "quads new": r.new, "quads removed": r.removed, "how": r.mode, "rounds": r.rounds,
+             "seconds": round(r.seconds, 3)} for r in report.runs]
     if fmt == "json":
-        click.echo(json.dumps({"rules": rows, "new": report.new, "removed": report.removed,
-                               "seconds": round(report.seconds, 3)}, indent=2))
+        click.echo(json.dumps({"rules": [{k.replace(" ", "_"): v for k, v in row.items()} for row in rows],
+                               "new": report.derived_new, "changed": report.derived_changed,
+                               "removed": report.derived_removed, "quads_new": report.new,
+                               "quads_removed": report.removed, "seconds": round(report.seconds, 3)}, indent=2))
         return
-    print_rows(rows, ["stratum", "rule", "facts", "new", "removed", "how", "rounds", "seconds"], "table",
-               title="rules run")
-    click.echo(f"{report.new} new and {report.removed} removed fact(s) in {report.seconds:.2f} s")
+    print_rows(rows, ["stratum", "rule", "derives", "derived", "new", "changed", "removed", "quads", "how", "rounds",
+                      "seconds"], "table", title="rules run")
+    click.echo(f"{report.derived_new} new, {report.derived_changed} changed and {report.derived_removed} removed "
+               f"result(s) in {report.seconds:.2f} s ({report.new} quad(s) written and {report.removed} deleted, "
+               "the derivations' bookkeeping included)")
+
+
+def _local(iri: str | None) -> str:
+    """A result class by its local name (luma:HardwareRequirement -> HardwareRequirement)."""
+    return iri.rsplit("#", 1)[-1].rsplit("/", 1)[-1] if iri else "—"
 
 
 @click.command("bench")

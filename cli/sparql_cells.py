@@ -11,6 +11,9 @@ from dataclasses import dataclass
 from luma.cli.terms import INTEGER_DATATYPES as _INTEGER, NUMERIC_DATATYPES, compact, display
 from luma.kb.vocab import DIM
 
+#: Columns a plain `unit` column gives the unit of, besides `*Level` and `*Value`: a frontier
+#: shift's levels and its absolute change (frontier-shifts); a relative change has none.
+_MEASURES = ("level", "value", "before", "after", "absoluteChange")
 _HASHED = re.compile(r"^(?:id:)?([a-z][a-z-]*)/([0-9a-f]{8})[0-9a-f]{8,}((?:/[0-9a-z-]+)*)$")
 
 
@@ -31,16 +34,23 @@ def _unit_pairs(variables: Sequence[str]) -> dict[str, list[str]]:
         if stem:
             paired = [v for v in variables if v in (stem, stem + "Level", stem + "Value")]
         else:
-            paired = [v for v in variables if v != u and (v in ("level", "value") or v.endswith(("Level", "Value")))]
+            paired = [v for v in variables if v != u and (v in _MEASURES or v.endswith(("Level", "Value")))]
         if paired:
             out[u] = paired
     return out
 
 
-def _is_unit(binding: dict | None) -> bool:
+def _unit_iri(binding: dict | None) -> str | None:
+    """The canonical unit a cell names: its IRI, or its local name as a query gives it with
+    STRAFTER (`BYTE`, frontier-shifts); None for anything else."""
     from luma.reports.fmt import UNIT_NAMES  # pint (luma.kb.records.units): loaded only for a table
 
-    return binding is not None and binding["type"] == "uri" and binding["value"] in UNIT_NAMES
+    if binding is None:
+        return None
+    if binding["type"] == "uri":
+        return binding["value"] if binding["value"] in UNIT_NAMES else None
+    by_local = {iri.rsplit("/", 1)[-1].rsplit("#", 1)[-1]: iri for iri in UNIT_NAMES}
+    return by_local.get(binding["value"]) if binding["type"] in ("literal", "typed-literal") else None
 
 
 def _number(binding: dict | None) -> float | None:
@@ -91,15 +101,16 @@ def cells(answer: dict) -> tuple[list[str], list[list[Cell]]]:
     for b in bindings:
         row: dict[str, Cell] = {}
         for u, paired in pairs.items():
-            if not _is_unit(b.get(u)):
+            unit = _unit_iri(b.get(u))
+            if unit is None:
                 absorbed[u] = absorbed[u] and b.get(u) is None
                 continue
             used = False
             for v in paired:
                 x = _number(b.get(v))
                 if x is not None:
-                    text = quantity(x, b[u]["value"])
-                    row[v] = Cell(text, f"{text} ({b[v]['value']} {_iri(b[u]['value'], u).full})", folds=False)
+                    text = quantity(x, unit)
+                    row[v] = Cell(text, f"{text} ({b[v]['value']} {_iri(unit, u).full})", folds=False)
                     used = True
             absorbed[u] = absorbed[u] and used
         for v in variables:

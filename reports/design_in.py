@@ -114,12 +114,16 @@ def _counter(reqs, counters) -> Section:
                    if rows else [], empty="No counter-evidence: none in this KB (no requirement).")
 
 
-def _remedies(rems, bindings, limit: int) -> Section:
-    # A parent resource's remedy (the rules keep it so that a requirement on the parent can be
-    # weighed against it) is shown where the parent recurs as a binding; elsewhere it repeats the
-    # rows of the resources under it.
+def listed_remedies(rems, bindings) -> list:
+    """The recurring remedies the report lists (its table and its summary's count). A parent
+    resource's remedy (the rules keep it so that a requirement on the parent can be weighed
+    against it) is listed where the parent recurs as a binding; elsewhere it repeats the rows of
+    the resources under it."""
     recurring = {b["resource"] for b in bindings}
-    shown = [r for r in rems if r.get("key") or r["resource"] in recurring]
+    return [r for r in rems if r.get("key") or r["resource"] in recurring]
+
+
+def _remedies(shown, limit: int) -> Section:
     rows = [[dim_key(r["resource"]) + ("" if r.get("key") else " (parent)"), record(r["intervention"]),
              local(r.get("kind", "?")).lower(), _n(r, "chains"), _n(r, "workloads"), _n(r, "architectures")]
             for r in shown]
@@ -245,7 +249,7 @@ def build(kb, scope: Scope | None = None, max_rows: int = MAX_ROWS, prices: Pric
     reqs = sorted(data.requirements(r), key=lambda x: dim_key(x["resource"]))
     bindings = sorted(data.recurring_bindings(r), key=lambda x: dim_key(x["resource"]))
     counters = data.counter_evidence(r)
-    rems = data.remedies(r)
+    rems = listed_remedies(data.remedies(r), bindings)
     counts: dict[str, dict[str, int]] = {}
     for row in data.evidence_by_class(r):
         counts.setdefault(class_name(row["ec"]), {})[row["kind"]] = int(row["records"])
@@ -256,7 +260,7 @@ def build(kb, scope: Scope | None = None, max_rows: int = MAX_ROWS, prices: Pric
     economics, ranked = capabilities.sections(r, reqs, bindings, table, synthetic)
     measured_on, reach_note = reach.section(r)
     sections = [*_requirements(reqs, bindings, counters), measured_on, *economics, _counter(reqs, counters),
-                _remedies(rems, bindings, max_rows * 2),
+                _remedies(rems, max_rows * 2),
                 derivations, *_class_sections(r, counts, max_rows, synthetic)]
     if r.scope.partner is None:  # the owner imported them; a partner's view shows only its own and public graphs
         sections.append(published.section(kb.settings, max_rows))

@@ -43,6 +43,12 @@ class Analysed:
     outside_graph: bool = False  # some pattern reads the (union) default graph
     #: Keys read outside any GRAPH, with whether the read is negated (FILTER NOT EXISTS, MINUS).
     outside: list = field(default_factory=list)
+    #: The class the template types the first `derives` variable with (`?hr a luma:HardwareRequirement`):
+    #: what the rule's results are, and what `luma rules run` counts. None when the rule types none.
+    result_class: str | None = None
+    #: Keys read only to require their absence (FILTER NOT EXISTS, MINUS): facts the rule's results
+    #: do not rest on (rules/empty_answer.py follows what they rest on).
+    absent: set = field(default_factory=set)
 
 
 def _key(s, p, o):
@@ -110,25 +116,27 @@ def keys_meet(reads: set, writes: set) -> bool:
     return False
 
 
-def _walk(node, negative: bool, out: Analysed, in_graph: bool = False) -> None:
+def _walk(node, negative: bool, out: Analysed, in_graph: bool = False, absent: bool = False) -> None:
     if isinstance(node, CompValue):
         name = node.name
         if name in ("BGP", "TriplesBlock") and node.get("triples"):
             keys = _triples_keys(node["triples"])
             (out.negative if negative else out.reads).update(keys)
+            if absent:
+                out.absent.update(keys)
             if not in_graph:
                 out.outside_graph = True
                 out.outside += [(k, negative) for k in keys]
         for key, value in node.items():
-            neg = negative or name == "AggregateJoin" or (name == "Minus" and key == "p2") or \
-                (name == "Builtin_NOTEXISTS" and key == "graph")
-            _walk(value, neg, out, in_graph or name in ("Graph", "GraphGraphPattern"))
+            gone = absent or (name == "Minus" and key == "p2") or (name == "Builtin_NOTEXISTS" and key == "graph")
+            neg = negative or gone or name == "AggregateJoin"
+            _walk(value, neg, out, in_graph or name in ("Graph", "GraphGraphPattern"), gone)
     elif isinstance(node, (list, tuple)):
         for x in node:
-            _walk(x, negative, out, in_graph)
+            _walk(x, negative, out, in_graph, absent)
     elif isinstance(node, dict):
         for x in node.values():
-            _walk(x, negative, out, in_graph)
+            _walk(x, negative, out, in_graph, absent)
 
 
 def analyse(rule: Rule) -> Analysed:
@@ -151,7 +159,7 @@ def analyse(rule: Rule) -> Analysed:
         if Variable(var[1:]) not in {t for triple in alg.template for t in triple}:
             raise RuleError(f"derives {var} does not appear in the CONSTRUCT template", source=rule.path,
                             field="derives")
-    out = Analysed(rule, writes=set(_triples_keys(alg.template)))
+    out = Analysed(rule, writes=set(_triples_keys(alg.template)), result_class=_result_class(rule, alg.template))
     _walk(alg["p"], False, out)
     if rule.reads == "records":
         # The one exception: a negated read of a declared context predicate (`# context:`), which
@@ -161,8 +169,16 @@ def analyse(rule: Rule) -> Analysed:
             raise RuleError("`reads: records` needs every pattern inside GRAPH ?g { } (a source-record graph), "
                             "or a FILTER NOT EXISTS on a `# context:` predicate", source=rule.path, field="reads")
         _check_per_graph(rule, alg["p"])
-        out.reads, out.negative = set(), set()  # asserted facts only: no rule feeds it
+        out.reads, out.negative, out.absent = set(), set(), set()  # asserted facts only: no rule feeds it
     return out
+
+
+def _result_class(rule: Rule, template) -> str | None:
+    """The class of the rule's results: the first `derives` variable's rdf:type in the template."""
+    first = (rule.derives or "").split()[:1]
+    types = sorted(str(o) for s, p, o in template
+                   if first and s == Variable(first[0][1:]) and p == RDF.type and isinstance(o, URIRef))
+    return types[0] if types else None
 
 
 #: What `analyse` and the checks compute depends on this file's code and the query checks': a cached
@@ -184,12 +200,14 @@ def analyse_cached(rule: Rule, cache: Path | None) -> Analysed:
         data = json.loads(path.read_text())
         return Analysed(rule, writes=_keys_in(data["writes"]), reads=_keys_in(data["reads"]),
                         negative=_keys_in(data["negative"]), outside_graph=data["outside_graph"],
-                        outside=[(_key_in(k), neg) for k, neg in data["outside"]])
+                        outside=[(_key_in(k), neg) for k, neg in data["outside"]],
+                        result_class=data["result_class"], absent=_keys_in(data["absent"]))
     except (OSError, ValueError, KeyError, TypeError):
         pass
     out = analyse(rule)
     data = {"writes": _keys_out(out.writes), "reads": _keys_out(out.reads), "negative": _keys_out(out.negative),
-            "outside_graph": out.outside_graph, "outside": [[_key_out(k), neg] for k, neg in out.outside]}
+            "outside_graph": out.outside_graph, "outside": [[_key_out(k), neg] for k, neg in out.outside],
+            "result_class": out.result_class, "absent": _keys_out(out.absent)}
     try:
         cache.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(f".{os.getpid()}.tmp")
@@ -341,6 +359,13 @@ def dependency_graph(rules: list[Analysed]) -> nx.DiGraph:
                 prev = g.get_edge_data(w.rule.id, r.rule.id, {}).get("negative", False)
                 g.add_edge(w.rule.id, r.rule.id, negative=neg or prev)
     return g
+
+
+def supports(reader: Analysed, rules: list[Analysed]) -> list[Analysed]:
+    """The rules whose results `reader`'s results rest on: those it reads, aggregates or joins,
+    not those it reads only to require their absence (FILTER NOT EXISTS, MINUS)."""
+    present = reader.reads | {k for k in reader.negative if k not in reader.absent}
+    return [w for w in rules if w is not reader and keys_meet(present, w.writes)]
 
 
 def strata(rules: list[Analysed]) -> list[list[Analysed]]:

@@ -27,6 +27,7 @@ from luma.errors import RuleError
 from luma.kb.vocab import ID, LUMA, PROV
 from luma.rules.analysis import Analysed, analyse_cached, check_rule_cached, dependency_graph, keys_meet, strata
 from luma.rules.loader import Rule, load_all, render, resolve_params
+from luma.rules.results import Results
 from luma.rules.run_report import RuleRun, RunReport
 from luma.rules.sealing import refuse_unsealed
 from luma.rules.state import DERIVED, RunState, StateStore
@@ -143,7 +144,7 @@ class Engine:
                             outputs[run.rule] = after
                             if grown is not None:  # the cache file grows by the new facts alone
                                 appends[run.rule] = grown
-                        kept[run.rule] = {"activity": activity, "facts": run.facts}
+                        kept[run.rule] = {"activity": activity, "facts": run.facts, "derived": run.derived}
                         results[i].append(run)
         report.runs = [run for i in sorted(results) for run in results[i]]
         state.commit(graphs, kept, outputs, appends)
@@ -164,11 +165,12 @@ class Engine:
         """Bring one stratum up to date: [(RuleRun, its derived quads or None if skipped, activity,
         the quads a delta run added or None)]."""
         members = [a.rule for a in stratum]
-        runs = {r.id: RuleRun(r.id, n, mode=mode[r.id]) for r in members}
+        results = {a.rule.id: Results(graph_of(a.rule.id), a.result_class) for a in stratum}
+        runs = {r.id: RuleRun(r.id, n, mode=mode[r.id], result_class=results[r.id].result_class) for r in members}
         acts = {r.id: activity_of(r, ctx.values[r.id]) for r in members}
         if all(m == "skip" for m in mode.values()):
             for r in members:
-                runs[r.id].facts = ctx.prev.rules[r.id]["facts"]
+                self._unchanged(runs[r.id], ctx.prev.rules[r.id], results[r.id])
             return [(runs[r.id], None, acts[r.id], None) for r in members]
         queries = {r.id: ctx.queries[r.id] for r in members}  # checked by `run`
         own = {r.id: _activity_quads(r, acts[r.id], ctx.values[r.id]) for r in members}
@@ -182,6 +184,8 @@ class Engine:
                 new, gone = after[r.id] - before[r.id], before[r.id] - after[r.id]
                 run = runs[r.id]
                 run.facts, run.new, run.removed = len(after[r.id]), len(new), len(gone)
+                run.derived, run.derived_new, run.derived_changed, run.derived_removed = \
+                    results[r.id].tally(before[r.id], after[r.id])
                 out.append((run, after[r.id], acts[r.id], None))
             return out
         # Nothing in the stratum reads its own output, so one evaluation is its fixpoint, and the
@@ -191,7 +195,7 @@ class Engine:
         for r in members:
             t, run, g = time.perf_counter(), runs[r.id], graph_of(r.id)
             if mode[r.id] == "skip":
-                run.facts = ctx.prev.rules[r.id]["facts"]
+                self._unchanged(run, ctx.prev.rules[r.id], results[r.id])
                 out.append((run, None, acts[r.id], None))
                 continue
             if mode[r.id] == "delta" and ctx.state.has_derived(r.id):
@@ -202,6 +206,7 @@ class Engine:
                 new = fresh - self._present(g, fresh)
                 self._apply(r.id, set(), new, set())
                 run.facts, run.new, run.rounds = ctx.prev.rules[r.id]["facts"] + len(new), len(new), 1
+                self._grown(run, ctx.prev.rules[r.id], results[r.id], new)
                 run.seconds = time.perf_counter() - t
                 out.append((run, set(), acts[r.id], new))
                 continue
@@ -215,8 +220,27 @@ class Engine:
             self._apply(r.id, before, new, gone)
             run.rounds, run.seconds = 1, time.perf_counter() - t
             run.facts, run.new, run.removed = len(after), len(new), len(gone)
+            run.derived, run.derived_new, run.derived_changed, run.derived_removed = results[r.id].tally(before, after)
             out.append((run, after, acts[r.id], None))
         return out
+
+    def _unchanged(self, run: RuleRun, prev: dict, results: Results) -> None:
+        """A skipped rule: its quads and results as the last run left them (a cache written before
+        results were counted: counted in the store)."""
+        run.facts = prev["facts"]
+        run.derived = prev["derived"] if "derived" in prev else self._count(results)
+
+    def _grown(self, run: RuleRun, prev: dict, results: Results, new: set[bytes]) -> None:
+        """A delta run added `new` quads: its new results, and the old results they add to."""
+        fresh = results.nodes(new)
+        old = results.touched(new) - fresh
+        run.derived_new = len(fresh)
+        run.derived_changed = len(self._present(results.graph, results.type_lines(old))) if old else 0
+        run.derived = prev["derived"] + len(fresh) if "derived" in prev else self._count(results)
+
+    def _count(self, results: Results) -> int:
+        rows = self.kb.store.select(results.count_query(), union=False)
+        return int(rows[0]["n"]) if rows else 0
 
     def _present(self, graph: str, quads: set[bytes]) -> set[bytes]:
         """Those of `quads` (N-Quads lines in `graph`) that the store's `graph` holds already."""

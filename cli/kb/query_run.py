@@ -20,7 +20,9 @@ from luma.kb.query.safety import check_user_query
 from luma.kb.query.scope import Scope, scoped_query
 from luma.kb.records.input_files import QUERY_FILE, read_text
 from luma.kb.store.base import QueryLimits
+from luma.rules.analysis import analyse_cached
 from luma.rules.derivations import require as require_derived
+from luma.rules.empty_answer import why_empty
 from luma.rules.loader import load_all
 from luma.settings import MIN_QUERY_MEMORY, parse_size
 
@@ -70,6 +72,9 @@ def run(sparql, query_file, query_name, list_names, timeout, memory, scope, expl
                 raise
             raise click.ClickException(f"{_FLAGS[exc.field]}: {exc.message}") from None
         _print_answer(answer, fmt)
+        if named is not None and where.partner is None and _no_rows(answer, results):
+            # On stderr: json and csv output stay the answer alone.
+            click.echo(f"note: no rows: {why_empty(view.store, named, _analysed(view))}", err=True)
 
 
 #: Library fields (luma.errors.LumaError.field) that are this command's options.
@@ -90,6 +95,21 @@ def _check_derived(view, named) -> None:
             notes.add(note)
     for note in sorted(notes):
         click.echo(f"note: {note}", err=True)
+
+
+def _analysed(view) -> list:
+    """The rule set in use, analysed (cached under the project, as `luma rules run` caches it)."""
+    home = view.settings.home
+    return [analyse_cached(r, home / "cache" / "rules" / "analysis") for r in load_all(home / "rules")]
+
+
+def _no_rows(answer, results: str) -> bool:
+    """Whether a SELECT answer holds no row (an empty answer is a few hundred bytes at most)."""
+    if answer.kind != "select" or answer.size() > 4096:
+        return False
+    if results == "json":
+        return not answer.json()["results"]["bindings"]
+    return not answer.data().strip(b"\r\n").count(b"\n")  # the header line alone
 
 
 #: Largest answer shown as a table (bigger ones: --format json or csv, streamed).

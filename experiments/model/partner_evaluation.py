@@ -11,7 +11,7 @@ import importlib.resources
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from luma.errors import ConfigError, RecordError, UnknownName
+from luma.errors import ConfigError, ContractError, RecordError, UnknownName
 from luma.experiments.model import calibrate, llm_calibrate, partner, space
 from luma.experiments.sprint import contract as contracts
 from luma.kb.records.input_files import PARTNER_FILE
@@ -21,8 +21,7 @@ from luma.kb.trust.partners import read_ledger, read_partner_files
 
 def model_contract(ref: str, settings):
     """A contract by path, shipped name, or one of the model's own contracts (e.g. llm-chat)."""
-    own = {p.name[:-5]: Path(str(p)) for p in importlib.resources.files("luma.experiments.model.contracts").iterdir()
-           if p.name.endswith(".toml")}
+    own = _own_contracts()
     try:
         return contracts.load(ref, settings)
     except ConfigError as exc:
@@ -33,6 +32,39 @@ def model_contract(ref: str, settings):
         names = sorted({*contracts.shipped(), *own})
         raise ConfigError(f"no contract file or shipped contract named {ref!r} (known: {', '.join(names)})",
                           source=ref) from None
+
+
+def _own_contracts() -> dict[str, Path]:
+    return {p.name[:-5]: Path(str(p)) for p in importlib.resources.files("luma.experiments.model.contracts").iterdir()
+            if p.name.endswith(".toml")}
+
+
+def evaluable(contract, ref: str) -> None:
+    """ContractError (field "contract") unless the analytical model can project the contract's
+    service: a generative service (`service = "decoder"`), whose clauses and load it applies to an
+    LLM on accelerators. The sprint contracts of other services, and those that serve their model
+    behind an endpoint, are measured by `luma sprint run` alone."""
+    if contract.service == "decoder":
+        return
+    what = ("an engine behind an OpenAI-compatible endpoint" if contract.service == "openai-endpoint"
+            else f"the {contract.service} service on this host")
+    usable = sorted({*_own_contracts(), *(n for n, path in contracts.shipped().items()
+                                           if contracts.load(path).service == "decoder")})
+    raise ContractError(f"{ref} ({contract.name}) is a sprint contract of {what}, which the analytical model does "
+                        "not serve: a partner evaluation projects an LLM on accelerators under a generative contract "
+                        f"(service = \"decoder\"): {', '.join(usable)}", field="contract")
+
+
+def sprint_note(contract, ref: str, model: str | None) -> str | None:
+    """What an evaluation under a sprint contract projects: the contract's clauses and load, applied
+    to the LLM of the space (or --llm) on the state's accelerators; not the contract's own host
+    dimension, and not a matrix `luma sprint run` can run on this host."""
+    if ref in _own_contracts() or contract.sprint is None:
+        return None
+    return (f"{ref} is a sprint contract ({contract.name}): its clauses and load are applied to "
+            f"{model or 'the LLM given'} on the accelerators of the state; its own dimension ({contract.sprint.dimension}) "
+            f"is not modelled, and the matrix runs on a machine with those accelerators, not as `luma sprint run {ref}` "
+            "on this host")
 
 
 def host_calibration(home: Path) -> dict | None:
@@ -113,6 +145,7 @@ def evaluate_partner(settings, record_ref: str, contract_ref: str, levels: dict[
     `on_note` hears what was chosen for the caller (a default space) as soon as it is."""
     record, source = partner_record(record_ref, settings)
     c = model_contract(contract_ref, settings)
+    evaluable(c, contract_ref)
     if space_ref:
         base = space.load(space_ref, c, project=settings)
     else:
@@ -121,4 +154,8 @@ def evaluate_partner(settings, record_ref: str, contract_ref: str, levels: dict[
             on_note(note)
     ev = partner.evaluate(record, c, levels, llm_ref=llm_ref, base=base, calibration=host_calibration(settings.home),
                           source=source, repetitions=repetitions, project=settings)
-    return PartnerEvaluation(ev.as_dict(), record, c, source, levels, llm_ref, base, settings)
+    doc = ev.as_dict()
+    note = sprint_note(c, contract_ref, doc.get("model"))
+    if note:
+        doc["notes"].insert(0, note)
+    return PartnerEvaluation(doc, record, c, source, levels, llm_ref, base, settings)

@@ -8,6 +8,7 @@ problem is a `ConfigError` naming the file and the field, raised before any tria
 from __future__ import annotations
 
 import importlib.resources
+import re
 from pathlib import Path
 from typing import Annotated, Literal
 
@@ -222,6 +223,19 @@ def shipped() -> dict[str, Path]:
     return {p.name[:-5]: Path(str(p)) for p in root.iterdir() if p.name.endswith(".toml")}
 
 
+def recorded_names() -> dict[str, Path]:
+    """Shipped contracts by the `name` their records carry, where it is not the file's name
+    (minilm-memory.toml is `minilm-embedding-memory` in its sprints' ids and chains): a name copied
+    from a record or a report loads the same contract. The names stay as they are: the shipped
+    evidence was signed under them, and a renamed contract would no longer meet its own chains."""
+    out = {}
+    for file_name, path in shipped().items():
+        m = re.search(r'^name\s*=\s*"([^"]+)"', path.read_text(), re.M)
+        if m and m.group(1) != file_name:
+            out[m.group(1)] = path
+    return out
+
+
 def load(ref: str | Path, project=None) -> Contract:
     """A contract from a TOML file path (within the config-file limit of `project`, the
     command's Settings), or a shipped contract's name; with `project`, its relative clauses
@@ -234,7 +248,7 @@ def read(ref: str | Path, project=None) -> Contract:
     """A contract as its file states it (relative clauses unresolved)."""
     path = Path(ref)
     if not path.is_file():
-        named = shipped().get(str(ref))
+        named = shipped().get(str(ref)) or recorded_names().get(str(ref))
         if named is None and not path.exists():
             raise ContractError(f"no contract file or shipped contract named {str(ref)!r} "
                               f"(shipped: {', '.join(sorted(shipped()))})", source=str(ref))

@@ -185,3 +185,23 @@ def test_partner_evaluation_without_space_names_what_to_give(luma_home):
     assert result.exit_code == 1 and result.stdout == ""
     assert result.stderr.startswith("Error: --space: no shipped space prices accelerator_type 'acme-x1'")
     assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_partner_report_under_the_sprint_contract_decoder_kv_says_what_it_projects(luma_home, tmp_path):
+    out = run("report", "partner", str(KV), "--contract", "decoder-kv", "--state",
+              "accelerator_type=nvidia-h100-sxm5-80gb,accelerator_count=4,precision=fp8", "--out", str(tmp_path / "r"))
+    assert "matrix.json" in out.stdout
+    report = (tmp_path / "r" / "report.md").read_text()
+    assert "decoder-kv is a sprint contract (decoder-kv-capacity): its clauses and load are applied to llama-2-70b" \
+        in report and "its own dimension (kv_cache) is not modelled" in report
+    assert "kv_cache dimension is not modelled" in " ".join(run("report", "partner", "--help").stdout.split())
+
+
+@pytest.mark.parametrize("contract, what", [("llamacpp-tinyllama-kv", "an engine behind an OpenAI-compatible endpoint"),
+                                            ("minilm-memory", "the embedding service on this host")])
+def test_a_sprint_contract_the_model_cannot_serve_is_refused_naming_the_ones_it_can(luma_home, tmp_path, contract, what):
+    out = run("report", "partner", str(KV), "--contract", contract, "--state",
+              "accelerator_type=nvidia-h100-sxm5-80gb,accelerator_count=4", "--out", str(tmp_path / "r"), ok=False)
+    assert out.exit_code == 2 and "Invalid value for --contract" in out.output
+    assert what in out.output and "decoder-kv, llm-chat, llm-long-context" in out.output
+    assert not (tmp_path / "r").exists()

@@ -87,6 +87,17 @@ def test_a_unit_column_that_is_not_all_absorbed_stays():
     assert rows[0][columns.index("passLevel")].text == "1.5 GiB"
 
 
+def test_a_frontier_shift_reads_in_human_units():
+    head = ["dimension", "before", "after", "unit", "absoluteChange", "relativeChange"]
+    row = {"dimension": _lit("host_memory"), "before": _lit(117440512, "decimal"), "after": _lit(100663296, "decimal"),
+           "unit": _uri("http://qudt.org/vocab/unit/BYTE"), "absoluteChange": _lit(-16777216, "decimal"),
+           "relativeChange": _lit(-0.142857, "decimal")}
+    for unit in (row["unit"], _lit("BYTE")):  # the IRI, or its name as frontier-shifts gives it
+        shown, rows = cells({"head": {"vars": head}, "results": {"bindings": [{**row, "unit": unit}]}})
+        assert shown == ["dimension", "before", "after", "absoluteChange", "relativeChange"]
+        assert [c.text for c in rows[0]] == ["host_memory", "112 MiB", "96 MiB", "-16 MiB", "-0.1429"]
+
+
 def test_fitting_wraps_headers_before_it_folds_values():
     # natural widths from long headers, values narrow: the headers give way first
     assert fit([9, 9, 15], [5, 5, 15], [5, 5, 12], 38) == [9, 9, 15]  # 2 columns between cells

@@ -151,6 +151,12 @@ def test_design_in_report_has_every_class_section(full_home, tmp_path):
     assert "nvidia-h100-sxm5-80gb" in md and "p95_latency" in md  # a spec sheet, a model error fact
 
 
+def test_design_in_summary_counts_the_remedies_its_table_lists(full_home):
+    rep = _build(full_home["home"], "design-in")
+    listed = next(t for t in rep.tables() if t.id == "table-remedies")
+    assert dict(rep.facts)["Recurring remedies"] == str(len(listed.rows)) and listed.rows
+
+
 @pytest.mark.slow
 def test_both_reports_render_from_the_demo_kb(demo_home, tmp_path):
     b = _report(demo_home, tmp_path / "b", "boundary", "--latest")
