@@ -5,13 +5,15 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
+from luma.cli.output import console as output_console
+
 
 def _ms(value: float | None) -> str:
     return "" if value is None else f"{value * 1000:,.1f}"
 
 
 def print_bench(results: list[dict]) -> None:
-    console = Console()
+    console = output_console()
     ingest = Table(title="Ingest end to end (validation + ledger + KB) vs raw pyoxigraph bulk_load, same triples, same run")
     for col in ("records", "measured", "quads", "ingest s", "without the gate s", "gate cost", "records/s", "quads/s",
                 "raw bulk_load s", "ratio", "peak RSS MB", "phases s"):
