@@ -1,5 +1,5 @@
 """The `luma` command: one click group per layer, each command loaded when it runs (cli/groups.py);
-LumaError becomes one line and exit code 1."""
+LumaError becomes one line and exit code 1 (2 for a usage mistake), Ctrl-C one line and 130."""
 
 from __future__ import annotations
 
@@ -10,7 +10,9 @@ import click
 
 from luma import __version__
 from luma.cli.groups import TOP
+from luma.cli.interrupt import Interrupted
 from luma.cli.lazy import LazyGroup
+from luma.cli.output import ERROR_PREFIX
 from luma.cli.project import remember_options
 from luma.errors import LumaError
 from luma.extras import from_import_error
@@ -20,11 +22,15 @@ from luma.privacy import private_umask
 class LumaGroup(LazyGroup):
     """Turns every LumaError raised below into a one-line message and exit code 1; so too a
     missing optional extra and an operating-system error (a file or directory that cannot be
-    made, read or written), which name what to do or the path at fault."""
+    made, read or written), which name what to do or the path at fault. Ctrl-C becomes one
+    `Error: interrupted` line and exit code 130 (click's own `Aborted!` said nothing of what was
+    kept; a command that keeps partial results raises cli/interrupt.py's Interrupted saying so)."""
 
     def invoke(self, ctx):
         try:
             return super().invoke(ctx)
+        except KeyboardInterrupt:
+            raise Interrupted() from None
         except LumaError as exc:
             raise click.ClickException("\n".join(exc.lines())) from None
         except ModuleNotFoundError as exc:
@@ -76,9 +82,9 @@ def main() -> None:
     """Console-script entry point."""
     try:
         cli.main(prog_name="luma")
-    except KeyboardInterrupt:
-        click.echo("interrupted", err=True)
-        sys.exit(130)
+    except KeyboardInterrupt:  # before a command runs (LumaGroup.invoke handles it from there)
+        click.echo(f"{ERROR_PREFIX}interrupted", err=True)
+        sys.exit(Interrupted.exit_code)
 
 
 if __name__ == "__main__":

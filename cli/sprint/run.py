@@ -9,6 +9,7 @@ from pathlib import Path
 import click
 from rich.console import Console
 
+from luma.cli.interrupt import Interrupted, sprint_kept
 from luma.cli.output import format_option, print_rows
 from luma.cli.progress import trials
 from luma.cli.project import WRITE, project, settings as command_settings
@@ -52,8 +53,12 @@ def run_cmd(contract_ref, matrix_path, dimension, levels, intervention, repetiti
                              start_level)
     if start_level is None and (matrix_path is None or plan.start is None):
         plan.start = print_model_start(plan, settings.home, use_model, err)
-    with trials("sprint run", sprint_trials(plan), err) as progress:
-        out = run_sprint(plan, settings, record, progress).summary
+    sprint_id = plan.new_id()  # named here: a Ctrl-C says which folder kept the trials
+    try:
+        with trials("sprint run", sprint_trials(plan), err) as progress:
+            out = run_sprint(plan, settings, record, progress, sprint_id=sprint_id).summary
+    except KeyboardInterrupt:
+        raise Interrupted(sprint_kept(settings.home / "sprints" / sprint_id, record)) from None
     if fmt == "json":
         click.echo(json.dumps(out, indent=2, default=str))
         return
