@@ -32,7 +32,9 @@ class LumaGroup(LazyGroup):
         except KeyboardInterrupt:
             raise Interrupted() from None
         except LumaError as exc:
-            raise click.ClickException("\n".join(exc.lines())) from None
+            error = click.ClickException("\n".join(exc.lines()))
+            error.exit_code = exc.exit_code  # 2: a usage mistake (luma/errors.py)
+            raise error from None
         except ModuleNotFoundError as exc:
             missing = from_import_error(exc)
             if missing is None:

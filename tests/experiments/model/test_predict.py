@@ -119,7 +119,6 @@ def test_llm_predict_through_the_cli(luma_home, fixture_space):
     ("warp=9", "unknown axis 'warp'"),
     ("variant=int3", "unknown variant"),
     ("kv_cache=1 MiB", "has no kv_cache"),
-    ("accelerator_count=2", "belongs to an LLM space"),
 ])
 def test_bad_service_states_are_one_line_errors(luma_home, state, message):
     result = _run("model", "predict", "matvec-memory", "--state", state)
