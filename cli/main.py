@@ -12,7 +12,6 @@ from luma import __version__
 from luma.cli.groups import TOP
 from luma.cli.interrupt import Interrupted
 from luma.cli.lazy import LazyGroup
-from luma.cli.output import ERROR_PREFIX
 from luma.cli.project import remember_options
 from luma.errors import LumaError
 from luma.extras import from_import_error
@@ -85,8 +84,9 @@ def main() -> None:
     try:
         cli.main(prog_name="luma")
     except KeyboardInterrupt:  # before a command runs (LumaGroup.invoke handles it from there)
-        click.echo(f"{ERROR_PREFIX}interrupted", err=True)
-        sys.exit(Interrupted.exit_code)
+        error = Interrupted()
+        error.show()
+        sys.exit(error.exit_code)
 
 
 if __name__ == "__main__":
