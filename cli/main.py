@@ -10,10 +10,9 @@ import click
 
 from luma import __version__
 from luma.cli.groups import TOP
-from luma.cli.interrupt import Interrupted
 from luma.cli.lazy import LazyGroup
 from luma.cli.project import remember_options
-from luma.errors import LumaError
+from luma.errors import Interrupted, LumaError
 from luma.extras import from_import_error
 from luma.privacy import private_umask
 
@@ -23,17 +22,15 @@ class LumaGroup(LazyGroup):
     missing optional extra and an operating-system error (a file or directory that cannot be
     made, read or written), which name what to do or the path at fault. Ctrl-C becomes one
     `Error: interrupted` line and exit code 130 (click's own `Aborted!` said nothing of what was
-    kept; a command that keeps partial results raises cli/interrupt.py's Interrupted saying so)."""
+    kept; a command that keeps partial results raises luma.errors.Interrupted saying so)."""
 
     def invoke(self, ctx):
         try:
             return super().invoke(ctx)
         except KeyboardInterrupt:
-            raise Interrupted() from None
+            raise _error(Interrupted()) from None
         except LumaError as exc:
-            error = click.ClickException("\n".join(exc.lines()))
-            error.exit_code = exc.exit_code  # 2: a usage mistake (luma/errors.py)
-            raise error from None
+            raise _error(exc) from None
         except ModuleNotFoundError as exc:
             missing = from_import_error(exc)
             if missing is None:
@@ -48,6 +45,13 @@ class LumaGroup(LazyGroup):
             sys.exit(1)
         except OSError as exc:
             raise click.ClickException(_os_error(exc)) from None
+
+
+def _error(exc: LumaError) -> click.ClickException:
+    """The one `Error:` message of `exc`, with its exit code (2: a usage mistake; luma/errors.py)."""
+    error = click.ClickException("\n".join(exc.lines()))
+    error.exit_code = exc.exit_code
+    return error
 
 
 def _os_error(exc: OSError) -> str:
@@ -84,7 +88,7 @@ def main() -> None:
     try:
         cli.main(prog_name="luma")
     except KeyboardInterrupt:  # before a command runs (LumaGroup.invoke handles it from there)
-        error = Interrupted()
+        error = _error(Interrupted())
         error.show()
         sys.exit(error.exit_code)
 

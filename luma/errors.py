@@ -44,6 +44,7 @@ or gave a parameter no rule declares), as click exits for a bad option:
                               does not exist (exit code 2)
         TensorError           a tensor or quantisation setting given to a kernel is invalid
         MissingExtra          an optional extra of the install is not there
+        Interrupted           Ctrl-C stopped the command; says what it kept (exit code 130)
 
 Leaves that were once a ValueError or RuntimeError stay one too, so a caller that catches the
 built-in type still does. Three private parse signals stay outside the tree, beside the parser
@@ -286,3 +287,14 @@ class MissingExtra(LumaError):
         self.extra, self.module = extra, module
         who = f"{what} needs" if what else "this needs"
         super().__init__(f"{who} the {extra} extra ({module} is not installed): pip install -e '.[{extra}]'")
+
+
+class Interrupted(LumaError):
+    """Ctrl-C stopped the command: `interrupted`, or `interrupted: WHAT IT KEPT`. Exit code 130
+    (128 + SIGINT, as a shell reports a command SIGINT stopped): a script tells it from a
+    failure (1) and a usage mistake (2)."""
+
+    exit_code = 130
+
+    def __init__(self, kept: str | None = None):
+        super().__init__("interrupted" + (f": {kept}" if kept else ""))

@@ -9,12 +9,13 @@ from pathlib import Path
 import click
 from rich.console import Console
 
-from luma.cli.interrupt import Interrupted, sprint_kept
 from luma.cli.output import format_option, print_rows
 from luma.cli.progress import trials
 from luma.cli.project import WRITE, project, settings as command_settings
 from luma.cli.states import parse_levels
+from luma.errors import Interrupted
 from luma.experiments.sprint import matrix as matrix_mod
+from luma.experiments.sprint.history import kept
 from luma.experiments.sprint.run import contract_plan, matrix_plan, model_start, run_sprint, sprint_trials
 from luma.reports.fmt import bytes_text
 
@@ -58,7 +59,7 @@ def run_cmd(contract_ref, matrix_path, dimension, levels, intervention, repetiti
         with trials("sprint run", sprint_trials(plan), err) as progress:
             out = run_sprint(plan, settings, record, progress, sprint_id=sprint_id).summary
     except KeyboardInterrupt:
-        raise Interrupted(sprint_kept(settings.home / "sprints" / sprint_id, record)) from None
+        raise Interrupted(kept(settings.home / "sprints" / sprint_id, record)) from None
     if fmt == "json":
         click.echo(json.dumps(out, indent=2, default=str))
         return

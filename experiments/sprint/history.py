@@ -61,6 +61,17 @@ def entry(folder: Path) -> SprintEntry:
                        str(folder))
 
 
+def kept(folder: Path, recorded: bool) -> str:
+    """What an interrupted sprint left in its folder: its trials (ingested when the sprint records)
+    and whether its chain was written."""
+    trials = len(list(folder.glob("trial-*.json"))) if folder.is_dir() else 0
+    if not trials:
+        return "no trial kept, no chain"
+    chain = "chain written" if (folder / "chain.json").exists() else "no chain"
+    return (f"{trials} trial{'s' if trials != 1 else ''} kept in {folder} "
+            f"({'ingested' if recorded else 'not ingested'}), {chain}")
+
+
 def _boundary(s: dict) -> str:
     text = f"minimum PASS {s.get('min_pass')}, adjacent FAIL {s.get('adjacent_fail')}"
     if s.get("binding"):

@@ -12,7 +12,7 @@ import time
 
 from click.testing import CliRunner
 
-from luma.cli.interrupt import EXIT_CODE
+from luma.errors import Interrupted
 from luma.cli.main import cli
 
 
@@ -24,7 +24,7 @@ def test_any_command_interrupted_prints_one_error_line(luma_home, monkeypatch):
 
     monkeypatch.setattr(contract, "shipped", interrupted)
     result = CliRunner().invoke(cli, ["sprint", "contracts"])
-    assert result.exit_code == EXIT_CODE == 130
+    assert result.exit_code == Interrupted.exit_code == 130
     assert result.output == "Error: interrupted\n"
 
 
