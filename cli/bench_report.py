@@ -5,13 +5,15 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
+from luma.cli.output import console as output_console
+
 
 def _ms(value: float | None) -> str:
     return "" if value is None else f"{value * 1000:,.1f}"
 
 
 def print_bench(results: list[dict]) -> None:
-    console = Console()
+    console = output_console()
     ingest = Table(title="Ingest end to end (validation + ledger + KB) vs raw pyoxigraph bulk_load, same triples, same run")
     for col in ("records", "measured", "quads", "ingest s", "without the gate s", "gate cost", "records/s", "quads/s",
                 "raw bulk_load s", "ratio", "peak RSS MB", "phases s"):
@@ -45,6 +47,8 @@ def print_bench(results: list[dict]) -> None:
             rq = rd.get("queries", {}).get(name)
             if rq is None:
                 rtext = rd.get("skipped") or rd.get("error") or "not run"
+            elif "error" in rq:
+                rtext = f"failed: {rq['error'].split(':')[0]}"  # the whole message follows the tables
             elif "timeout_s" in rq:
                 rtext = f"> {rq['timeout_s'] * 1000:,.0f} (timeout)"
             else:
@@ -58,6 +62,9 @@ def print_bench(results: list[dict]) -> None:
         rd = r.get("rdflib", {})
         if "load_s" in rd:
             console.print(f"rdflib in-memory load of {r['quads']:,} quads: {rd['load_s']:.1f} s, peak RSS {rd['peak_rss_mb']:,.0f} MB")
+        for name, q in rd.get("queries", {}).items():
+            if "error" in q:
+                console.print(f"rdflib refused {name} ({r['records']:,} records): {q['error']}", markup=False)
 
 
 def _print_paging(console: Console, results: list[dict]) -> None:

@@ -7,6 +7,7 @@ import json
 
 import click
 
+from luma.cli.output import console as output_console
 from luma.cli.output import format_option, print_rows
 from luma.cli.project import NONE, OPTIONAL, project, settings
 from luma.errors import UnknownName
@@ -72,10 +73,9 @@ def _print_list(rows: list[dict]) -> None:
     """The list as a compact table; names never wrap (they are what `show` takes). On a narrow
     terminal the less used columns go and a `*` marks machines recorded in this project."""
     from rich import box
-    from rich.console import Console
     from rich.table import Table
 
-    console = Console(soft_wrap=False)
+    console = output_console()
     heads = dict(_TABLE_HEADS)
     narrow = console.width < 110
     if narrow:

@@ -1,5 +1,5 @@
 """The `luma` command: one click group per layer, each command loaded when it runs (cli/groups.py);
-LumaError becomes one line and exit code 1."""
+LumaError becomes one line and exit code 1 (2 for a usage mistake), Ctrl-C one line and 130."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from luma import __version__
 from luma.cli.groups import TOP
 from luma.cli.lazy import LazyGroup
 from luma.cli.project import remember_options
-from luma.errors import LumaError
+from luma.errors import Interrupted, LumaError
 from luma.extras import from_import_error
 from luma.privacy import private_umask
 
@@ -20,13 +20,17 @@ from luma.privacy import private_umask
 class LumaGroup(LazyGroup):
     """Turns every LumaError raised below into a one-line message and exit code 1; so too a
     missing optional extra and an operating-system error (a file or directory that cannot be
-    made, read or written), which name what to do or the path at fault."""
+    made, read or written), which name what to do or the path at fault. Ctrl-C becomes one
+    `Error: interrupted` line and exit code 130 (click's own `Aborted!` said nothing of what was
+    kept; a command that keeps partial results raises luma.errors.Interrupted saying so)."""
 
     def invoke(self, ctx):
         try:
             return super().invoke(ctx)
+        except KeyboardInterrupt:
+            raise _error(Interrupted()) from None
         except LumaError as exc:
-            raise click.ClickException("\n".join(exc.lines())) from None
+            raise _error(exc) from None
         except ModuleNotFoundError as exc:
             missing = from_import_error(exc)
             if missing is None:
@@ -41,6 +45,13 @@ class LumaGroup(LazyGroup):
             sys.exit(1)
         except OSError as exc:
             raise click.ClickException(_os_error(exc)) from None
+
+
+def _error(exc: LumaError) -> click.ClickException:
+    """The one `Error:` message of `exc`, with its exit code (2: a usage mistake; luma/errors.py)."""
+    error = click.ClickException("\n".join(exc.lines()))
+    error.exit_code = exc.exit_code
+    return error
 
 
 def _os_error(exc: OSError) -> str:
@@ -76,9 +87,10 @@ def main() -> None:
     """Console-script entry point."""
     try:
         cli.main(prog_name="luma")
-    except KeyboardInterrupt:
-        click.echo("interrupted", err=True)
-        sys.exit(130)
+    except KeyboardInterrupt:  # before a command runs (LumaGroup.invoke handles it from there)
+        error = _error(Interrupted())
+        error.show()
+        sys.exit(error.exit_code)
 
 
 if __name__ == "__main__":

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import sys
 from collections.abc import Sequence
@@ -60,6 +61,33 @@ def raw_requested() -> bool:
     return bool(ctx is not None and ctx.meta.get(_RAW_KEY))
 
 
+#: The width of a table written to a file or a pipe when COLUMNS is not set: wide enough that no
+#: cell folds or is cut (rich would otherwise assume 80 columns and fold `trial` into `tria/l`); a
+#: table is then as wide as its widest row, as a CI log or `less -S` shows it best.
+UNBOUNDED = 100_000
+
+
+def table_width(stream=None) -> int | None:
+    """The width a table is laid out in on `stream` (stdout by default): None (the terminal's, or
+    COLUMNS when set) on a terminal or where COLUMNS is set, else UNBOUNDED."""
+    stream = sys.stdout if stream is None else stream
+    if os.environ.get("COLUMNS", "").strip().isdigit():
+        return None  # rich honours COLUMNS itself
+    try:
+        return None if stream.isatty() else UNBOUNDED
+    except (AttributeError, ValueError):  # a closed or odd stream: as a file
+        return UNBOUNDED
+
+
+def console(*, stderr: bool = False, width: int | None = None):
+    """A rich Console for tables: `width` when given, else the terminal's on a terminal, COLUMNS
+    when set, and no width limit on a file or pipe (table_width). Every table the CLI prints goes
+    through one of these."""
+    from rich.console import Console  # reason: rich loads only for commands that print a table
+
+    return Console(stderr=stderr, width=width or table_width(sys.stderr if stderr else sys.stdout), soft_wrap=False)
+
+
 def print_rows(rows: list[dict], columns: Sequence[str], fmt: str, title: str | None = None,
                raw: bool | None = None) -> None:
     """Print plain rows (dicts of scalars) as a table, a JSON array, or CSV (formula-leading text
@@ -69,7 +97,6 @@ def print_rows(rows: list[dict], columns: Sequence[str], fmt: str, title: str | 
     elif fmt == "csv":
         click.echo(rows_csv(rows, columns, raw_requested() if raw is None else raw), nl=False)
     else:
-        from rich.console import Console
         from rich.table import Table
 
         table = Table(title=title, show_lines=False)
@@ -77,7 +104,7 @@ def print_rows(rows: list[dict], columns: Sequence[str], fmt: str, title: str | 
             table.add_column(col, overflow="fold")
         for row in rows:
             table.add_row(*(_cell(row.get(c)) for c in columns))
-        Console(soft_wrap=False).print(table)
+        console().print(table)
 
 
 def _cell(value) -> str:

@@ -8,10 +8,12 @@ passes a `Tracker` as that callback. The time left is estimated per kind of step
 steps of that kind already done — a fixed cost plus a cost per unit once two sizes are known
 (a bench's 100k-record step from its 1k and 10k ones), in proportion to the units with one —
 else from all steps done so far. On a terminal it is a live line; elsewhere (a log, a pipe) one
-line per step."""
+line per step, and a step that runs long without a message (a sprint's "preparing artifacts"
+training a model for 81 s) says it is still running every `beat` seconds, with the time elapsed."""
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable
 
@@ -23,8 +25,7 @@ from rich.text import Text
 
 def clock(seconds: float) -> str:
     """`1:02:03`, `4:05` or `12 s`."""
-    s = int(round(max(seconds, 0)))
-    if s < 60:
+    if (s := int(round(max(seconds, 0)))) < 60:
         return f"{s} s"
     h, rest = divmod(s, 3600)
     return f"{h}:{rest // 60:02d}:{rest % 60:02d}" if h else f"{rest // 60}:{rest % 60:02d}"
@@ -37,11 +38,19 @@ class Tracker:
     it is done) unless `ends` is given: then only a message for which `ends(message)` is true
     finishes the current step, and other messages just say what runs. More steps than planned
     extend the plan by steps like the last one (the plan of a sprint is an upper bound, of a
-    re-run an estimate)."""
+    re-run an estimate). `beat`: seconds without a line after which a log or pipe is told the step
+    still runs."""
+
+    BEAT = 30.0
 
     def __init__(self, title: str, plan: list[tuple[str, float]], *, unit: str = "step",
-                 ends: Callable[[str], bool] | None = None, console: Console | None = None):
+                 ends: Callable[[str], bool] | None = None, console: Console | None = None,
+                 beat: float | None = None):
         self.title, self.unit, self._ends = title, unit, ends
+        self.beat = self.BEAT if beat is None else beat
+        self._quiet_since = time.monotonic()  # when the last line was printed (logs and pipes)
+        self._stop = threading.Event()
+        self._beater: threading.Thread | None = None
         self.plan = list(plan) or [("step", 1.0)]
         self.console = console or Console(stderr=True)
         self.done = 0  # steps finished
@@ -57,18 +66,15 @@ class Tracker:
 
     def __call__(self, message: str) -> None:
         message = str(message)
-        if self._ends is None:
-            if self._begun:
-                self._finish_step()
-            self._begun = True
-        elif self._ends(message):
+        if (self._ends is None and self._begun) or (self._ends is not None and self._ends(message)):
             self._finish_step()
+        self._begun = True
         self.message = message
         self._show(new_step=self._ends is None or not self._ends(message))
 
     def log(self, text: str) -> None:
         """A line that stays (a trial's verdict), above the live line."""
-        self.console.print(text, soft_wrap=True, highlight=False)
+        self._line(text)
 
     # -- estimate -----------------------------------------------------------------------------
 
@@ -113,8 +119,7 @@ class Tracker:
     def status(self) -> str:
         if self.finished is not None:
             return f"done in {clock(self.finished)}"
-        left = self.remaining()
-        eta = "ETA -" if left is None else f"ETA ~{clock(left)}"
+        eta = "ETA -" if (left := self.remaining()) is None else f"ETA ~{clock(left)}"
         return (f"{self.unit} {min(self.done + 1, self.total)}/{self.total} · {clock(time.monotonic() - self.started)} "
                 f"elapsed · {eta}")
 
@@ -124,7 +129,16 @@ class Tracker:
         if self._live is not None:
             self._live.update(self._task, description=self.message, completed=self.done, total=self.total)
         elif new_step:
-            self.console.print(f"{self.title}: {self.status()} · {self.message}", soft_wrap=True, highlight=False)
+            self._line(f"{self.title}: {self.status()} · {self.message}")
+
+    def _line(self, text: str) -> None:
+        self._quiet_since = time.monotonic()
+        self.console.print(text, soft_wrap=True, highlight=False)
+
+    def _heartbeat(self) -> None:  # logs and pipes only: a live line shows the time elapsed itself
+        while not self._stop.wait(min(self.beat, 1.0)):
+            if time.monotonic() - self._quiet_since >= self.beat:
+                self._line(f"{self.title}: {self.status()} · still {self.message}")
 
     def __enter__(self) -> "Tracker":
         if self.console.is_terminal:
@@ -134,10 +148,16 @@ class Tracker:
                                   console=self.console, transient=False, expand=True)
             self._live.start()
             self._task = self._live.add_task(self.message, total=self.total)
-        self.started = self._step_start = time.monotonic()
+        self.started = self._step_start = self._quiet_since = time.monotonic()
+        if self._live is None and self.beat > 0:
+            self._beater = threading.Thread(target=self._heartbeat, name=f"{self.title} progress", daemon=True)
+            self._beater.start()
         return self
 
     def __exit__(self, exc_type, *exc) -> None:
+        self._stop.set()
+        if self._beater is not None:
+            self._beater.join()
         if exc_type is None:
             self.finished = time.monotonic() - self.started
         if self._live is not None:
@@ -162,15 +182,10 @@ class _Status(ProgressColumn):
 
 def sizes_plan(sizes: list[int], rdflib_max: int) -> list[tuple[str, float]]:
     """The steps of a bench over record counts: LUMA's run per size, rdflib's where it runs."""
-    plan: list[tuple[str, float]] = []
-    for n in sizes:
-        plan.append(("luma", float(n)))
-        if n <= rdflib_max:
-            plan.append(("rdflib", float(n)))
-    return plan
+    return [(kind, float(n)) for n in sizes for kind in ("luma", "rdflib") if kind == "luma" or n <= rdflib_max]
 
 
-def trials(title: str, expected: int, console: Console) -> Tracker:
+def trials(title: str, expected: int, console: Console, beat: float | None = None) -> Tracker:
     """The progress line of a command that runs physical trials: a message with `->` is a
     trial's verdict (kept on screen), any other says what runs."""
 
@@ -181,4 +196,4 @@ def trials(title: str, expected: int, console: Console) -> Tracker:
                 self.log(f"  {message}")
 
     return Trials(title, [("trial", 1.0)] * max(expected, 1), unit="trial", ends=lambda m: "->" in str(m),
-                  console=console)
+                  console=console, beat=beat)

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import re
 
+from luma.cli.output import console as output_console
 from luma.cli.sparql_cells import Cell, cells
 
 #: Narrowest a folding text column gets before the answer is shown one block per row.
@@ -71,11 +72,10 @@ def fit(natural: list[int], values: list[int], floor: list[int], room: int) -> l
 def print_table(answer: dict, width: int | None = None) -> None:
     """A SPARQL JSON answer for people, fitted to `width` columns (default: the terminal's)."""
     from rich import box
-    from rich.console import Console
     from rich.table import Table
     from rich.text import Text
 
-    console = Console(soft_wrap=False, width=width)
+    console = output_console(width=width)
     if "boolean" in answer:
         console.print("true" if answer["boolean"] else "false")
         return

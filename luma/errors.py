@@ -2,12 +2,16 @@
 
 Every error names what is at fault (a file, a field, a query) so that the CLI can print one
 line and exit non-zero without a traceback. Every exception LUMA raises on purpose is defined
-here, one leaf per kind of fault (tests/test_library_errors.py keeps it so):
+here, one leaf per kind of fault (tests/test_library_errors.py keeps it so). The CLI exits with
+the error's `exit_code`: 1, a failure; 2, a usage mistake (the caller named what does not exist,
+or gave a parameter no rule declares), as click exits for a bad option:
 
     LumaError                 base: `one_line()`, exit code 1
         ConfigError           a setting (environment variable, URL, project directory, size) is invalid
             ContractError     an experiment's description (contract, space, matrix, campaign, trace,
                               sprint or pilot options, model table) is invalid or names the unknown
+                UnknownContract   a contract reference is neither a file nor a shipped contract
+                              (also an UnknownName: exit code 2)
             StateError        a machine state (a dimension and its level) is malformed or not enforceable
             HardwareError     a machine description is invalid, or this host lacks the hardware asked for
                 CharacterizeError   a measurement of this host failed
@@ -23,7 +27,7 @@ here, one leaf per kind of fault (tests/test_library_errors.py keeps it so):
             StoreBusy         the embedded KB is held by another luma process
         LedgerError           the evidence ledger refused or failed an operation
         RuleError             a rule file, a rule parameter or the rule graph is invalid
-            BadParam          a parameter override no rule declares, or of the wrong type
+            BadParam          a parameter override no rule declares, or of the wrong type (exit code 2)
                 BelowFloor    a parameter value below its rule's floor outside an exploratory run
         RulesNotRun           a reader of derived facts found none: the rules have not run
         NothingToReport       the KB holds nothing a report could be made of
@@ -36,9 +40,11 @@ here, one leaf per kind of fault (tests/test_library_errors.py keeps it so):
             StateFailed       a library state's server did not start
             BadRequest        a malformed or unauthorised control-socket line
             UnsafeSocketFolder  the control socket's folder is not private
-        UnknownName           a named thing (named query, backend scheme, format) does not exist
+        UnknownName           a named thing (named query, machine, contract, backend scheme, format)
+                              does not exist (exit code 2)
         TensorError           a tensor or quantisation setting given to a kernel is invalid
         MissingExtra          an optional extra of the install is not there
+        Interrupted           Ctrl-C stopped the command; says what it kept (exit code 130)
 
 Leaves that were once a ValueError or RuntimeError stay one too, so a caller that catches the
 built-in type still does. Three private parse signals stay outside the tree, beside the parser
@@ -194,6 +200,8 @@ class BadParam(RuleError):
     """A parameter override (`--param name=value`) that no rule declares or whose value is not of
     the parameter's type: the caller's input is at fault, so the CLI treats it as a usage error."""
 
+    exit_code = 2
+
 
 class BelowFloor(BadParam):
     """A parameter value below its rule's floor, outside an exploratory run (canonical rule 5: one
@@ -255,7 +263,17 @@ class UnsafeSocketFolder(PilotError):
 
 
 class UnknownName(LumaError):
-    """A named thing (named query, backend scheme, format) does not exist."""
+    """A named thing (named query, machine, contract, backend scheme, format) does not exist: the
+    name came from the caller, so the CLI treats it as a usage error (exit code 2)."""
+
+    exit_code = 2
+
+
+class UnknownContract(ContractError, UnknownName):
+    """A contract reference that is neither a contract file nor a shipped contract's name: a
+    ContractError to the code that loads contracts, an UnknownName (exit code 2) to the CLI."""
+
+    exit_code = 2
 
 
 class TensorError(LumaError):
@@ -269,3 +287,14 @@ class MissingExtra(LumaError):
         self.extra, self.module = extra, module
         who = f"{what} needs" if what else "this needs"
         super().__init__(f"{who} the {extra} extra ({module} is not installed): pip install -e '.[{extra}]'")
+
+
+class Interrupted(LumaError):
+    """Ctrl-C stopped the command: `interrupted`, or `interrupted: WHAT IT KEPT`. Exit code 130
+    (128 + SIGINT, as a shell reports a command SIGINT stopped): a script tells it from a
+    failure (1) and a usage mistake (2)."""
+
+    exit_code = 130
+
+    def __init__(self, kept: str | None = None):
+        super().__init__("interrupted" + (f": {kept}" if kept else ""))

@@ -9,9 +9,7 @@ from __future__ import annotations
 
 import json
 import resource
-import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -24,7 +22,7 @@ from luma.kb.trust import runners
 from luma.rules.analysis import analyse, strata
 from luma.rules.engine import Engine
 from luma.rules.loader import load_all, render
-from luma.rules.pipeline_bench import run_child
+from luma.rules.pipeline_bench import run_child, scratch
 from luma.settings import Settings
 
 #: Share of the synthetic chains that name their software (kb/records/synthetic.py).
@@ -117,20 +115,19 @@ def run_bench(sizes: list[int], extra: int = 1000, rdflib_max: int = 1000, rdfli
               progress=None, repeat: int = 5) -> list[dict]:
     results = []
     for n in sizes:
-        workdir = Path(tempfile.mkdtemp(prefix=f"luma-rules-bench-{n}-"))
-        if progress:
-            progress(f"{n} chains: ingest, full run, re-run, {repeat} x +{extra} chains")
-        res = _child(["luma", str(n), str(extra), str(workdir), "1" if n <= rdflib_max else "0", str(repeat)])
-        if n <= rdflib_max and "error" not in res:
+        with scratch(f"luma-rules-bench-{n}-") as workdir:  # removed even on Ctrl-C
             if progress:
-                progress(f"{n} chains: rdflib in-memory")
-            res["rdflib"] = _child(["rdflib", str(workdir)], timeout=rdflib_timeout)
-            progress_file = workdir / "rdflib-progress.json"
-            if "error" in res["rdflib"] and progress_file.exists():
-                res["rdflib"]["rules_finished"] = json.loads(progress_file.read_text())
-        else:
-            res["rdflib"] = {"skipped": f"over --rdflib-max {rdflib_max}"}
-        subprocess.run(["rm", "-rf", str(workdir)], check=False)
+                progress(f"{n} chains: ingest, full run, re-run, {repeat} x +{extra} chains")
+            res = _child(["luma", str(n), str(extra), str(workdir), "1" if n <= rdflib_max else "0", str(repeat)])
+            if n <= rdflib_max and "error" not in res:
+                if progress:
+                    progress(f"{n} chains: rdflib in-memory")
+                res["rdflib"] = _child(["rdflib", str(workdir)], timeout=rdflib_timeout)
+                progress_file = workdir / "rdflib-progress.json"
+                if "error" in res["rdflib"] and progress_file.exists():
+                    res["rdflib"]["rules_finished"] = json.loads(progress_file.read_text())
+            else:
+                res["rdflib"] = {"skipped": f"over --rdflib-max {rdflib_max}"}
         results.append(res)
     return results
 

@@ -53,9 +53,7 @@ def run(sparql, query_file, query_name, list_names, timeout, memory, scope, expl
         flag = _FLAGS.get(exc.field) or (exc.source if exc.source in _FLAGS.values() else None)
         if flag is None:
             raise
-        if flag == "--name":  # not a malformed value: a name this LUMA does not ship (exit 1)
-            raise click.ClickException(f"{flag}: {exc.message}") from None
-        raise click.BadParameter(exc.message, param_hint=flag) from None
+        raise click.BadParameter(exc.message, param_hint=flag) from None  # a usage mistake, exit 2
     # LUMA's usual prefixes (`luma:` …) are declared in front; the check sees the text that runs.
     checked = check_user_query(sparql, source)
     limits = QueryLimits(timeout, memory_limit, settings.query_answer_bytes, settings.require_sandbox)

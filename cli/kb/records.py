@@ -22,6 +22,7 @@ from luma.kb.records.observations import table as observation_table
 from luma.kb.records.schema import schema_text
 from luma.kb.vocab import LOADABLE_CLASSES
 from luma.privacy import tighten
+from luma.rules.state import DERIVED
 
 
 _EXTENSIONS = {
@@ -130,8 +131,19 @@ def rebuild() -> None:
     require()  # a rebuild needs a ledger to rebuild from
     t0 = time.perf_counter()
     with open_for_writing(sync=False) as base:
+        derived = _derived_quads(base)
         quads = base.rebuild()
     click.echo(f"rebuilt from the ledger: {quads} quads in {time.perf_counter() - t0:.2f} s")
+    if derived:  # the rules' conclusions are not records: the ledger cannot give them back
+        click.echo(f"dropped {derived} derived quads (rules' conclusions are not in the ledger): run `luma rules run` "
+                   "to derive them again")
+
+
+def _derived_quads(base) -> int:
+    """How many quads the rules derived into this KB (their graphs under rules/state.py DERIVED)."""
+    rows = base.store.select(f'SELECT (COUNT(*) AS ?n) WHERE {{ GRAPH ?g {{ ?s ?p ?o }} '
+                             f'FILTER(STRSTARTS(STR(?g), "{DERIVED}")) }}', union=False)
+    return int(rows[0]["n"])
 
 
 def _safe(url: str) -> str:

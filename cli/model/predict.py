@@ -30,6 +30,10 @@ from luma.experiments.model.recording import record_predictions
 def predict_cmd(contract_ref, state_text, llm_ref, space_ref, record, fmt) -> None:
     """Predict PASS/FAIL per clause of CONTRACT on one machine state, and the binding resource."""
     levels = parse_state(state_text)
+    llm_axes = [k for k in levels if space.AXES.get(k, ("", ""))[1] == "llm"]
+    if llm_axes and not (llm_ref or space_ref):  # only --llm or a space's model makes the state an LLM's
+        raise click.UsageError(f"--state {llm_axes[0]}={levels[llm_axes[0]]} describes an LLM: name the model served with --llm "
+                               "(e.g. --llm llama-2-70b) or a space that names one with --space (e.g. --space llm-70b)")
     c = load_contract(contract_ref)
     base = space.load(space_ref, c, project=settings()) if space_ref else None
     one = space.from_state(levels, c, llm_ref, base, settings())

@@ -12,6 +12,8 @@ sprint = LazyGroup("sprint", help=(
         "Physical trials per boundary: bisection vs an exhaustive sweep of the same levels (same run), and "
         "bisection started at the model's predicted boundary (--model)."),
     "contracts": ("luma.cli.sprint.contracts:contracts_cmd", "List the example contracts shipped with LUMA."),
+    "list": ("luma.cli.sprint.list:list_cmd",
+        "The sprints run in this project: what each was, when, its trials, its chain or why none, and its folder."),
     "optimize": ("luma.cli.sprint.optimize:optimize_cmd",
         "Highest accepted throughput on a fixed machine state, over precision, batch size, threads and engine "
         "replicas."),

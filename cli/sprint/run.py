@@ -13,7 +13,9 @@ from luma.cli.output import format_option, print_rows
 from luma.cli.progress import trials
 from luma.cli.project import WRITE, project, settings as command_settings
 from luma.cli.states import parse_levels
+from luma.errors import Interrupted
 from luma.experiments.sprint import matrix as matrix_mod
+from luma.experiments.sprint.history import kept
 from luma.experiments.sprint.run import contract_plan, matrix_plan, model_start, run_sprint, sprint_trials
 from luma.reports.fmt import bytes_text, num
 
@@ -52,8 +54,12 @@ def run_cmd(contract_ref, matrix_path, dimension, levels, intervention, repetiti
                              start_level)
     if start_level is None and (matrix_path is None or plan.start is None):
         plan.start = print_model_start(plan, settings.home, use_model, err)
-    with trials("sprint run", sprint_trials(plan), err) as progress:
-        out = run_sprint(plan, settings, record, progress).summary
+    sprint_id = plan.new_id()  # named here: a Ctrl-C says which folder kept the trials
+    try:
+        with trials("sprint run", sprint_trials(plan), err) as progress:
+            out = run_sprint(plan, settings, record, progress, sprint_id=sprint_id).summary
+    except KeyboardInterrupt:
+        raise Interrupted(kept(settings.home / "sprints" / sprint_id, record)) from None
     if fmt == "json":
         click.echo(json.dumps(out, indent=2, default=str))
         return

@@ -11,7 +11,7 @@ import importlib.resources
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from luma.errors import ConfigError, ContractError, RecordError, UnknownName
+from luma.errors import ConfigError, ContractError, RecordError, UnknownContract, UnknownName
 from luma.experiments.model import calibrate, llm_calibrate, partner, space
 from luma.experiments.sprint import contract as contracts
 from luma.kb.records.input_files import PARTNER_FILE
@@ -30,7 +30,7 @@ def model_contract(ref: str, settings):
         if Path(ref).exists() or "(shipped:" not in exc.message:
             raise  # a file that is there but wrong: its own error
         names = sorted({*contracts.shipped(), *own})
-        raise ConfigError(f"no contract file or shipped contract named {ref!r} (known: {', '.join(names)})",
+        raise UnknownContract(f"no contract file or shipped contract named {ref!r} (known: {', '.join(names)})",
                           source=ref) from None
 
 

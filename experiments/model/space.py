@@ -179,7 +179,8 @@ def check_scope(space: Space, contract, field_prefix: str) -> None:
     for name in space.axes:
         applies = AXES[name][1]
         if applies not in (scope, "both"):
-            what = "an LLM space (model = ...)" if applies == "llm" else "a service on this host (no model)"
+            what = ("an LLM space (one that names the model served, e.g. model = \"llama-2-70b\")" if applies == "llm"
+                    else "a service on this host (no model)")
             raise ContractError(f"axis {name!r} belongs to {what}", field=f"{field_prefix}{name}")
     if not space.is_llm and "kv_cache" in space.axes and contract.service != "decoder":
         raise ContractError(f"the {contract.service} service has no kv_cache", field=f"{field_prefix}kv_cache")

@@ -15,7 +15,7 @@ from typing import Annotated, Literal
 from pydantic import Field, StrictFloat, StrictInt, ValidationError, field_validator, model_validator
 
 from luma import names
-from luma.errors import ConfigError, ContractError
+from luma.errors import ConfigError, ContractError, UnknownContract
 from luma.experiments.endpoint.spec import KIND as ENDPOINT, EndpointSpec
 from luma.experiments.sprint import calibration, stats
 from luma.kb.records import units
@@ -250,7 +250,7 @@ def read(ref: str | Path, project=None) -> Contract:
     if not path.is_file():
         named = shipped().get(str(ref)) or recorded_names().get(str(ref))
         if named is None and not path.exists():
-            raise ContractError(f"no contract file or shipped contract named {str(ref)!r} "
+            raise UnknownContract(f"no contract file or shipped contract named {str(ref)!r} "
                               f"(shipped: {', '.join(sorted(shipped()))})", source=str(ref))
         path = named or path  # something that is not a regular file: read_text says what it is
     # An untrusted file: at most LUMA_MAX_CONFIG_FILE_BYTES, never a FIFO or a device.

@@ -18,8 +18,8 @@ def _run(*args):
     return CliRunner().invoke(cli, [str(a) for a in args])
 
 
-def _one_line_error(result) -> str:
-    assert result.exit_code == 1, result.output
+def _one_line_error(result, code: int = 1) -> str:
+    assert result.exit_code == code, result.output
     assert "Traceback" not in result.output
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("Error: "), result.stderr
@@ -66,7 +66,7 @@ def test_show_takes_a_short_name(luma_home):
     (["show", "tpu-v9"], "known: amd-epyc-7763, amd-epyc-9654"),
 ])
 def test_unknown_machine_is_one_line_and_writes_nothing(args, message, luma_home):
-    line = _one_line_error(_run("machine", *args))
+    line = _one_line_error(_run("machine", *args), 2)  # a name given that does not exist: a usage mistake
     assert message in line
     assert not any(luma_home.iterdir())
 

@@ -85,11 +85,11 @@ def test_remove_one_record_and_errors(luma_home, tmp_path):
     run("partner", "remove", "acme", "--record", v1[:8])
     listed = json.loads(run("partner", "list", "--format", "json").output)[0]
     assert (listed["records"], listed["removed"]) == (1, 1)
-    for args, message in ((("partner", "remove", "nobody"), "unknown partner 'nobody'"),
-                          (("partner", "remove", "acme", "--record", v1[:8]), "removed already"),
-                          (("partner", "show", "nothing-like-it"), "no partner record")):
-        result = run(*args, ok=False)
-        assert result.exit_code == 1 and message in result.output and len(result.output.strip().splitlines()) == 1
+    for args, message, code in ((("partner", "remove", "nobody"), "unknown partner 'nobody'", 2),
+                                (("partner", "remove", "acme", "--record", v1[:8]), "removed already", 1),
+                                (("partner", "show", "nothing-like-it"), "no partner record", 2)):
+        result = run(*args, ok=False)  # a name that does not exist is a usage mistake (2)
+        assert result.exit_code == code and message in result.output and len(result.output.strip().splitlines()) == 1
 
 
 def test_partner_option_fills_and_refuses(luma_home, tmp_path):

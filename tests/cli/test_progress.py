@@ -179,3 +179,21 @@ def test_calibrate_counts_its_design(monkeypatch, luma_home):
     assert steps[0].startswith(f"model calibrate: trial 1/{expected} ·")
     assert "  host measured -> 10.0 GFLOP/s and 5.0 GB/s per core" in result.stderr
     assert steps[-1].startswith("model calibrate: done in ")
+
+
+def test_a_long_silent_step_says_it_still_runs_on_a_log():
+    """A sprint's "preparing artifacts" trained the decoder for 81 s without a line on a log or a
+    pipe (issue 32): a silent step now says it still runs, with the time elapsed."""
+    import io
+    import time
+
+    out = io.StringIO()
+    console = Console(file=out, force_terminal=False, width=200)
+    with progress_mod.trials("sprint run", 3, console, beat=0.2) as progress:
+        progress("preparing artifacts")
+        time.sleep(0.7)
+        progress("boundary: host_memory=8 MiB [fp32] -> PASS")
+    lines = out.getvalue().splitlines()
+    still = [line for line in lines if "still preparing artifacts" in line]
+    assert len(still) >= 2 and all("elapsed" in line for line in still), lines
+    assert not any("still boundary" in line for line in lines)

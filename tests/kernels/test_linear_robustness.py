@@ -23,7 +23,13 @@ IDS = [f"{m}-{b}" for m, b in PATHS]
 
 def _layer(k, n, mode, backend, bias=True, seed=0):
     torch.manual_seed(seed)
-    lin = nn.Linear(k, n, bias=bias)
+    if k and n:
+        lin = nn.Linear(k, n, bias=bias)
+    else:  # a zero-element weight, given as such: nn.Linear's init would warn that initialising it is a no-op
+        lin = nn.Linear(1, 1, bias=bias)
+        lin.in_features, lin.out_features, lin.weight = k, n, nn.Parameter(torch.empty(n, k))
+        if bias:
+            lin.bias = nn.Parameter(torch.rand(n) * 2 - 1)
     return lin, Int8Linear.from_float(lin, mode, backend=backend)
 
 
