@@ -133,7 +133,7 @@ def project(use: str, when=None, announce: bool = True):
 
     * READ: needs an existing one; the command calls `require` where it opens it, so that its
       arguments are checked first.
-    * WRITE: makes it on first use (and says so on stderr, before any output); `when(params)` tells whether
+    * WRITE: makes it on first use (and says so on stderr, in a log too); `when(params)` tells whether
       this invocation writes (not with --no-record); `announce=False` for `luma kb init`, which
       says where the project is itself.
     * OPTIONAL: reads it when there is one (`luma machine list`).
@@ -164,10 +164,6 @@ def project(use: str, when=None, announce: bool = True):
                 return fn(*args, **kwargs)
             existed = exists(s)
             made = make_home(s)
-            if announce and not existed:
-                # Before the output and in a log too: a relative LUMA_HOME after a `cd` makes a second
-                # project, and a note after a long table (or only on a terminal) goes unseen.
-                click.echo(f"note: creating a new LUMA project at {s.home} ({where()})", err=True)
             ok = False
             try:
                 result = fn(*args, **kwargs)
@@ -176,6 +172,10 @@ def project(use: str, when=None, announce: bool = True):
             finally:
                 if not ok:
                     _remove_empty(made)  # a failed first command leaves no empty directory behind
+                elif announce and not existed and exists(s):
+                    # In a log too, not only on a terminal: a relative LUMA_HOME after a `cd` makes a
+                    # second project. After the command, so that a failed one stays one Error: line.
+                    click.echo(f"note: created a new LUMA project at {s.home} ({where()})", err=True)
 
         wrapper.luma_project = use
         return wrapper

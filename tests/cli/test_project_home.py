@@ -138,15 +138,15 @@ def test_home_option_is_named_in_the_error(tmp_path, clean_env):
     one_line_error(result, "Error: --home: no LUMA project at")
 
 
-def test_a_writer_makes_the_project_and_says_so_first_even_in_a_log(tmp_path, monkeypatch, clean_env):
+def test_a_writer_makes_the_project_and_says_so_even_in_a_log(tmp_path, monkeypatch, clean_env):
     home = tmp_path / "new" / "project"
     monkeypatch.setenv("LUMA_HOME", str(home))
     quiet = CliRunner().invoke(cli, ["kb", "ingest", str(CHAIN), "--format", "json"])  # no terminal
     assert quiet.exit_code == 0 and json.loads(quiet.stdout)  # stdout: the output alone
-    assert quiet.stderr.splitlines()[0] == f"note: creating a new LUMA project at {home} (LUMA_HOME)"
+    assert quiet.stderr.splitlines()[-1] == f"note: created a new LUMA project at {home} (LUMA_HOME)"
     assert (home / "ledger.sqlite").is_file()
     again = CliRunner().invoke(cli, ["kb", "ingest", str(CHAIN)])
-    assert "creating a new LUMA project" not in again.stderr  # only the first time
+    assert "created a new LUMA project" not in again.stderr  # only the first time
 
 
 def test_a_failed_first_write_leaves_no_directory(tmp_path, monkeypatch, clean_env):
