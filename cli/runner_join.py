@@ -89,6 +89,8 @@ def join_cmd(address, as_head, port, extra, node_ip, cpus, block, dry_run) -> No
         pub = attestation.keys_dir(s.home) / f"{signer.name}.pub"
         click.echo(f"runner key {signer.name} ({signer.fingerprint}); the head's project trusts it with "
                    f"`luma runner trust {pub} --name {suggested_name(signer.name, signer.fingerprint)}`", err=True)
+    else:
+        click.echo("no runner key in this project yet: the first join makes one (a dry run makes none)", err=True)
     click.echo("labels: " + ", ".join(f"{k}={v}" for k, v in sorted(lab.items())), err=True)
     if dry_run:
         click.echo(shlex.join(cmd))
