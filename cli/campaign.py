@@ -3,22 +3,21 @@ status, cancel (experiments/fleet/)."""
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-import sys
 
 import click
 
 from luma.cli.output import format_option, print_rows
 from luma.cli.progress import Tracker
 from luma.cli.project import NONE, READ, WRITE, project, require, settings
+from luma.cli.ray_session import on_cluster
 from luma.errors import ConfigError
 from luma.experiments.fleet import campaign as campaigns, planner
-from luma.experiments.fleet.head import Head, disconnect, done_units, folder, saved_states
+from luma.experiments.fleet.head import Head, done_units, folder, saved_states
 
 
-_UNIT_COLUMNS = ["unit", "machine_class", "status", "host", "node", "key", "wall_s", "trials", "min_pass",
+_UNIT_COLUMNS = ["unit", "machine_class", "status", "attempts", "host", "node", "key", "wall_s", "trials", "min_pass",
                  "adjacent_fail", "recovered", "frontier", "note"]
 
 
@@ -35,12 +34,12 @@ def _load(path: str):
 def plan_cmd(file: str, cluster: str | None, fmt: str) -> None:
     """Sprints, most trials and expected wall time per machine class of the campaign FILE."""
     c = _load(file)
-    machines = None
+    machines = untrusted = None
     if cluster:
         require()
-        with ray_output_to_stderr():
-            machines = planner.cluster_machines(c, settings(), cluster)
-    out = planner.plan(c, machines)
+        with on_cluster(settings()):
+            machines, untrusted = planner.cluster_machines(c, settings(), cluster)
+    out = planner.plan(c, machines, untrusted)
     if fmt == "json":
         click.echo(json.dumps(out, indent=2))
         return
@@ -70,7 +69,7 @@ def run_cmd(file: str, cluster: str, fmt: str) -> None:
     earlier = done_units(settings(), c)
     err.print(f"campaign {c.id}: {len(c.units)} sprints on {cluster}"
               + (f" ({len(earlier)} recorded by an earlier run)" if earlier else ""), highlight=False, markup=False)
-    with _progress(len(c.units) - len(earlier), err) as progress, ray_output_to_stderr():
+    with _progress(len(c.units) - len(earlier), err) as progress, on_cluster(settings()):
         state = Head(c, settings(), cluster, note=progress).run()
     _show(state, fmt)
     if state["status"] != "completed":
@@ -87,24 +86,6 @@ def _progress(sprints: int, console):
 
     return Sprints("campaign run", [("sprint", 1.0)] * max(sprints, 1), unit="sprint", ends=lambda m: True,
                    console=console)
-
-
-@contextlib.contextmanager
-def ray_output_to_stderr():
-    """Ray prints the cluster's own notices (a task retried after its node died; its C++ core's
-    log lines at shutdown) on this process's stdout; they belong with the progress on stderr, so
-    stdout stays the result (--format json). The driver leaves the cluster inside."""
-    sys.stdout.flush()
-    saved = os.dup(1)
-    os.dup2(2, 1)
-    try:
-        with contextlib.redirect_stdout(sys.stderr):
-            yield
-            disconnect()
-    finally:
-        sys.stdout.flush()
-        os.dup2(saved, 1)
-        os.close(saved)
 
 
 def _show(state: dict, fmt: str) -> None:

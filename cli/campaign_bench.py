@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from luma.cli.campaign import ray_output_to_stderr
+from luma.cli.ray_session import on_cluster
 from luma.cli.output import format_option, print_rows
 from luma.cli.project import READ, project, require
 from luma.experiments.fleet import overhead
@@ -21,6 +21,6 @@ def bench_cmd(cluster: str, repeat: int, fmt: str) -> None:
     task (class labels, trusted-key selector, runner slot) against an empty task with Ray's
     defaults measured in the same run, `ray.nodes()`, and the head's ingest per sprint."""
     s = require()
-    with ray_output_to_stderr():
+    with on_cluster(s):
         rows = overhead.run(s, cluster, repeat)
     print_rows(rows, ["measure", "value", "unit", "vs_baseline", "note"], fmt, title=f"campaign bench on {cluster}")

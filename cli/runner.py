@@ -15,7 +15,7 @@ from luma.kb.trust.attestation import parse_public_key
 from luma.kb.records.input_files import PARTNER_FILE, read_text
 from luma.kb.knowledge_base import KnowledgeBase
 from luma.kb.store.ledger import Ledger
-from luma.kb.operations.runner_keys import keygen, revoke, trust
+from luma.kb.operations.runner_keys import keygen, revoke, suggested_name, trust
 from luma.kb.trust.runners import signer, trusted_keys
 from luma.kb.records.signed_files import sign_files
 
@@ -38,7 +38,7 @@ def keygen_cmd(name: str | None, submitter: str | None) -> None:
         home = kb.settings.home
     click.echo(f"runner key {key.name}: fingerprint {key.fingerprint}, trusted by this project")
     click.echo(f"public key: {attestation.keys_dir(home) / key.name}.pub (give it to projects that should trust "
-               f"this runner: `luma runner trust {key.name}.pub --name {key.name}`)")
+               f"this runner: `luma runner trust {key.name}.pub --name {suggested_name(key.name, key.fingerprint)}`)")
 
 
 @click.command("trust")

@@ -27,7 +27,7 @@ from pathlib import Path
 
 from luma import names
 from luma.errors import ConfigError, LumaError
-from luma.experiments.fleet import labels as node_labels
+from luma.experiments.fleet import attempts, labels as node_labels, loopback
 from luma.experiments.fleet.campaign import Campaign, Unit
 from luma.experiments.fleet.node import run_unit
 from luma.kb.knowledge_base import KnowledgeBase
@@ -57,16 +57,19 @@ def sprint_folder(home: Path, sprint_id: str) -> tuple[Path, Path]:
 
 
 def connect(address: str) -> None:
-    """Join the Ray cluster at `address` as a driver; a ConfigError naming it when it cannot."""
+    """Join the Ray cluster at `address` as a driver (Ray's authentication is in this process's
+    environment: auth.resolve); a ConfigError naming it when it cannot."""
     import ray
 
     if ray.is_initialized():
         return
+    if loopback.is_loopback(address):  # a cluster on 127.0.0.1 (luma runner join): reach it there
+        loopback.keep_loopback()
     try:
         ray.init(address=address, namespace="luma", log_to_driver=False, logging_level=logging.ERROR)
     except Exception as exc:  # noqa: BLE001 - Ray raises ConnectionError, RuntimeError, ValueError ...
-        raise ConfigError(f"cannot join the Ray cluster at {address}: {str(exc).splitlines()[0][:300]}",
-                          field="cluster") from None
+        raise ConfigError(f"cannot join the Ray cluster at {address}: {str(exc).splitlines()[0][:300]} (is it up, "
+                          "and is this the token it was started with?)", field="cluster") from None
 
 
 def disconnect() -> None:
@@ -208,6 +211,7 @@ class Head:
             if not trusted:
                 self.units[unit.key].update(status="unplaced", note="this project trusts no runner key")
                 continue
+            attempts.clear(self.campaign.id, unit.key)  # an earlier run's notes are not this run's attempts
             selector = {**required, node_labels.KEY_LABEL: f"in({','.join(sorted(trusted))})"}
             ref = task.options(label_selector=selector, resources={node_labels.SLOT: 1}, num_cpus=0,
                                max_retries=MAX_RETRIES, retry_exceptions=False,
@@ -252,7 +256,9 @@ class Head:
         import ray
 
         fleet = nodes(trusted)
+        alive = {n["NodeID"] for n in ray.nodes() if n.get("Alive")}
         for ref, unit in list(pending.items()):
+            self._attempts(unit, alive, running=True)
             required = self.campaign.classes()[unit.machine_class].labels
             if eligible(required, fleet):
                 waiting_since.pop(unit.key, None)
@@ -266,10 +272,26 @@ class Head:
                                                                  f"{unit.machine_class} for {wait:g} s")
                 self.note(f"{unit.key}: lost: {self.units[unit.key]['note']}")
 
+    def _attempts(self, unit: Unit, alive: set[str], running: bool = False) -> None:
+        """Note in the unit's entry how many attempts Ray made of it, and why the earlier ones
+        ended; while it runs, on which node it is."""
+        seen = attempts.read(self.campaign.id, unit.key)
+        entry = self.units[unit.key]
+        described = attempts.describe(seen, alive)
+        entry.update(described)
+        if running and seen:
+            entry.update(status="running", node=seen[-1]["node"][:12], host=seen[-1].get("host"))
+        if attempts.note_text(described):
+            entry["note"] = attempts.note_text(described)
+
     def _finish(self, unit: Unit, ref) -> None:
         import ray
 
         entry = self.units[unit.key]
+        try:
+            self._attempts(unit, {n["NodeID"] for n in ray.nodes() if n.get("Alive")})
+        except Exception:  # noqa: BLE001 - the attempts are a note: a cluster gone now loses only them
+            pass
         try:
             out = ray.get(ref)
         except ray.exceptions.TaskCancelledError:
@@ -300,7 +322,8 @@ class Head:
                      recovered=s.get("recovered"),
                      frontier=f"{frontier['before']} -> {frontier['after']}" if frontier.get("before") else None,
                      records=records, ingest_s=round(time.monotonic() - t, 3))
-        self.note(f"{unit.key}: done on {entry['host']} ({entry['node']}) in {entry['wall_s']:.1f} s")
+        again = f" ({entry['note']})" if entry.get("retried_after") else ""
+        self.note(f"{unit.key}: done on {entry['host']} ({entry['node']}) in {entry['wall_s']:.1f} s{again}")
 
     def _take_in(self, unit: Unit, out: dict) -> int:
         """Write the unit's record files under sprints/SPRINT_ID/ and ingest them in one batch;

@@ -9,6 +9,7 @@ from __future__ import annotations
 import socket
 import time
 
+from luma.experiments.fleet import attempts
 from luma.experiments.sprint import contract as contracts
 from luma.experiments.sprint import pex as sprint
 from luma.experiments.sprint.run import run_sprint
@@ -28,6 +29,7 @@ def run_unit(spec: dict) -> dict:
     node_id = ctx.get_node_id()
     labels = dict(next((n.get("Labels") or {} for n in ray.nodes() if n["NodeID"] == node_id), {}))
     labels = {k: v for k, v in labels.items() if not k.startswith("ray.io/")}
+    attempts.note(spec["campaign"], spec["unit"], node_id, socket.gethostname())
     signer = project_signer(settings, create=False)
     c = contracts.Contract.model_validate(spec["contract"])
     plan = sprint.plan(c, spec["dimension"], spec["levels"], spec["intervention"], spec["repetitions"])

@@ -9,13 +9,16 @@ campaign's wall time is the longest class's.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from luma.experiments.fleet import head
 from luma.experiments.fleet.campaign import Campaign, lpt_makespan
 
 
-def plan(campaign: Campaign, machines: dict[str, int] | None = None) -> dict:
-    """The plan of `campaign`; `machines`: machines per class as a cluster reports them (else
-    the file's)."""
+def plan(campaign: Campaign, machines: dict[str, int] | None = None, untrusted: dict[str, int] | None = None) -> dict:
+    """The plan of `campaign`; `machines`: trusted machines per class as a cluster reports them
+    (else the file's); `untrusted`: the cluster's machines of a class whose key this project
+    does not trust (they get no work)."""
     rows = []
     for cls, arch in campaign.classes().items():
         units = [u for u in campaign.units if u.machine_class == cls]
@@ -26,8 +29,9 @@ def plan(campaign: Campaign, machines: dict[str, int] | None = None) -> dict:
                      "machines": n, "sprints": len(units), "max_trials": sum(u.max_trials() for u in units),
                      "serial_s": round(sum(durations), 1),
                      "wall_s": None if wall is None or wall == float("inf") else round(wall, 1),
-                     "note": "no machine of this class" if n == 0 else
-                             "machines unknown: give `machines` or --cluster" if n is None else ""})
+                     "note": _note(n, (untrusted or {}).get(cls, 0))})
+        if untrusted is not None:
+            rows[-1]["untrusted"] = untrusted.get(cls, 0)
     walls = [r["wall_s"] for r in rows]
     total = {"sprints": len(campaign.units), "max_trials": campaign.max_trials(),
              "trial_budget": campaign.spec.trial_budget, "machines": sum(r["machines"] or 0 for r in rows),
@@ -37,8 +41,23 @@ def plan(campaign: Campaign, machines: dict[str, int] | None = None) -> dict:
     return {"campaign": campaign.id, "file": campaign.source, "classes": rows, "total": total}
 
 
-def cluster_machines(campaign: Campaign, settings, address: str) -> dict[str, int]:
-    """Live trusted runners per class on the cluster at `address`."""
+def _note(machines: int | None, untrusted: int) -> str:
+    if machines is None:
+        return "machines unknown: give `machines` or --cluster"
+    if untrusted:
+        runners = "runner" if untrusted == 1 else "runners"
+        more = "" if machines == 0 else " more"
+        return (f"{untrusted}{more} {runners} of this class not trusted here (their keys: `luma runner trust "
+                "KEY.pub --name NAME`)")
+    return "no machine of this class" if machines == 0 else ""
+
+
+def cluster_machines(campaign: Campaign, settings, address: str) -> tuple[dict[str, int], dict[str, int]]:
+    """Live runners per class on the cluster at `address`: those this project trusts, and
+    those it does not (their key is unknown here or revoked)."""
     head.connect(address)
     fleet = head.nodes(head.trusted_fingerprints(settings))
-    return {cls: len(head.eligible(arch.labels, fleet)) for cls, arch in campaign.classes().items()}
+    everyone = [replace(n, trusted=True) for n in fleet]
+    classes = campaign.classes().items()
+    trusted = {cls: len(head.eligible(arch.labels, fleet)) for cls, arch in classes}
+    return trusted, {cls: len(head.eligible(arch.labels, everyone)) - trusted[cls] for cls, arch in classes}

@@ -99,6 +99,13 @@ def default_name() -> str:
     return text or "runner"
 
 
+def suggested_name(name: str, fingerprint: str) -> str:
+    """The name to trust key `name` under in another project: the key's name (user@host by
+    default, the same for every project of that user on that host) and its fingerprint's first
+    8 hex digits, so two runners of one host do not collide."""
+    return f"{name[:55]}-{fingerprint[:8]}"
+
+
 def keygen(kb, name: str | None = None, submitter: str | None = None) -> TrustedKey:
     """Make a key pair under `$LUMA_HOME/keys/` and trust it in this project (all or nothing:
     the key files go again if the trust record fails). The first key, or the first after the

@@ -112,6 +112,28 @@ def test_the_plan_places_whole_sprints_longest_first_per_class(tmp_path):
     assert gone["total"]["wall_s"] is None
 
 
+def test_the_plan_tells_an_untrusted_machine_from_no_machine(tmp_path):
+    c = campaign.load(_file(tmp_path))
+    notes = {r["class"]: r for r in planner.plan(c, {"avx512": 2, "avx2": 0}, {"avx512": 1, "avx2": 2})["classes"]}
+    assert notes["avx2"]["machines"] == 0 and notes["avx2"]["untrusted"] == 2
+    assert notes["avx2"]["note"].startswith("2 runners of this class not trusted here") and "luma runner trust" in \
+        notes["avx2"]["note"]
+    assert notes["avx512"]["note"].startswith("1 more runner of this class not trusted here")
+    none = planner.plan(c, {"avx512": 2, "avx2": 0}, {"avx512": 0, "avx2": 0})["classes"]
+    assert [r["note"] for r in none if r["class"] == "avx2"] == ["no machine of this class"]
+
+
+def test_a_unit_run_twice_names_the_node_that_died():
+    from luma.experiments.fleet import attempts
+
+    seen = [{"node": "a" * 56, "host": "h1"}, {"node": "b" * 56, "host": "h2"}]
+    out = attempts.describe(seen, alive={"b" * 56})
+    assert out == {"attempts": 2, "retried_after": [{"node": "a" * 12, "host": "h1", "ended": "died"}]}
+    assert attempts.note_text(out) == f"run 2 times; node {'a' * 12} on h1 died"
+    assert attempts.describe(seen[1:], alive={"b" * 56}) == {"attempts": 1}
+    assert attempts.note_text({"attempts": 1}) is None and attempts.describe([], set()) == {"attempts": None}
+
+
 @given(st.lists(st.floats(0.1, 100), max_size=30), st.integers(1, 8))
 def test_lpt_is_between_the_lower_bounds_and_four_thirds_of_them(jobs, machines):
     span = campaign.lpt_makespan(jobs, machines)
@@ -174,7 +196,7 @@ def test_join_shows_labels_key_and_the_ray_command(luma_home):
 
     run = CliRunner().invoke(cli, ["runner", "join", "10.0.0.1:6379", "--label", "lab=a", "--no-block", "--dry-run"])
     assert run.exit_code == 0, run.output
-    assert "luma runner trust" in run.stderr and "lab=a" in run.stderr
+    assert "no runner key in this project yet" in run.stderr and "lab=a" in run.stderr
     cmd = shlex.split(run.stdout)
     assert cmd[1:4] == ["start", "--address", "10.0.0.1:6379"] and "--block" not in cmd
     lab = cmd[cmd.index("--labels") + 1]

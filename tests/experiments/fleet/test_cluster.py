@@ -1,13 +1,15 @@
 """Campaigns on a real Ray cluster: three runner nodes started on 127.0.0.1 by `luma runner
-join` (each its own LUMA_HOME, so its own runner key), two labelled machine classes (a: two
-nodes, b: one), and a campaign head that is a separate `luma campaign run` process with its own
-project. Slow: the cluster starts once for the module; the node-kill test runs last. Ray's
-processes are stopped with `ray stop --force` at the end (nothing else here runs Ray)."""
+join` (each its own LUMA_HOME, so its own runner key; the head's cluster token copied to the
+others), two labelled machine classes (a: two nodes, b: one), and a campaign head that is a
+separate `luma campaign run` process with its own project. Slow: the cluster starts once for
+the module; the node-kill test runs last. Each `luma runner join` runs in a session of its own,
+and the module stops those sessions' processes only (conftest.py), never `ray stop`."""
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -20,7 +22,7 @@ pytest.importorskip("ray")
 pytestmark = pytest.mark.slow
 
 LUMA = str(Path(sys.executable).parent / "luma")
-RAY = str(Path(sys.executable).parent / "ray")
+TOKEN = Path("keys") / "ray-auth-token"
 
 
 def _free_port() -> int:
@@ -48,31 +50,53 @@ def _luma(home: Path, *args, check=True, timeout=300, env=None) -> subprocess.Co
 
 
 class Cluster:
-    def __init__(self, root: Path):
-        self.root, self.address = root, f"127.0.0.1:{_free_port()}"
+    def __init__(self, root: Path, processes):
+        self.root, self.address, self.processes = root, f"127.0.0.1:{_free_port()}", processes
         self.nodes = {name: root / name for name in ("n0", "n1", "n2")}  # n0 heads the cluster
         self.classes = {"n0": "a", "n1": "a", "n2": "b"}
         self.head = root / "campaign-head"  # the project that runs campaigns (no node)
+        self.session: dict[str, int] = {}
+        self.joined: dict[str, str] = {}  # what each join printed on stderr
+
+    def join(self, name: str) -> None:
+        home = self.nodes[name]
+        args = ["--head", "--port", self.address.split(":")[1]] if name == "n0" else [self.address]
+        if name != "n0":
+            self.share_token(home)  # the operator copies the head's token to each runner
+        proc = subprocess.Popen([LUMA, "runner", "join", *args, "--label", f"class={self.classes[name]}",
+                                 "--node-ip-address", "127.0.0.1", "--cpus", "1", "--no-block"], env=_env(home),
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+        self.processes.add(proc.pid)
+        self.session[name] = proc.pid
+        out, err = proc.communicate(timeout=120)
+        assert proc.returncode == 0, out + err
+        self.joined[name] = err
 
     def start(self) -> None:
-        for name, home in self.nodes.items():
-            args = ["--head", "--port", self.address.split(":")[1]] if name == "n0" else [self.address]
-            _luma(home, "runner", "join", *args, "--label", f"class={self.classes[name]}", "--node-ip-address",
-                  "127.0.0.1", "--cpus", "1", "--no-block", timeout=120)
+        for name in self.nodes:
+            self.join(name)
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline and len(self.alive()) < 3:
             time.sleep(1)
         assert len(self.alive()) == 3
         self.head.mkdir()
         _luma(self.head, "kb", "init")
+        self.share_token(self.head)
 
-    def alive(self) -> list[str]:
-        code = ("import ray, json; ray.init(address=%r, log_to_driver=False, logging_level='ERROR'); "
-                "print(json.dumps([n['Labels'].get('luma-runner-key') for n in ray.nodes() if n['Alive']]))"
-                % self.address)
-        out = subprocess.run([sys.executable, "-c", code], env=_env(self.head), capture_output=True, text=True,
-                             timeout=60)
-        return json.loads(out.stdout.strip().splitlines()[-1]) if out.returncode == 0 else []
+    def share_token(self, home: Path) -> None:
+        (home / "keys").mkdir(parents=True, exist_ok=True, mode=0o700)
+        shutil.copyfile(self.nodes["n0"] / TOKEN, home / TOKEN)
+        os.chmod(home / TOKEN, 0o600)
+
+    def alive(self) -> dict[str, str]:
+        """The live nodes: runner key -> Ray node ID."""
+        code = ("import ray, json; from luma.experiments.fleet.loopback import keep_loopback; keep_loopback(); "
+                "ray.init(address=%r, log_to_driver=False, logging_level='ERROR'); "
+                "print(json.dumps({n['Labels'].get('luma-runner-key'): n['NodeID'] for n in ray.nodes() "
+                "if n['Alive']}))" % self.address)
+        env = {**_env(self.head), "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN_PATH": str(self.nodes["n0"] / TOKEN)}
+        out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=90)
+        return json.loads(out.stdout.strip().splitlines()[-1]) if out.returncode == 0 else {}
 
     def key(self, name: str) -> str:
         pub = next((self.nodes[name] / "keys").glob("*.pub"))
@@ -86,32 +110,42 @@ class Cluster:
         return json.loads(out)[0]["fingerprint"]
 
     def kill(self, name: str) -> list[int]:
-        """The machine dies: every process that carries its LUMA_HOME (raylet, workers, trials)."""
-        mark = f"LUMA_HOME={self.nodes[name]}".encode()
-        killed = []
-        for pid in os.listdir("/proc"):
-            if not pid.isdigit() or int(pid) == os.getpid():
-                continue
-            try:
-                if mark + b"\0" in open(f"/proc/{pid}/environ", "rb").read() + b"\0":
-                    os.kill(int(pid), signal.SIGKILL)
-                    killed.append(int(pid))
-            except OSError:
-                pass
-        return killed
-
-    def stop(self) -> None:
-        subprocess.run([RAY, "stop", "--force"], capture_output=True, timeout=120)
+        """The machine dies: every process of its `luma runner join` (raylet, agents, workers, trials)."""
+        return self.processes.stop({self.session[name]}, grace_s=0)
 
 
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory):
-    c = Cluster(tmp_path_factory.mktemp("fleet"))
-    try:
-        c.start()
-        yield c
-    finally:
-        c.stop()
+def cluster(tmp_path_factory, ray_processes):
+    c = Cluster(tmp_path_factory.mktemp("fleet"), ray_processes)
+    c.start()
+    return c  # ray_processes stops every process of the module's joins
+
+
+def test_the_cluster_listens_on_loopback_only_and_wants_its_token(cluster, listening_ports, tmp_path):
+    listening, loopback = listening_ports
+    pids = cluster.processes.pids()
+    ports = listening(pids)
+    gcs = int(cluster.address.split(":")[1])
+    assert gcs in {port for _, _, port in ports} and len({pid for pid, _, _ in ports}) >= 4  # GCS, 3 raylets
+    assert [p for p in ports if not loopback(p[1])] == []
+    assert "token authentication: on" in cluster.joined["n0"] and "made now" in cluster.joined["n0"]
+    assert "token authentication: on" in cluster.joined["n1"] and "made now" not in cluster.joined["n1"]
+    gcs_pid = next(pid for pid, _, port in ports if port == gcs)
+    env = open(f"/proc/{gcs_pid}/environ", "rb").read().split(b"\0")
+    assert b"RAY_AUTH_MODE=token" in env
+    # A driver without the token is refused (Ray retries for its reconnect timeout first).
+    code = ("import ray; from luma.experiments.fleet.loopback import keep_loopback; keep_loopback(); "
+            "ray.init(address=%r, log_to_driver=False, logging_level='ERROR'); print('joined')" % cluster.address)
+    bare = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                          env={**_env(tmp_path), "RAY_gcs_rpc_server_reconnect_timeout_s": "5"})
+    assert bare.returncode != 0 and "joined" not in bare.stdout
+    assert "InvalidAuthToken" in bare.stderr or "Unauthenticated" in bare.stderr, bare.stderr[-2000:]
+    # A campaign head without a copy of the token says how to get one, before it tries.
+    (tmp_path / "p").mkdir()
+    _luma(tmp_path / "p", "kb", "init")
+    plan = _luma(tmp_path / "p", "campaign", "plan", str(_campaign(tmp_path, "tokenless")), "--cluster",
+                 cluster.address, check=False)
+    assert plan.returncode == 1 and "no token for the Ray cluster" in plan.stderr, plan.stderr
 
 
 def _contracts(folder: Path) -> None:
@@ -174,6 +208,10 @@ def test_a_node_whose_key_is_not_trusted_gets_no_trials(cluster, tmp_path):
     sprints = cluster.nodes["n2"] / "sprints"
     assert not (sprints.is_dir() and list(sprints.glob("untrusted-*")))  # no trial ran on n2
     assert _records(cluster.head, state["id"]) == []
+    plan = json.loads(_luma(cluster.head, "campaign", "plan", str(path), "--cluster", cluster.address,
+                            "--format", "json").stdout)
+    (b,) = plan["classes"]
+    assert b["machines"] == 0 and b["untrusted"] == 1 and "1 runner of this class not trusted here" in b["note"]
 
 
 def test_two_contracts_on_two_classes_run_in_parallel_each_chain_signed_by_its_node(cluster, tmp_path):
@@ -274,6 +312,7 @@ def test_a_head_on_a_shared_postgresql_ledger(cluster, tmp_path, pg_url):
     home.mkdir()
     pg = {"LUMA_DB_URL": pg_url}
     _luma(home, "kb", "init", env=pg)
+    cluster.share_token(home)
     for name in cluster.nodes:
         if name != "n1":
             _luma(home, "runner", "trust", str(cluster.key(name)), "--name", name, env=pg)
@@ -294,11 +333,21 @@ def test_a_node_killed_mid_sprint_costs_a_rerun_never_a_half_record(cluster, tmp
     victim = cluster.nodes["n1"] / "sprints"
     _wait(lambda: victim.is_dir() and any(victim.glob(f"{cid}--*/trial-000.json")), what="a trial on n1")
     unit = next(victim.glob(f"{cid}--*/trial-000.json")).parent.name
+    n1_node = cluster.alive()[cluster.fingerprint("n1")]
     assert cluster.kill("n1")
     out, err = proc.communicate(timeout=300)
     assert proc.returncode == 0, out + err
     state = json.loads(out)
     assert state["status"] == "completed"
+    retried = next(u for u in state["units"] if f"{cid}--{u['unit']}" == unit)
+    assert retried["status"] == "done" and retried["attempts"] == 2, retried
+    assert retried["retried_after"] == [{"node": n1_node[:12], "host": retried["host"], "ended": "died"}]
+    assert f"node {n1_node[:12]}" in retried["note"] and "died" in retried["note"]
+    assert all(u["attempts"] == 1 for u in state["units"] if u is not retried)
+    assert f"run 2 times; node {n1_node[:12]}" in err  # the progress line says it,
+    assert "retries remaining" not in err  # not Ray's paragraph
+    shown = _luma(cluster.head, "campaign", "status", cid, "--format", "csv").stdout
+    assert "attempts" in shown.splitlines()[0] and "died" in shown
     records = _records(cluster.head, cid)
     _one_set_per_unit(records, 4)
     n1 = cluster.fingerprint("n1")
