@@ -95,6 +95,7 @@ BAD_ARGUMENT = {
     "--intervention int8-dynamic":
         "sprint run my.toml --dimension compute --levels '1 core,2 core' --intervention int8-dynamic",
     "sprint bench minilm-memory": "sprint bench minilm-memory --levels '64 MiB'",
+    "sprint list": "sprint list --format xml",
     "sprint optimize minilm-memory --state 'compute=2 core'": "sprint optimize minilm-memory --state 'compute 2 core'",
     "model predict matvec-memory --state 'host_memory=6 MiB' --record":
         "model predict matvec-memory --state 'host_memory=6 parsecs' --record",
