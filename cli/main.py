@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import sys
+from pathlib import Path
 
 import click
 
@@ -51,6 +52,10 @@ def _error(exc: LumaError) -> click.ClickException:
     """The one `Error:` message of `exc`, with its exit code (2: a usage mistake; luma/errors.py)."""
     error = click.ClickException("\n".join(exc.lines()))
     error.exit_code = exc.exit_code
+    if exc.exit_code == 2 and exc.source and Path(exc.source).is_file():
+        # An unknown name read from a file the user gave is that file's content failing (one line
+        # naming file and field, exit 1); a name typed on the command line is a usage mistake (2).
+        error.exit_code = 1
     return error
 
 

@@ -62,8 +62,7 @@ def on_cluster(settings):
         sys.stdout.flush()
         os.dup2(saved, 1)
         os.close(saved)
-        for k, v in saved_env.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
+        # Restored as it was: nothing after the cluster reads these (no code reads them later).
+        for k in saved_env:
+            os.environ.pop(k, None)
+        os.environ.update({k: v for k, v in saved_env.items() if v is not None})

@@ -281,8 +281,8 @@ def characterize(quick: bool = False, cores: list[int] | None = None, name: str 
     reasons = judge.contention_reasons(seen.get("steal_pct"), seen.get("cotenant_pct"), seen.get("cotenant_cpu_s"))
     if reasons and not allow_contended:
         raise CharacterizeError(f"host too contended to characterize ({'; '.join(reasons)}): figures measured beside "
-                                "a neighbour are low; run it on a quiet host (or --allow-contended to keep them, "
-                                "noted, never usable as a contract's calibration)")
+                                "a neighbour are low; run it on a quiet host (or allow a contended measurement: "
+                                "kept with a note, never usable as a contract's calibration)")
     if reasons:
         doc["notes"].append(f"{CONTENDED_NOTE} measured beside a neighbour ({'; '.join(reasons)})")
     else:

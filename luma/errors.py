@@ -41,7 +41,8 @@ or gave a parameter no rule declares), as click exits for a bad option:
             BadRequest        a malformed or unauthorised control-socket line
             UnsafeSocketFolder  the control socket's folder is not private
         UnknownName           a named thing (named query, machine, contract, backend scheme, format)
-                              does not exist (exit code 2)
+                              does not exist (exit code 2; 1 when a file the user gave names it)
+        HostContended         a sprint's trial stayed contended: the sprint stops, no chain
         TensorError           a tensor or quantisation setting given to a kernel is invalid
         MissingExtra          an optional extra of the install is not there
         Interrupted           Ctrl-C stopped the command; says what it kept (exit code 130)
@@ -274,6 +275,16 @@ class UnknownContract(ContractError, UnknownName):
     ContractError to the code that loads contracts, an UnknownName (exit code 2) to the CLI."""
 
     exit_code = 2
+
+
+class HostContended(LumaError):
+    """A sprint's trial stayed contended through its re-runs (the host's other tenants, not the
+    state, decided it): the sprint stops, its trials kept, no chain. `trial` is the trial that
+    stopped it; the message says why when more than the contention does (an interleaved A/B)."""
+
+    def __init__(self, trial, why: str = ""):
+        self.trial, self.why = trial, why
+        super().__init__(why or "host too contended to qualify")
 
 
 class TensorError(LumaError):

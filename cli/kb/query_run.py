@@ -53,6 +53,10 @@ def run(sparql, query_file, query_name, list_names, timeout, memory, scope, expl
         flag = _FLAGS.get(exc.field) or (exc.source if exc.source in _FLAGS.values() else None)
         if flag is None:
             raise
+        if flag == "--name":  # a name this LUMA does not ship: a usage mistake (2), on one Error: line
+            error = click.ClickException(f"{flag}: {exc.message}")
+            error.exit_code = 2
+            raise error from None
         raise click.BadParameter(exc.message, param_hint=flag) from None  # a usage mistake, exit 2
     # LUMA's usual prefixes (`luma:` …) are declared in front; the check sees the text that runs.
     checked = check_user_query(sparql, source)

@@ -66,7 +66,7 @@ def host_figure(home: Path, figure: str, cores: int) -> tuple[float, str]:
             return float(rows[0]["value"]), str(path)
     raise ContractError(f"a clause's threshold is relative to this host's {describe(figure, cores)}, and the project "
                         f"has no calibration of this host ({name}): run `luma machine characterize` on a quiet "
-                        "host first (about a minute; --quick about 15 s)", field="clauses.relative")
+                        "host first (about a minute; its quick mode about 15 s)", field="clauses.relative")
 
 
 def describe(figure: str, cores: int) -> str:

@@ -139,7 +139,7 @@ def between(a: Snapshot, b: Snapshot, cores: list[int], runqueue: list[int] | No
     but something else did), `cotenant_cpu_s`, `runqueue_mean`/`runqueue_max` (runnable tasks on
     the whole host), `cpu_pressure_pct` (PSI `some`), `window_s`. None where unknown."""
     cores = [c for c in cores if c in a.cpus and c in b.cpus]
-    hz = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+    hz = _hz()
     out: dict = {"window_s": round(b.t - a.t, 3), "cores": cores, "steal_pct": None, "cotenant_pct": None,
                  "cotenant_cpu_s": None, "runqueue_mean": None, "runqueue_max": None, "cpu_pressure_pct": None}
     if cores:
@@ -161,6 +161,14 @@ def between(a: Snapshot, b: Snapshot, cores: list[int], runqueue: list[int] | No
     if a.psi_us is not None and b.psi_us is not None and b.t > a.t:
         out["cpu_pressure_pct"] = round(100 * (b.psi_us - a.psi_us) / 1e6 / (b.t - a.t), 2)
     return out
+
+
+#: Fewest clock ticks a serve phase must span to be measured on its own (else it is widened).
+MIN_TICKS = 20
+
+
+def _hz() -> int:
+    return os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
 
 @dataclass
@@ -189,9 +197,9 @@ class Watch:
     def _loop(self) -> None:
         while not self._done.wait(self.interval_s):
             s = snapshot(self.pid, self.read, self._psi)
-            if s.own_ticks is None:
-                return  # the worker is gone
             self.snaps.append(s)
+            if s.own_ticks is None:
+                return  # the worker is gone (this last snapshot still reads the host's counters)
 
     def stop(self, t0: float | None = None, t1: float | None = None, serve: list[dict] | None = None) -> dict:
         """Contention over the serve phase: between the worker's own two `serve` snapshots when it
@@ -203,6 +211,11 @@ class Watch:
         snaps = self.snaps
         if serve and len(serve) == 2:
             a, b = from_json(serve[0]), from_json(serve[1])
+            if (b.t - a.t) * _hz() < MIN_TICKS:
+                # Too short for 10 ms ticks to say anything: widen to the watch's snapshots around it
+                # (the worker's and the watch's snapshots read the same counters of the same tree).
+                a = max((s for s in snaps if s.t <= a.t), key=lambda s: s.t, default=a)
+                b = min((s for s in snaps if s.t >= b.t and s.own_ticks is not None), key=lambda s: s.t, default=b)
             inside = [s.running for s in snaps if a.t <= s.t <= b.t and s.running is not None]
             return between(a, b, self.cores, inside or [x for x in (a.running, b.running) if x is not None])
         if len(snaps) < 2:

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-from luma.errors import ConfigError, ContractError, StateError
+from luma.errors import ConfigError, ContractError, HostContended, StateError
 from luma.experiments.services import for_contract
 from luma.experiments.sprint import search, states
 from luma.experiments.sprint.contract import Contract
@@ -157,14 +157,6 @@ class Result:
 #: Rounds of the interleaved A/B (minimum PASS level, then adjacent FAIL level) run when the
 #: adjacent FAIL was a timing FAIL: a host that got slower fails the PASS level too.
 AB_ROUNDS = 2
-
-
-class HostContended(Exception):
-    """A trial stayed contended through its re-runs: the sprint stops, its trials kept, no chain."""
-
-    def __init__(self, trial: Trial, why: str = ""):
-        super().__init__(why)
-        self.trial, self.why = trial, why
 
 
 def contended_problem(trial: Trial, why: str = "") -> str:

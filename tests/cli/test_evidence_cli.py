@@ -19,7 +19,7 @@ def run(*args):
 def test_list_names_every_machine_and_contract():
     out = run("evidence", "list", "--format", "json")
     assert out.exit_code == 0, out.output
-    rows = json.loads(out.output)
+    rows = json.loads(out.stdout)
     data = shipped.verify().manifest
     assert {(r["machine"], r["contract"]) for r in rows} == {(m["id"], c["name"]) for m in data["machines"]
                                                              for c in m["contracts"]}
@@ -31,12 +31,12 @@ def test_verify_and_load_twice(luma_home):
     assert out.exit_code == 0 and out.output.startswith("verified "), out.output
     first = run("evidence", "load", "--format", "json")
     assert first.exit_code == 0, first.output
-    doc = json.loads(first.output)
+    doc = json.loads(first.stdout)
     assert doc["added"] == shipped.verify().count() and doc["trusted"]
     assert all("shipped with LUMA" in t["purpose"] for t in doc["trusted"])
     again = run("evidence", "load")
     assert again.exit_code == 0 and "loaded 0 record(s)" in again.output and "already trusted" in again.output
-    keys = json.loads(run("runner", "list", "--format", "json").output)
+    keys = json.loads(run("runner", "list", "--format", "json").stdout)
     assert all(k["scope"].endswith(" records") for k in keys)
 
 

@@ -23,7 +23,7 @@ def test_the_sample_is_imported_and_its_machines_are_known(luma_home):
     systems = len(list(SAMPLE.glob("*/*/systems/*.json")))
     out = _run("import", "mlperf-results", str(SAMPLE), "--format", "json")
     assert out.exit_code == 0, out.output
-    doc = json.loads(out.output)
+    doc = json.loads(out.stdout)
     assert len(doc["machines"]) == systems and doc["added"] == systems + len(doc["results"])
     assert doc["round"] == "v4.1" and all(r["round"] == "v4.1" for r in doc["results"])
     shown = _run("machine", "show", "nvidia-b200-sxm-180gb")
@@ -33,7 +33,7 @@ def test_the_sample_is_imported_and_its_machines_are_known(luma_home):
     imported = next(m for m in doc["machines"] if "mi300x" in m)
     assert _run("machine", "show", imported).exit_code == 0
     listed = _run("machine", "list", "--format", "json")
-    assert set(doc["machines"]) <= {m["name"] for m in json.loads(listed.output)}
+    assert set(doc["machines"]) <= {m["name"] for m in json.loads(listed.stdout)}
 
 
 def test_no_ingest_writes_the_records_and_leaves_the_project_alone(luma_home, tmp_path):

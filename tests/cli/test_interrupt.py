@@ -43,6 +43,6 @@ def test_an_interrupted_sprint_says_what_it_kept(luma_home):
     errors = [line for line in err.splitlines() if line.startswith("Error:")]
     assert errors == [f"Error: interrupted: {kept} trials kept in {folder} (ingested), no chain"], err
     assert "Aborted!" not in err + out and "Traceback" not in err
-    listed = json.loads(CliRunner().invoke(cli, ["sprint", "list", "--format", "json"]).output)
+    listed = json.loads(CliRunner().invoke(cli, ["sprint", "list", "--format", "json"]).stdout)
     assert [(r["path"], r["trials"], r["chain"]) for r in listed] == [(str(folder), kept, False)]
     assert "interrupted" in listed[0]["outcome"]

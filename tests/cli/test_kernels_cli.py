@@ -44,7 +44,7 @@ def test_evaluate_digits_json_and_its_records_in_the_kb(luma_home):
     answer = _run("kb", "query", "--format", "json",
                   "PREFIX luma: <https://w3id.org/luma/ns#> SELECT ?r WHERE { ?r a luma:KernelResult ; "
                   "luma:evidenceClass luma:Measured }")
-    assert len(json.loads(answer.output)["results"]["bindings"]) == 2
+    assert len(json.loads(answer.stdout)["results"]["bindings"]) == 2
     assert list((luma_home / "results").glob("*-evaluate-digits.jsonl"))
 
 

@@ -56,7 +56,7 @@ def test_show_json_is_the_record(luma_home):
 
 
 def test_show_takes_a_short_name(luma_home):
-    shown = json.loads(_run("machine", "show", "B200", "--format", "json").output)
+    shown = json.loads(_run("machine", "show", "B200", "--format", "json").stdout)
     assert shown["name"] == "nvidia-b200-sxm-180gb"
     assert not any(luma_home.iterdir())
 

@@ -30,7 +30,7 @@ def run(*args: str, ok: bool = True):
 def state(home: Path) -> tuple:
     """What a failed command must leave untouched: the ledger rows and every quad of the KB."""
     export = run("kb", "export").output
-    stats = json.loads(run("kb", "stats", "--format", "json").output)
+    stats = json.loads(run("kb", "stats", "--format", "json").stdout)
     return stats["ledger_records"], stats["by_kind_and_evidence"], export
 
 
@@ -41,32 +41,32 @@ def write(tmp_path: Path, name: str, doc) -> Path:
 
 
 def test_add_list_show_remove(luma_home, tmp_path):
-    out = run("partner", "add", str(KV), str(CXL), "--format", "json").output
+    out = run("partner", "add", str(KV), str(CXL), "--format", "json").stdout
     added = json.loads(out)
     assert {r["partner"] for r in added} == {"kvzip-labs", "memfabric"} and {r["status"] for r in added} == {"added"}
-    again = json.loads(run("partner", "add", str(KV), "--format", "json").output)
+    again = json.loads(run("partner", "add", str(KV), "--format", "json").stdout)
     assert again[0]["status"] == "duplicate"
 
-    listed = {r["partner"]: r for r in json.loads(run("partner", "list", "--format", "json").output)}
+    listed = {r["partner"]: r for r in json.loads(run("partner", "list", "--format", "json").stdout)}
     assert listed["kvzip-labs"]["records"] == 1 and listed["memfabric"]["data_classes"] == "embeddings, kv-cache, weights"
     csv = run("partner", "list", "--format", "csv").output.splitlines()
     assert csv[0].startswith("partner,records,removed") and len(csv) == 3
 
-    shown = json.loads(run("partner", "show", "kvzip", "--format", "json").output)
+    shown = json.loads(run("partner", "show", "kvzip", "--format", "json").stdout)
     assert shown["record"]["partner"] == "kvzip-labs" and shown["status"] == "live"
     assert {f["kind"]: f["si"] for f in shown["figures"]}["decode_throughput"] == pytest.approx(900e9)
-    by_hash = json.loads(run("partner", "show", shown["content_hash"][:10], "--format", "json").output)
+    by_hash = json.loads(run("partner", "show", shown["content_hash"][:10], "--format", "json").stdout)
     assert by_hash["content_hash"] == shown["content_hash"]
-    partner = json.loads(run("partner", "show", "memfabric", "--format", "json").output)
+    partner = json.loads(run("partner", "show", "memfabric", "--format", "json").stdout)
     assert [r["record"]["name"] for r in partner["records"]] == ["mf-cxl-x2"]
     table = run("partner", "show", "mf-cxl-x2").output
     assert "silicon_area" in table and "12.5 mm^2" in table
 
     out = run("partner", "remove", "kvzip-labs", "--reason", "evaluation ended").output
     assert "removed 1 record(s) of partner kvzip-labs" in out
-    listed = {r["partner"]: r for r in json.loads(run("partner", "list", "--format", "json").output)}
+    listed = {r["partner"]: r for r in json.loads(run("partner", "list", "--format", "json").stdout)}
     assert (listed["kvzip-labs"]["records"], listed["kvzip-labs"]["removed"]) == (0, 1)
-    assert json.loads(run("partner", "show", "kvzip", "--format", "json").output)["status"] == "removed"
+    assert json.loads(run("partner", "show", "kvzip", "--format", "json").stdout)["status"] == "removed"
     q = "SELECT ?n WHERE { ?r luma:partnerName ?n ; a luma:InterventionParameterRecord }"
     assert "kvzip-labs" not in run("kb", "query", q, "--format", "csv").output
     run("kb", "rebuild")
@@ -80,10 +80,10 @@ def test_add_list_show_remove(luma_home, tmp_path):
 def test_remove_one_record_and_errors(luma_home, tmp_path):
     second = write(tmp_path, "v2.json", {**GOOD, "version": "2.0"})
     run("partner", "add", str(write(tmp_path, "v1.json", GOOD)), str(second))
-    shown = json.loads(run("partner", "show", "acme", "--format", "json").output)["records"]
+    shown = json.loads(run("partner", "show", "acme", "--format", "json").stdout)["records"]
     v1 = next(r["content_hash"] for r in shown if r["record"]["version"] == "1.0")
     run("partner", "remove", "acme", "--record", v1[:8])
-    listed = json.loads(run("partner", "list", "--format", "json").output)[0]
+    listed = json.loads(run("partner", "list", "--format", "json").stdout)[0]
     assert (listed["records"], listed["removed"]) == (1, 1)
     for args, message, code in ((("partner", "remove", "nobody"), "unknown partner 'nobody'", 2),
                                 (("partner", "remove", "acme", "--record", v1[:8]), "removed already", 1),
@@ -95,7 +95,7 @@ def test_remove_one_record_and_errors(luma_home, tmp_path):
 def test_partner_option_fills_and_refuses(luma_home, tmp_path):
     anonymous = {k: v for k, v in GOOD.items() if k != "partner"}
     path = write(tmp_path, "anon.yaml", json.dumps(anonymous))  # JSON is YAML
-    out = json.loads(run("partner", "add", str(path), "--partner", "zeta", "--format", "json").output)
+    out = json.loads(run("partner", "add", str(path), "--partner", "zeta", "--format", "json").stdout)
     assert out[0]["partner"] == "zeta"
     refused = run("partner", "add", str(KV), "--partner", "zeta", ok=False)
     assert refused.exit_code == 1 and f"{KV}: partner: the record names partner 'kvzip-labs'" in refused.output

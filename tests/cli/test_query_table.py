@@ -124,5 +124,5 @@ def test_the_cli_table_is_human_and_csv_json_stay_canonical(luma_home, runner_ke
     out = runner.invoke(cli, ["kb", "query", "--name", "qualified-boundaries", "--format", "csv"]).output
     row = next(csv.DictReader(io.StringIO(out)))
     assert float(row["passLevel"]) == 1610612736 and row["unit"] == "http://qudt.org/vocab/unit/BYTE"
-    out = json.loads(runner.invoke(cli, ["kb", "query", "--name", "qualified-boundaries", "--format", "json"]).output)
+    out = json.loads(runner.invoke(cli, ["kb", "query", "--name", "qualified-boundaries", "--format", "json"]).stdout)
     assert float(out["results"]["bindings"][0]["passLevel"]["value"]) == 1610612736

@@ -102,7 +102,7 @@ def test_trust_list_revoke_round_trip(luma_home, tmp_path):
     # Base64 on the command line works too; the same key twice does not.
     line = one_line_error(run("runner", "trust", att.public_key_text(att.public_bytes(other)), "--name", "x", ok=False))
     assert "trusted already" in line
-    rows = {r["name"]: r for r in json.loads(run("runner", "list", "--format", "json").output)}
+    rows = {r["name"]: r for r in json.loads(run("runner", "list", "--format", "json").stdout)}
     assert rows["lab-b"]["partner"] == "acme" and rows["lab-b"]["fingerprint"] == fp and rows["lab-b"]["revoked"] is None
     csv = run("runner", "list", "--format", "csv").output.splitlines()
     assert csv[0] == "name,fingerprint,partner,since,revoked,reason" and len(csv) == 3
@@ -111,7 +111,7 @@ def test_trust_list_revoke_round_trip(luma_home, tmp_path):
     assert {(b["n"]["value"], b.get("p", {}).get("value")) for b in runners} == {("mine", None), ("lab-b", "acme")}
 
     run("runner", "revoke", "lab-b", "--reason", "key leaked")
-    rows = {r["name"]: r for r in json.loads(run("runner", "list", "--format", "json").output)}
+    rows = {r["name"]: r for r in json.loads(run("runner", "list", "--format", "json").stdout)}
     assert rows["lab-b"]["revoked"] and rows["lab-b"]["reason"] == "key leaked" and rows["mine"]["revoked"] is None
     revoked = query("SELECT ?r ?t WHERE { ?r a luma:Runner ; luma:revokedAt ?t }")
     assert [b["r"]["value"] for b in revoked] == [f"https://w3id.org/luma/id/runner/{fp}"]

@@ -39,7 +39,7 @@ def test_sprint_list_says_what_each_sprint_kept(luma_home):
             optimize={"contract": "minilm-pilot", "best": {"variant": "fp32", "threads": 1, "replicas": 2,
                                                            "max_batch": 8, "throughput": 195.94}})
     runner = CliRunner()
-    rows = json.loads(runner.invoke(cli, ["sprint", "list", "--format", "json"]).output)
+    rows = json.loads(runner.invoke(cli, ["sprint", "list", "--format", "json"]).stdout)
     assert [r["sprint"][:12] for r in rows] == ["matvec-memor", "decoder-kv-k", "digits-compu", "minilm-pilot"]
     by = {r["contract"]: r for r in rows}
     assert by["matvec-memory"] | {"outcome": None} == {
@@ -60,4 +60,4 @@ def test_sprint_list_says_what_each_sprint_kept(luma_home):
 def test_a_project_without_sprints_says_how_to_run_one(luma_home):
     result = CliRunner().invoke(cli, ["sprint", "list"])
     assert result.exit_code == 0 and "luma sprint run CONTRACT" in result.output
-    assert json.loads(CliRunner().invoke(cli, ["sprint", "list", "--format", "json"]).output) == []
+    assert json.loads(CliRunner().invoke(cli, ["sprint", "list", "--format", "json"]).stdout) == []

@@ -48,8 +48,9 @@ def luma(*args: str):
     return CliRunner().invoke(cli, [str(a) for a in args], catch_exceptions=False)
 
 
-def assert_one_line_error(result, *fragments: str) -> None:
-    assert result.exit_code == 1, (result.exit_code, result.output)
+def assert_one_line_error(result, *fragments: str, code: int = 1) -> None:
+    """One `Error:` line containing `fragments`, exit `code` (1 a failure, 2 a usage mistake)."""
+    assert result.exit_code == code, (result.exit_code, result.output)
     assert "Traceback" not in result.output
     err = result.stderr
     assert err.startswith("Error: ") and err.endswith("\n") and err.count("\n") == 1, repr(err)

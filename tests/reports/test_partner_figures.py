@@ -32,7 +32,7 @@ def evaluated(tmp_path_factory):
         for var in ("LUMA_DB_URL", "LUMA_KB_URL"):
             mp.delenv(var, raising=False)
         home = tmp_path_factory.mktemp("partner") / "home"
-        doc = json.loads(_run(home, "partner", "evaluate", str(RECORD), *ARGS, "--format", "json").output)
+        doc = json.loads(_run(home, "partner", "evaluate", str(RECORD), *ARGS, "--format", "json").stdout)
         table = _run(home, "partner", "evaluate", str(RECORD), *ARGS).output
         out = home.parent / "report"
         assert _run(home, "report", "partner", str(RECORD), *ARGS, "--out", str(out)).exit_code == 0

@@ -292,11 +292,12 @@ def test_rendering_twice_gives_identical_bytes(full_home, tmp_path):
 def test_errors_are_one_line(tmp_path, env):
     empty = tmp_path / "empty"
     assert _run(empty, "kb", "init").exit_code == 0  # a project with nothing in it
-    for args, text in ((("boundary",), "no qualified chain"), (("design-in",), "no PEX chains"),
-                       (("boundary", "id:chain/0000"), "not a PEX chain"),
-                       (("boundary", "--sprint", "nope"), "no sprint 'nope'")):
+    # A KB without what the report needs is a failure (1); a name given that does not exist, a usage mistake (2).
+    for args, text, code in ((("boundary",), "no qualified chain", 1), (("design-in",), "no PEX chains", 1),
+                             (("boundary", "id:chain/0000"), "not a PEX chain", 2),
+                             (("boundary", "--sprint", "nope"), "no sprint 'nope'", 2)):
         result = _run(empty, "report", *args, "--out", str(tmp_path / "x"))
-        assert result.exit_code == 1 and text in result.output and "Traceback" not in result.output, result.output
+        assert result.exit_code == code and text in result.output and "Traceback" not in result.output, result.output
     both = _run(empty, "report", "boundary", "id:chain/x", "--latest", "--out", str(tmp_path / "x"))
     assert both.exit_code == 2
 

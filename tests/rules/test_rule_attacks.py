@@ -196,7 +196,7 @@ def test_a_runaway_rule_is_stopped_and_the_derived_graphs_stay_as_they_were(luma
     (luma_home / "rules" / "90-attack.rq").unlink()
     result = runner.invoke(cli, ["rules", "run", "--format", "json"])
     assert result.exit_code == 0, result.output
-    assert json.loads(result.output)["new"] > 0  # what the stopped runs had written, derived again
+    assert json.loads(result.stdout)["new"] > 0  # what the stopped runs had written, derived again
     assert _derived(luma_home) != before
 
 
@@ -276,9 +276,9 @@ def test_a_killed_run_takes_its_child_along_and_the_next_run_recomputes(luma_hom
     runner = CliRunner()
     result = runner.invoke(cli, ["rules", "run", "--format", "json"])
     assert result.exit_code == 0, result.output
-    assert {r["how"] for r in json.loads(result.output)["rules"]} == {"full"}  # no cache vouched for
+    assert {r["how"] for r in json.loads(result.stdout)["rules"]} == {"full"}  # no cache vouched for
     after = _derived(luma_home)
     again = runner.invoke(cli, ["rules", "run", "--full", "--format", "json"])
-    assert again.exit_code == 0 and (json.loads(again.output)["new"], json.loads(again.output)["removed"]) == (0, 0)
+    assert again.exit_code == 0 and (json.loads(again.stdout)["new"], json.loads(again.stdout)["removed"]) == (0, 0)
     assert [q for q in _derived(luma_home) if "runToken" not in str(q) and "runThrough" not in str(q)] == \
         [q for q in after if "runToken" not in str(q) and "runThrough" not in str(q)]

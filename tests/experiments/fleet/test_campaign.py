@@ -157,7 +157,7 @@ def test_a_hundred_machines_and_twenty_contracts_plan(tmp_path):
     path = _file(tmp_path, "\n".join(body))
     run = CliRunner().invoke(cli, ["campaign", "plan", str(path), "--format", "json"])
     assert run.exit_code == 0, run.output
-    out = json.loads(run.output)
+    out = json.loads(run.stdout)
     assert out["total"]["machines"] == 100 and out["total"]["sprints"] == 80
     assert all(r["wall_s"] for r in out["classes"])
 
@@ -214,4 +214,4 @@ def test_status_and_cancel_of_a_campaign_this_project_never_ran_are_one_line(lum
         run = CliRunner().invoke(cli, args)
         assert run.exit_code == 1 and "no campaign 'nope-12345678'" in run.output and "known: none" in run.output
     listing = CliRunner().invoke(cli, ["campaign", "status", "--format", "json"])
-    assert listing.exit_code == 0 and json.loads(listing.output) == []
+    assert listing.exit_code == 0 and json.loads(listing.stdout) == []

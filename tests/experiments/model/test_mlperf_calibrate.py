@@ -63,6 +63,6 @@ def test_the_cli_calibrates_on_the_imported_results(luma_home):
     assert CliRunner().invoke(cli, ["import", "mlperf-results", "--sample"]).exit_code == 0
     out = CliRunner().invoke(cli, ["model", "calibrate", "--mlperf", "--format", "json"])
     assert out.exit_code == 0, out.output
-    cal = json.loads(out.output)
+    cal = json.loads(out.stdout)
     assert (luma_home / mlperf_calibrate.FILE).is_file() and cal["with_published"] is True
     assert set(cal["held_out"]) == set(cal["submitters"])

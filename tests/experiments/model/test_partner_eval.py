@@ -171,7 +171,7 @@ def test_cli_table_json_and_out(files, tmp_path):
     doc = json.loads(out.read_text())
     assert doc["verdict"] == "gain" and doc["matrix"]["configurations"][0]["name"] == "baseline"
     r = CliRunner().invoke(evaluate_cmd, [*args, "--format", "json"])
-    assert r.exit_code == 0 and json.loads(r.output)["changes"]["accelerator_count"]["after"] == 2.0
+    assert r.exit_code == 0 and json.loads(r.stdout)["changes"]["accelerator_count"]["after"] == 2.0
 
 
 def test_bad_input_is_a_clear_error(tmp_path, files, kv, base):

@@ -252,14 +252,14 @@ def test_calibrate_llm_refits_with_ones_own_figures_and_records_them(tmp_path, m
     result = CliRunner().invoke(cli, ["model", "calibrate", "--llm", "--quick", "--published", str(path),
                                       "--format", "json"])
     assert result.exit_code == 0, result.output
-    out = json.loads(result.output)
+    out = json.loads(result.stdout)
     assert out["records"]["calibration"] + out["records"]["held-out"] == len(shipped["records"]) + 3
     assert llm_calibrate.path(home).is_file() and llm_calibrate.current(home)["data_sha256"] != \
         llm_calibrate.shipped()["data_sha256"]
     q = CliRunner().invoke(cli, ["kb", "query", "--format", "json",
                                  "SELECT ?m WHERE { ?m a luma:PublishedMeasurement }"])
     assert q.exit_code == 0, q.output
-    assert len(json.loads(q.output)["results"]["bindings"]) == len(shipped["records"]) + 3
+    assert len(json.loads(q.stdout)["results"]["bindings"]) == len(shipped["records"]) + 3
     table = CliRunner().invoke(cli, ["model", "calibrate", "--llm", "--quick", "--no-record"])
     assert table.exit_code == 0 and "Traceback" not in table.output, table.output
     assert "held-out-source" in table.output and "engine tensorrt-llm (" in table.output

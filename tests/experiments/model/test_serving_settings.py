@@ -181,7 +181,7 @@ def test_settings_once_not_expressible_are_stated_and_predicted(luma_home, machi
     out = CliRunner().invoke(cli, ["model", "predict", "llm-chat", "--llm", model, "--format", "json",
                                    "--state", f"accelerator_type={machine},{rest}"])
     assert out.exit_code == 0, out.output
-    p = json.loads(out.output)
+    p = json.loads(out.stdout)
     # Quality is declared, not predicted: an 8-bit state without a declared quality is UNKNOWN on that
     # clause alone; every serving clause is judged.
     assert p["evidence_class"] == "projected" and p["verdict"] in ("PASS", "FAIL", "UNKNOWN")

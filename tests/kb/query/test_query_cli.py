@@ -78,7 +78,7 @@ def test_a_query_the_checker_cannot_read_is_one_line(in_query_home):
 
 def test_unknown_named_query_lists_the_names(in_query_home):
     result = luma("kb", "query", "--name", "no-such-query")
-    assert_one_line_error(result, "no-such-query")
+    assert_one_line_error(result, "no-such-query", code=2)  # a name given on the command line: usage
     assert all(name in result.stderr for name in named_queries())
     listed = luma("kb", "query", "--list", "--format", "json")
     assert {q["name"] for q in json.loads(listed.stdout)} == set(named_queries())

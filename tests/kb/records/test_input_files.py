@@ -48,7 +48,7 @@ def luma(*args):
 
 def state() -> tuple:
     """What a refused file must leave untouched: the ledger's rows and every quad of the KB."""
-    stats = json.loads(luma("kb", "stats", "--format", "json").output)
+    stats = json.loads(luma("kb", "stats", "--format", "json").stdout)
     return stats["ledger_records"], luma("kb", "export").output
 
 

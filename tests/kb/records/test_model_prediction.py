@@ -163,7 +163,7 @@ def test_unsigned_predictions_are_ingested_and_a_bad_one_leaves_everything_uncha
     result = luma("kb", "ingest", bad)
     assert result.exit_code == 1 and "line 2" in result.stderr and "predictions[0].verdict" in result.stderr
     assert snapshot() == before
-    rows = json.loads(luma("kb", "query", "--name", "evidence-by-class", "--format", "json").output)
+    rows = json.loads(luma("kb", "query", "--name", "evidence-by-class", "--format", "json").stdout)
     kinds = {(b["evidenceClass"]["value"], b["kind"]["value"]) for b in rows["results"]["bindings"]}
     assert kinds == {("Simulated", "model-prediction")}
 
