@@ -111,9 +111,15 @@ CONTENDED = "host-contended"
 #: CONTENTION_FLOOR_S of CPU time: below that the tick counters cannot tell a neighbour from noise).
 CONTENTION_LIMITS = {"steal": 10.0, "cotenant": 10.0}
 CONTENTION_FLOOR_S = 0.05
-#: Failure causes a slower host can produce: missed latency/throughput clauses and a load test
-#: that ran out of time. A quality miss, `oom`, `kv-capacity` or a crash is the state's own.
+#: Failure causes of time: missed latency/throughput clauses, a load test that ran out of time
+#: (what the interleaved A/B of a sprint re-checks).
 TIMING_CAUSES = ("slo-miss", "timeout")
+#: Failure causes a slower host can produce: the timing ones, and the memory ones that depend on
+#: how many requests are in flight at once — a slower host queues more of them, so a batching
+#: service batches more and a KV pool holds more sequences (measured: minilm-memory's 112 MiB level,
+#: 3/3 PASS idle, failed `oom` beside two busy loops). A quality miss, a crash, a server that could
+#: not launch are the state's own whatever the neighbours do.
+CONTENTION_CAUSES = (*TIMING_CAUSES, "oom", "kv-capacity")
 
 
 def contention_reasons(steal_pct: float | None, cotenant_pct: float | None, cotenant_cpu_s: float | None = None,
@@ -130,16 +136,21 @@ def contention_reasons(steal_pct: float | None, cotenant_pct: float | None, cote
 
 
 def timing_only(cause: str | None) -> bool:
-    """True when every part of a failure cause is one a slower host can produce."""
+    """True when every part of a failure cause is a timing one (TIMING_CAUSES)."""
     return bool(cause) and all(part in TIMING_CAUSES for part in cause.split("+"))
 
 
+def contention_sensitive(cause: str | None) -> bool:
+    """True when every part of a failure cause is one a slower host can produce (CONTENTION_CAUSES)."""
+    return bool(cause) and all(part in CONTENTION_CAUSES for part in cause.split("+"))
+
+
 def contention_verdict(verdict: str, cause: str | None, reasons: list[str]) -> tuple[str, str | None]:
-    """The verdict once contention is judged: a FAIL whose causes are all timing, or an
+    """The verdict once contention is judged: a FAIL whose causes a slower host can produce, or an
     INCONCLUSIVE, on a contended serve phase becomes INCONCLUSIVE `host-contended`; a PASS stands
-    (contention only slows a state down) and so does any FAIL the state caused itself."""
+    (a neighbour never makes a state pass) and so does a FAIL the state caused itself."""
     if not reasons or verdict == "PASS":
         return verdict, cause
-    if verdict == "INCONCLUSIVE" or (verdict == "FAIL" and timing_only(cause)):
+    if verdict == "INCONCLUSIVE" or (verdict == "FAIL" and contention_sensitive(cause)):
         return "INCONCLUSIVE", CONTENDED
     return verdict, cause

@@ -96,8 +96,10 @@ def test_a_quiet_synthetic_host_is_not_contended(monkeypatch):
     ("FAIL", "slo-miss", ("INCONCLUSIVE", "host-contended")),
     ("FAIL", "timeout", ("INCONCLUSIVE", "host-contended")),
     ("INCONCLUSIVE", None, ("INCONCLUSIVE", "host-contended")),
-    ("PASS", None, ("PASS", None)),  # contention only slows a state down: its PASS stands
-    ("FAIL", "oom", ("FAIL", "oom")),  # the state's own failure stands
+    ("PASS", None, ("PASS", None)),  # a neighbour never makes a state pass: its PASS stands
+    ("FAIL", "oom", ("INCONCLUSIVE", "host-contended")),  # a slower host batches more requests at once
+    ("FAIL", "kv-capacity", ("INCONCLUSIVE", "host-contended")),  # and holds more sequences
+    ("FAIL", "crash", ("FAIL", "crash")),  # the state's own failure stands
     ("FAIL", "quality-miss+slo-miss", ("FAIL", "quality-miss+slo-miss")),
 ])
 def test_the_contention_verdict(verdict, cause, expected):
@@ -148,10 +150,12 @@ def test_a_trial_that_stays_contended_is_inconclusive_host_contended_and_records
     check_verdict(clauses, [Observation(**o) for o in t.observations()], t.cause, t.verdict)
 
 
-def test_a_contended_pass_and_a_contended_oom_stand(monkeypatch):
+def test_a_contended_pass_and_a_contended_quality_miss_stand(monkeypatch):
     assert _trial(monkeypatch, [{**FAST, "contention": BUSY}]).verdict == "PASS"
-    t = _trial(monkeypatch, [{"failure_cause": "oom", "contention": BUSY}])
-    assert (t.verdict, t.cause, t.attempts) == ("FAIL", "oom", 1)
+    t = _trial(monkeypatch, [{**FAST, "quality": 0.5, "contention": BUSY}])
+    assert (t.verdict, t.cause, t.attempts) == ("FAIL", "quality-miss", 1)
+    t = _trial(monkeypatch, [{"failure_cause": "oom", "contention": BUSY}, {"failure_cause": "oom", "contention": QUIET}])
+    assert (t.verdict, t.cause, t.attempts) == ("FAIL", "oom", 2)  # an oom beside a neighbour is run again
 
 
 def test_ingest_refuses_host_contended_without_the_contention_to_show_for_it():
