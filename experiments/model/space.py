@@ -213,15 +213,15 @@ def load(path: str | Path, contract, *, project=None) -> Space:
             axes[name] = make_axis(name, raw, f"axes.{name}", variants)
         machines = {n: hardware.machine_from_spec(n, spec, f"machines.{n}")
                     for n, spec in (data.get("machines") or {}).items()}
-        if "accelerator_type" in axes:  # a machine the file names must exist: the file's error, here
-            for label in axes["accelerator_type"].labels:
-                hardware.load(label, machines, project)
         space = Space(str(data.get("name", p.stem)), axes, model, dict(data.get("cost") or {}),
                       dict(data.get("quality") or {}), machines, dict(data.get("efficiency") or {}), str(p),
                       data.get("currency"), data.get("cost_source"), project)
         check_scope(space, contract, "axes.")
         _check_tables(space)
         _check_prices(space)
+        if "accelerator_type" in axes:  # a machine the file names must exist: the file's error, here
+            for label in axes["accelerator_type"].labels:
+                hardware.load(label, machines, project)
     except (ConfigError, UnknownName) as exc:  # a name the file gives that does not exist: the file's error
         exc.source = exc.source or str(p)
         raise ContractError(exc.message, source=exc.source, field=exc.field) from None
