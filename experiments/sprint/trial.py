@@ -12,12 +12,14 @@ still contended, it is INCONCLUSIVE `host-contended` — never a FAIL that moves
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import signal
 import subprocess
 import sys
 import tempfile
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -124,12 +126,23 @@ def trial_cores(state: dict) -> list[int]:
     return usable[: state["compute"]] if state.get("compute") else usable
 
 
+#: One trial at a time on a host, whoever runs it: runners of a local cluster (or two sprints) on one
+#: machine would otherwise pin their trials to the same first cores and judge each other's load.
+HOST_LOCK = Path(tempfile.gettempdir()) / f"luma-trial-{os.getuid()}.lock"
+
+
 def spawn(spec: dict, timeout_s: float) -> dict:
     """Run the worker on `spec`; the telemetry it wrote, or a failure telemetry if it did not.
-    The host's contention over the worker's serve phase is in `telemetry["contention"]`."""
-    watch = contention.Watch(trial_cores(spec["state"]))
-    tel = _spawn(spec, timeout_s, watch)
-    tel["contention"] = watch.stop(tel.get("serve_t0"), tel.get("serve_t1"), tel.pop("serve_snapshots", None))
+    The host's contention over the worker's serve phase is in `telemetry["contention"]`; trials of
+    this user on this host run one at a time (HOST_LOCK), the wait in `telemetry["host_lock_wait_s"]`."""
+    t = time.monotonic()
+    with open(HOST_LOCK, "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes, also if we are killed
+        waited = time.monotonic() - t
+        watch = contention.Watch(trial_cores(spec["state"]))
+        tel = _spawn(spec, timeout_s, watch)
+        tel["contention"] = watch.stop(tel.get("serve_t0"), tel.get("serve_t1"), tel.pop("serve_snapshots", None))
+    tel["host_lock_wait_s"] = round(waited, 3)
     return tel
 
 

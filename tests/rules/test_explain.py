@@ -184,5 +184,5 @@ def test_cli_explain_json_and_table(derived_kb):
     assert text.splitlines()[-1] == f"4 supporting record(s): {', '.join(qualified)}"
 
     bad = runner.invoke(cli, ["kb", "explain", "urn:nothing-here"])
-    assert bad.exit_code == 1
+    assert bad.exit_code == 2  # an IRI given on the command line that the KB lacks: a usage mistake
     assert bad.output.strip().splitlines() == ["Error: urn:nothing-here is not in the knowledge base"]

@@ -79,7 +79,7 @@ def test_an_exploratory_run_stays_out_of_the_kb(luma_home):
     iri = rows[0]["requirement"]["value"] if "requirement" in rows[0] else next(
         v["value"] for v in rows[0].values() if v["type"] == "uri" and "/hardware-requirement/" in v["value"])
     assert "EXPLORATORY" in _run("kb", "explain", "--exploratory", iri).output
-    assert _run("kb", "explain", iri).exit_code == 1  # not in the KB
+    assert _run("kb", "explain", iri).exit_code == 2  # not in the KB: a name given that does not exist
     # A Design-In report of the KB: the exploratory requirement is not in it.
     report = _run("report", "design-in", "--out", str(luma_home / "di"))
     if report.exit_code == 0:
