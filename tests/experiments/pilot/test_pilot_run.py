@@ -23,9 +23,9 @@ from luma.cli.main import cli
 
 from .test_library import _ingest, _trial
 
-#: A step above the 1-core state's qualified capacity (400/s in the library fixture), below the
-#: 2-core state's (800/s): the controller must upscale (350/s, the old step, the measured margin of
-#: issue 32 rightly keeps on one core).
+#: A step from 100/s to 520/s, above the 1-core state's qualified capacity (400/s in the library
+#: fixture): whether the pilot must switch depends on the live host (its capacity is re-measured on
+#: live windows, issue 32); the controller's switches are driven deterministically in test_control.py.
 TRACE = "time_s,rate\n0,100\n9,100\n9,520\n18,520\n18,100\n27,100\n"
 
 
@@ -90,6 +90,8 @@ def test_pilot_switches_states_records_decisions_and_reports(library, trace_file
             assert not (a["verdict"] == "FAIL" and b["verdict"] == "FAIL" and a["state"] == b["state"]), (a, b)
         if any(w["verdict"] == "FAIL" for w in windows):
             assert any(d["action"] in ("upscale", "breach-upscale") for d in decisions)
+        if not decisions:  # no switch: every window held the contract on the state in force
+            assert all(w["verdict"] == "PASS" for w in windows), windows
         assert all(d["to"] in keys and d["record"] for d in decisions)
         f = summary["figures"]
         assert {"saving_vs_static", "outside_share", "vs_hindsight"} <= set(f)
@@ -99,7 +101,7 @@ def test_pilot_switches_states_records_decisions_and_reports(library, trace_file
         assert q.exit_code == 0, q.output
         rows = json.loads(q.stdout)
         rows = rows.get("results", {}).get("bindings", rows) if isinstance(rows, dict) else rows
-        assert rows
+        assert bool(rows) == bool(decisions)  # one realized-value row per decision recorded
         rep = CliRunner().invoke(cli, ["report", "pilot", res["run"], "--out", str(tmp_path / "rep")])
         assert rep.exit_code == 0, rep.output
         md = (tmp_path / "rep" / "report.md").read_text()
