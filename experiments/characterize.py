@@ -33,7 +33,6 @@ from pathlib import Path
 from luma.errors import CharacterizeError
 from luma.experiments.host import architecture, default_name, describe, git_revision
 from luma.experiments.sprint import contention
-from luma.kb.records import judge
 
 TOOL = "luma machine characterize"
 PRECISIONS = ("fp32", "bf16", "int8")
@@ -278,7 +277,7 @@ def characterize(quick: bool = False, cores: list[int] | None = None, name: str 
         doc = _characterize(quick, cores, name, progress)
     finally:
         seen = watch.stop()
-    reasons = judge.contention_reasons(seen.get("steal_pct"), seen.get("cotenant_pct"), seen.get("cotenant_cpu_s"))
+    reasons = contention.reasons(seen)
     if reasons and not allow_contended:
         raise CharacterizeError(f"host too contended to characterize ({'; '.join(reasons)}): figures measured beside "
                                 "a neighbour are low; run it on a quiet host (or allow a contended measurement: "

@@ -230,6 +230,12 @@ class Watch:
         return between(first, last, self.cores, inside)
 
 
+def reasons(contention: dict) -> list[str]:
+    """Why the contention `between` measured counts as contended (judge.contention_reasons)."""
+    return judge.contention_reasons(contention.get("steal_pct"), contention.get("cotenant_pct"),
+                                    contention.get("cotenant_cpu_s"))
+
+
 def observations(contention: dict) -> list[dict]:
     """The contention figures a trial record carries (the judge's inputs among them)."""
     out = []
@@ -258,6 +264,5 @@ def quiet_wait(cores: list[int], max_wait_s: float = 20.0, step_s: float = 1.0, 
         b = Snapshot(b.t, b.cpus, b.running, b.psi_us, 0)
         last = between(a, b, cores)
         waited += step_s
-        if not judge.contention_reasons(last.get("steal_pct"), last.get("cotenant_pct"), last.get("cotenant_cpu_s"),
-                                        last.get("window_s")) or waited >= max_wait_s:
+        if not reasons(last) or waited >= max_wait_s:
             return {**last, "waited_s": waited}

@@ -77,16 +77,12 @@ def judge(contract: Contract, tel: dict, seed: int = 0) -> tuple[str, str | None
     """(verdict, failure cause, per-clause results) of one trial's telemetry, by the rules of
     `luma.kb.records.judge` (ingest re-judges the trial's record with the same rules)."""
     verdict, cause, rows = _judge_clauses(contract, tel, seed)
-    c = tel.get("contention") or {}
-    reasons = verdict_rules.contention_reasons(c.get("steal_pct"), c.get("cotenant_pct"), c.get("cotenant_cpu_s"))
-    verdict, cause = verdict_rules.contention_verdict(verdict, cause, reasons)
-    return verdict, cause, rows
+    return (*_with_contention(verdict, cause, tel), rows)
 
 
-def _clause_verdict(contract: Contract, tel: dict, seed: int) -> str:
-    """What the clauses alone gave (before contention was judged), e.g. `FAIL slo-miss`."""
-    verdict, cause, _ = _judge_clauses(contract, tel, seed)
-    return verdict + (f" {cause}" if cause else "")
+def _with_contention(verdict: str, cause: str | None, tel: dict) -> tuple[str, str | None]:
+    """The clauses' verdict once the contention of the trial's serve phase is judged."""
+    return verdict_rules.contention_verdict(verdict, cause, contention.reasons(tel.get("contention") or {}))
 
 
 def _judge_clauses(contract: Contract, tel: dict, seed: int) -> tuple[str, str | None, list[dict]]:
@@ -191,17 +187,17 @@ def run_trial(contract: Contract, state: State, artifact: Path, variant: str, ph
                 "units": {dim: states.unit_kind(dim, lv) for dim, lv in state.levels},
                 **(service_spec or {})}
         tel = spawn(spec, contract.load.timeout_s + GRACE_S)
-        verdict, cause, rows = judge(contract, tel, seed)
+        clause_verdict, clause_cause, rows = _judge_clauses(contract, tel, seed)
+        verdict, cause = _with_contention(clause_verdict, clause_cause, tel)
         if contended:
             tel["contended_attempts"] = contended
         if cause == verdict_rules.CONTENDED:
             if len(contended) < CONTENDED_RETRIES:
-                contended = [*contended, {**tel["contention"], "verdict_before": _clause_verdict(contract, tel, seed),
+                contended = [*contended, {**tel["contention"], "verdict_before": f"{clause_verdict} {clause_cause or ''}".strip(),
                                           "quiet_wait": contention.quiet_wait(trial_cores(spec["state"]))}]
                 continue  # the same trial again, once the host is quiet (or has waited long enough)
-            c = tel.get("contention") or {}
-            tel.setdefault("error", f"contended through {attempts} attempts: " + "; ".join(
-                verdict_rules.contention_reasons(c.get("steal_pct"), c.get("cotenant_pct"), c.get("cotenant_cpu_s"))))
+            tel.setdefault("error", f"contended through {attempts} attempts: "
+                                    + "; ".join(contention.reasons(tel.get("contention") or {})))
             return Trial(state, variant, phase, verdict, cause, rows, tel, requests, attempts)
         if verdict != "INCONCLUSIVE" or attempts > max_retries:
             return Trial(state, variant, phase, verdict, cause, rows, tel, requests, attempts)
