@@ -23,6 +23,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from luma.experiments.endpoint import launch
 from luma.experiments.sprint import contention, states, stats
 from luma.experiments.sprint.contract import Contract
 from luma.experiments.sprint.states import State
@@ -117,9 +118,9 @@ def _judge_clauses(contract: Contract, tel: dict, seed: int) -> tuple[str, str |
 
 
 def trial_cores(state: dict) -> list[int]:
-    """The CPUs a trial's worker pins itself to (the worker's rule: the first `compute` usable ones)."""
-    usable = sorted(os.sched_getaffinity(0))
-    return usable[: state["compute"]] if state.get("compute") else usable
+    """The CPUs a trial runs on: the first `compute` usable ones (the rule the worker and an
+    endpoint's server pin by, `launch.server_cores`), every usable one without a compute level."""
+    return launch.server_cores(state) or sorted(os.sched_getaffinity(0))
 
 
 #: One trial at a time on a host, whoever runs it: runners of a local cluster (or two sprints) on one
