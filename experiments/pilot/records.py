@@ -13,7 +13,7 @@ from luma.experiments.pilot.controller import write_atomic
 from luma.experiments.pilot.window import ratio_ci
 from luma.experiments.sprint.records import architecture, provenance
 from luma.experiments.services import get
-from luma.kb.records.judge import combine
+from luma.kb.records.judge import sequential
 from luma.kb.knowledge_base import KnowledgeBase
 from luma.kb.records.loader import validate_document
 from luma.kb.operations.runner_keys import project_signer
@@ -85,7 +85,7 @@ def decision_record(ctx, pending, outcome: str, window_index: int, windows: list
         "contract": ctx.record_contract, "candidate": ctx.library_state(pending.to_key).record_state(),
         "observed": [f for f in observed if f],
         "prediction": {"verdict": p["verdict"], "margin": p["margin"] if p.get("margin") is not None else (ctx.guard.margin or 0.0), "figures": [f for f in predicted if f]},
-        "verification": {"verdict": combine(verdicts), "windows": len(pending.windows),
+        "verification": {"verdict": sequential(verdicts), "windows": len(pending.windows),
                          "trials": [_trial(ctx, w) for w in pending.windows]},
         "realized": {"before": _realized(ctx, before, 0), "after": _realized(ctx, pending.windows, 2)},
         "outcome": outcome, "reason": pending.reason[:300], "provenance": provenance(ctx.started),

@@ -14,7 +14,9 @@ and signed: the gate checks the signature first, as for every measured record).
   be exactly the recomputed one. When some are not, the verdict may be worse than the re-judged
   clauses give (a skipped clause may have failed) but never better: a clause the trial observes
   failing is a FAIL whatever the figures say. A PASS must rest on at least one re-judged clause.
-* The verification verdict is the combination (`luma.kb.records.judge.combine`) of its trials' verdicts.
+* The verification verdict is its trials' sequential verdict (`luma.kb.records.judge.sequential`):
+  an INCONCLUSIVE window extends the verification, the first PASS or FAIL decides and ends it, so
+  no trial follows a deciding one.
 """
 
 from __future__ import annotations
@@ -33,11 +35,17 @@ def check_pilot_decision(rec: PilotDecision, source: str | None) -> None:
     trials = rec.verification.trials
     for i, trial in enumerate(trials):
         _check_trial(rec.contract.clauses, trial, source, f"verification.trials[{i}]")
-    combined = judge.combine(t.verdict for t in trials)
+    verdicts = [t.verdict for t in trials]
+    decided = next((i for i, v in enumerate(verdicts) if v != "INCONCLUSIVE"), len(verdicts) - 1)
+    if decided < len(verdicts) - 1:
+        raise RecordError(f"trial {decided + 1} follows the verification's deciding {verdicts[decided]} trial "
+                          f"{decided}: a verification ends at its first PASS or FAIL window",
+                          source=source, field=f"verification.trials[{decided + 1}]")
+    combined = judge.sequential(verdicts)
     if combined != rec.verification.verdict:
-        verdicts = ", ".join(t.verdict for t in trials)
-        raise RecordError(f"verdict {rec.verification.verdict} but its trials ({verdicts}) combine to {combined}",
-                          source=source, field="verification.verdict")
+        raise RecordError(f"verdict {rec.verification.verdict} but its trials ({', '.join(verdicts)}) decide "
+                          f"{combined} (INCONCLUSIVE windows extend a verification, the first PASS or FAIL "
+                          "decides it)", source=source, field="verification.verdict")
 
 
 def _check_trial(clauses, trial, source: str | None, where: str) -> None:

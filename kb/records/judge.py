@@ -86,6 +86,12 @@ def combine(verdicts: Iterable[str]) -> str:
     return "INCONCLUSIVE" if "INCONCLUSIVE" in seen else "PASS"
 
 
+def sequential(verdicts: Iterable[str]) -> str:
+    """A verification's verdict over its windows: an INCONCLUSIVE window only extends it, the first
+    PASS or FAIL decides (and ends) it; INCONCLUSIVE when no window decided."""
+    return next((v for v in verdicts if v != "INCONCLUSIVE"), "INCONCLUSIVE")
+
+
 def clause_cause(metric: str) -> str:
     """The failure cause a failing clause on `metric` gives its trial."""
     return "quality-miss" if metric == "quality" else "slo-miss"

@@ -254,5 +254,6 @@ def pilot_decision_schema() -> dict:
         "vendor-claim or user-supplied) and optional interval ci_low <= value <= ci_high; a list names "
         "each metric once. `luma kb ingest` re-judges every verification trial on the clauses it "
         "observes (the pilot judges power, energy, cost, error rate and availability on its figures) "
-        "and checks that the verification verdict combines its trials' verdicts." + SCHEMA_NOTE
+        "and checks the verification verdict against its trials: INCONCLUSIVE windows extend it, the "
+        "first PASS or FAIL decides and ends it." + SCHEMA_NOTE
     ), state_dimensions=True)
