@@ -204,3 +204,51 @@ def test_the_fixed_30_percent_margin_was_what_cost_too_much():
     fixed, _ = _economics(simulate(library, host, rates, margin=0.3)[0])
     measured, _ = _economics(simulate(library, Host(host.capacity), rates)[0])
     assert fixed > 1.10 * best_cpa >= measured
+
+
+class FlakyHost(Host):
+    """A host whose p95 interval straddles the SLO in some windows: those are INCONCLUSIVE."""
+
+    def __init__(self, capacity, seed: int = 0, share: float = 0.3):
+        super().__init__(capacity, seed)
+        self.share = share
+
+    def serve(self, state, rate):
+        p95, verdict, busy = super().serve(state, rate)
+        return p95, "INCONCLUSIVE" if self.rng.random() < self.share else verdict, busy
+
+
+def _flaky_decisions(seed: int) -> list[tuple[str, list[str]]]:
+    """(outcome, verification window verdicts) of each decision over the diurnal trace on a FlakyHost."""
+    library = _shipped_library()
+    host = FlakyHost({library[0].key: 150.0, library[1].key: 240.0}, seed=seed)
+    pred = Predictor(library, SLO, None, WINDOW)
+    ctx = SimpleNamespace(predictor=pred, guard=GUARD, window_s=WINDOW, library_state=lambda k: lib.find(library, k))
+    seg = SimpleNamespace(windows=[], apply=lambda key: lib.find(library, key))
+    seen = []
+    ctl = Controller(ctx, seg, lambda p, outcome, w, ws: seen.append((outcome, [x["verdict"] for x in p.windows])))
+    ctl.active = library[0].key
+    for w, rate in enumerate(_rates(seed)):
+        state = lib.find(library, ctl.active)
+        p95, verdict, busy = host.serve(state, rate)
+        fig = {"index": w, "start_s": w * WINDOW, "end_s": (w + 1) * WINDOW, "rate_observed": rate,
+               "p95_latency": p95, "verdict": verdict, "state": state.key, "cpu_s": busy * WINDOW,
+               "requests": round(rate * WINDOW)}
+        ctl.step(w, fig)
+        seg.windows.append(fig)
+    return seen
+
+
+def test_a_decision_is_retained_exactly_when_its_verification_decides_pass():
+    # Seen live beside busy loops: a verification window INCONCLUSIVE, the next PASS; the state
+    # was retained and the record said INCONCLUSIVE (windows combined like a trial's clauses),
+    # which the record model refuses. The verdict is the first deciding window's.
+    from luma.kb.records.judge import sequential
+
+    seen = [d for seed in range(6) for d in _flaky_decisions(seed)]
+    for outcome, verdicts in seen:
+        assert (outcome == "retained") == (sequential(verdicts) == "PASS"), (outcome, verdicts)
+        # A verification ends at its deciding window, or after max_extensions + 1 undecided ones.
+        assert all(v == "INCONCLUSIVE" for v in verdicts[:-1]) and len(verdicts) <= GUARD.max_extensions + 1
+    # The case seen live is among them: retained after an extension.
+    assert any(outcome == "retained" and len(verdicts) > 1 for outcome, verdicts in seen)
