@@ -82,12 +82,17 @@ def psi_total(text: str) -> int | None:
 
 
 def tree_ticks(pid: int, read: Reader = read_proc) -> int | None:
-    """CPU ticks (utime + stime, every thread) of `pid` and its descendants; None once it is gone."""
+    """CPU ticks of `pid` and its descendants, every thread, the children they have reaped
+    included; None once it is gone."""
     try:
         fields = read(f"/proc/{pid}/stat").rsplit(")", 1)[1].split()
     except (OSError, IndexError):
         return None
-    total = int(fields[11]) + int(fields[12])  # utime, stime (stat fields 14 and 15)
+    # utime, stime, cutime, cstime (stat fields 14-17). A child that exits leaves the live tree,
+    # and its time moves to its parent's cutime/cstime once reaped: without them a server that
+    # ran and exited inside the window (vLLM refusing a KV budget after loading) reads as other
+    # tenants' time. A live process's cutime holds only children no longer in the tree: no double count.
+    total = int(fields[11]) + int(fields[12]) + int(fields[13]) + int(fields[14])
     try:
         tasks = os.listdir(f"/proc/{pid}/task")
     except OSError:

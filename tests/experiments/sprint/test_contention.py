@@ -257,3 +257,17 @@ def test_a_real_trial_records_the_contention_over_its_serve_phase(tmp_path):
     assert t.telemetry["serve_t1"] > t.telemetry["serve_t0"] and c["window_s"] > 0 and c["cores"] == [0]
     assert c["steal_pct"] is not None and c["cotenant_pct"] is not None  # /proc/stat on every Linux host
     assert {"host_steal", "host_cotenant"} <= {o["metric"] for o in t.observations()}
+
+
+def test_a_child_that_ran_and_exited_in_the_window_is_the_trials_own_time():
+    # Seen live: vLLM loading for 20 s, then refusing the KV budget and exiting, inside one
+    # trial; its CPU time left the live process tree and the idle host read as 50 % other tenants.
+    import os
+    import subprocess
+    import sys
+
+    burn = "import time\nt = time.process_time()\nwhile time.process_time() - t < 0.5:\n    pass\n"
+    before = contention.tree_ticks(os.getpid())
+    subprocess.run([sys.executable, "-c", burn], check=True)  # ran and reaped inside the window
+    after = contention.tree_ticks(os.getpid())
+    assert after - before >= 0.45 * HZ
