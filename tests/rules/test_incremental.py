@@ -15,6 +15,8 @@ from luma.rules.engine import Engine, graph_of
 from luma.rules.loader import parse
 from luma.settings import Settings
 
+from tests.conftest import _clear_server, trust_runner
+
 
 def _open(home):
     return KnowledgeBase.open(Settings.from_env(home=home))
@@ -116,8 +118,6 @@ def test_an_incremental_run_ends_where_a_full_run_ends_on_every_store(backend, t
     monkeypatch.setenv("LUMA_HOME", str(home))
     for var in ("LUMA_DB_URL", "LUMA_KB_QUERY_URL", "LUMA_KB_UPDATE_URL", "LUMA_KB_STORE_URL", "LUMA_RUNNER_KEY"):
         monkeypatch.delenv(var, raising=False)
-    from tests.conftest import _clear_server, trust_runner
-
     if backend == "server":
         base = request.getfixturevalue("oxigraph_server")
         _clear_server(base)
