@@ -125,13 +125,23 @@ class Server:
         return data[-LOG_TAIL:].decode(errors="replace").strip()
 
     def stop(self, grace_s: float = 10.0) -> None:
+        """Stop the server and every process it started: it runs in a session of its own, so an
+        engine's worker processes (vLLM's EngineCore, holding its KV cache or HBM) never outlive
+        it into the next trial, where they would hold its memory and read as another tenant."""
         if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
+            self._signal(signal.SIGTERM)
             try:
                 self.proc.wait(grace_s)
             except subprocess.TimeoutExpired:
-                self.proc.kill()
+                self._signal(signal.SIGKILL)
                 self.proc.wait()
+        self._signal(signal.SIGKILL)  # whatever of its session is left
+
+    def _signal(self, sig: int) -> None:
+        try:
+            os.killpg(self.proc.pid, sig)  # the session leader's pid is its process group's id
+        except (ProcessLookupError, PermissionError):
+            pass
 
 
 def _limits(cores: list[int] | None, data_bytes: int | None):
@@ -164,6 +174,7 @@ def start(spec: EndpointSpec, state: dict, model: str, variant: str, log: Path, 
     fh = open(log, "wb")
     try:
         proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=fh, stderr=subprocess.STDOUT, env=env,
+                                start_new_session=True,
                                 preexec_fn=_limits(server_cores(state), state.get("host_memory")))
     except OSError as exc:
         raise LaunchError(f"cannot run {command[0]!r}: {exc}", "") from None

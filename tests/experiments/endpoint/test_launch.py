@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 
 import pytest
 
@@ -161,3 +162,29 @@ def test_an_endpoint_trial_past_its_time_out_says_how_far_it_got(tmp_path):
     assert (rec["verdict"], rec["failure_cause"]) == ("FAIL", "timeout")
     assert rec["failure_message"] == (f"the serve phase ran past the trial's time-out of 2 s: 0 of {t.requests} "
                                       "request(s) completed")
+
+
+def _gone(pid: int) -> bool:
+    """Whether `pid` has exited (a zombie waiting for init to reap it counts as gone)."""
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except OSError:
+        return True
+
+
+def test_a_stopped_server_takes_the_processes_it_started_with_it(tmp_path):
+    # An engine's workers (vLLM's EngineCore) are children of its server: stopping the server
+    # alone left them running into the next trial, holding memory and counted as another tenant.
+    pid_file = tmp_path / "child.pid"
+    server = ("import pathlib, subprocess, sys, time; "
+              "c = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(120)']); "
+              f"pathlib.Path({str(pid_file)!r}).write_text(str(c.pid)); time.sleep(120)")
+    c = _contract(tmp_path, ["{python}", "-c", server, "{port}"])
+    t = _trial(c, tmp_path)
+    assert (t.verdict, t.cause) == ("FAIL", "launch")  # never answered ready: stopped at the deadline
+    child = int(pid_file.read_text())
+    deadline = time.monotonic() + 5
+    while not _gone(child) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _gone(child)
