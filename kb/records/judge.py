@@ -128,8 +128,8 @@ TIMING_CAUSES = ("slo-miss", "timeout")
 CONTENTION_CAUSES = (*TIMING_CAUSES, "oom", "kv-capacity")
 
 
-def contention_reasons(steal_pct: float | None, cotenant_pct: float | None, cotenant_cpu_s: float | None = None,
-                       window_s: float | None = None) -> list[str]:
+def contention_reasons(steal_pct: float | None, cotenant_pct: float | None,
+                       cotenant_cpu_s: float | None = None) -> list[str]:
     """Why a serve phase counts as contended (empty: it does not, or nothing was measured)."""
     out = []
     if steal_pct is not None and steal_pct >= CONTENTION_LIMITS["steal"]:

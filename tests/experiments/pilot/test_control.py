@@ -61,13 +61,15 @@ def _rates(seed: int = 0) -> list[float]:
 
 
 def simulate(library, host: Host, rates, start: str | None = None, margin: float | None = None, cpu: bool = True):
-    """Run the controller over `rates`; (windows, decisions as (action, from, to, outcome))."""
+    """Run the controller over `rates`; (windows, decisions as (action, from, to, outcome,
+    verification window verdicts))."""
     pred = Predictor(library, SLO, margin, WINDOW)
     ctx = SimpleNamespace(predictor=pred, guard=Guard(margin, *list(vars(GUARD).values())[1:]), window_s=WINDOW,
                           library_state=lambda k: lib.find(library, k))
     seg = SimpleNamespace(windows=[], apply=lambda key: lib.find(library, key))
     decisions = []
-    ctl = Controller(ctx, seg, lambda p, outcome, w, ws: decisions.append((p.action, p.from_key, p.to_key, outcome)))
+    ctl = Controller(ctx, seg, lambda p, outcome, w, ws: decisions.append(
+        (p.action, p.from_key, p.to_key, outcome, [x["verdict"] for x in p.windows])))
     ctl.active = start or pred.choose(rates[0]).key
     for w, rate in enumerate(rates):
         state = lib.find(library, ctl.active)
@@ -222,21 +224,8 @@ def _flaky_decisions(seed: int) -> list[tuple[str, list[str]]]:
     """(outcome, verification window verdicts) of each decision over the diurnal trace on a FlakyHost."""
     library = _shipped_library()
     host = FlakyHost({library[0].key: 150.0, library[1].key: 240.0}, seed=seed)
-    pred = Predictor(library, SLO, None, WINDOW)
-    ctx = SimpleNamespace(predictor=pred, guard=GUARD, window_s=WINDOW, library_state=lambda k: lib.find(library, k))
-    seg = SimpleNamespace(windows=[], apply=lambda key: lib.find(library, key))
-    seen = []
-    ctl = Controller(ctx, seg, lambda p, outcome, w, ws: seen.append((outcome, [x["verdict"] for x in p.windows])))
-    ctl.active = library[0].key
-    for w, rate in enumerate(_rates(seed)):
-        state = lib.find(library, ctl.active)
-        p95, verdict, busy = host.serve(state, rate)
-        fig = {"index": w, "start_s": w * WINDOW, "end_s": (w + 1) * WINDOW, "rate_observed": rate,
-               "p95_latency": p95, "verdict": verdict, "state": state.key, "cpu_s": busy * WINDOW,
-               "requests": round(rate * WINDOW)}
-        ctl.step(w, fig)
-        seg.windows.append(fig)
-    return seen
+    _, decisions = simulate(library, host, _rates(seed), start=library[0].key)
+    return [(d[3], d[4]) for d in decisions]
 
 
 def test_a_decision_is_retained_exactly_when_its_verification_decides_pass():

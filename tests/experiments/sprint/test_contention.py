@@ -7,7 +7,10 @@ judge and ingest's check are the real ones."""
 
 from __future__ import annotations
 
+import os
 import random
+import subprocess
+import sys
 
 import pytest
 
@@ -262,10 +265,6 @@ def test_a_real_trial_records_the_contention_over_its_serve_phase(tmp_path):
 def test_a_child_that_ran_and_exited_in_the_window_is_the_trials_own_time():
     # Seen live: vLLM loading for 20 s, then refusing the KV budget and exiting, inside one
     # trial; its CPU time left the live process tree and the idle host read as 50 % other tenants.
-    import os
-    import subprocess
-    import sys
-
     burn = "import time\nt = time.process_time()\nwhile time.process_time() - t < 0.5:\n    pass\n"
     before = contention.tree_ticks(os.getpid())
     subprocess.run([sys.executable, "-c", burn], check=True)  # ran and reaped inside the window
