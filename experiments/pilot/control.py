@@ -114,7 +114,8 @@ class Controller:
         self.rates.append(fig["rate_observed"])
         alone = self.pending is None and "before_switch" not in fig  # its CPU is this state's alone
         busy = fig["cpu_s"] / max(1e-9, fig["end_s"] - fig["start_s"]) if alone and "cpu_s" in fig else None
-        pred.observe(fig["state"], fig["rate_observed"], fig.get("p95_latency"), fig["verdict"], busy=busy)
+        pred.observe(fig["state"], fig["rate_observed"], fig.get("p95_latency"), fig["verdict"], busy=busy,
+                     service=fig.get("service") if alone else None)
         if self.pending is not None:
             fig["verification"] = True
             fig["extension"] = len(self.pending.windows)

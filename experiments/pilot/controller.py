@@ -207,7 +207,8 @@ class Segment:
                                                           "outside_contract")}
         fig.update(index=w, start_s=start_s, end_s=end_s, rate_offered=ctx.trace.mean_rate(start_s, end_s),
                    rate_observed=len(self.tracker.of_window(w)) / max(1e-9, end_s - start_s), state=state_key,
-                   slo=ctx.slo, cpu_s=cpu, verification=False, extension=0, event=None)
+                   slo=ctx.slo, cpu_s=cpu, verification=False, extension=0, event=None,
+                   service=self.tracker.service(state_key, origin + start_s, origin + end_s))
         return fig
 
     def replay(self, key: str, progress=lambda w, fig: None) -> list[dict]:

@@ -47,6 +47,14 @@ K_RANGE = (0.05, 3.0)
 #: One-sided normal quantile of the 1 % of requests the acceptance allows outside the contract.
 Z_OUTSIDE = 2.326
 MAX_MARGIN = 0.6
+#: The service-time law fits the batches of a state's last this many windows (a host that changes
+#: shows within a couple of minutes) ...
+SERVICE_WINDOWS = 20
+#: ... once they hold this many batches ...
+MIN_BATCHES = 30
+#: ... with this much log-scale uncertainty per unit of batch size its fit extrapolates past the
+#: largest size it has seen (measured: 0.14 over 5 sizes on the 2-vCPU EPYC host, see `service_law`).
+EXTRAPOLATION = 0.03
 
 
 def measured_margin(throughputs: list[float], window_s: float, rate_noise: float = 0.0) -> float:
@@ -75,6 +83,8 @@ class Predictor:
         self.held = {s.key: 0.0 for s in library}  # the highest rate a window of the state held
         self.shown: dict[str, list[list[float]]] = {s.key: [] for s in library}  # [rate, p95] of held windows
         self.busy: dict[str, list[list[float]]] = {s.key: [] for s in library}  # [rate, CPU s per s]
+        #: Per window the state served alone, its batches by size: rows [size, batches, Σ s, Σ s²].
+        self.service: dict[str, list[list[list[float]]]] = {s.key: [] for s in library}
         self.k = {s.key: 1.0 for s in library}
         self.floor: dict[str, float] = {}  # the lowest p95 a held window of the state showed
         self.failed: dict[str, float] = {}  # the capacity a failed window allowed (until one holds more)
@@ -89,7 +99,8 @@ class Predictor:
     def snapshot(self) -> dict:
         return {"capacity": dict(self.capacity), "bound": dict(self.bound), "held": dict(self.held),
                 "shown": {k: list(v) for k, v in self.shown.items()},
-                "busy": {k: list(v) for k, v in self.busy.items()}, "k": dict(self.k), "floor": dict(self.floor),
+                "busy": {k: list(v) for k, v in self.busy.items()},
+                "service": {k: list(v) for k, v in self.service.items()}, "k": dict(self.k), "floor": dict(self.floor),
                 "failed": dict(self.failed), "misses": list(self.misses)}
 
     def restore(self, snap: dict) -> None:
@@ -99,6 +110,7 @@ class Predictor:
             self.bound[key] = snap.get("bound", {}).get(key, self.capacity[key])
             self.held[key] = snap.get("held", {}).get(key, self.held[key])
             self.busy[key] = [list(x) for x in snap.get("busy", {}).get(key, [])]
+            self.service[key] = [[list(r) for r in w] for w in snap.get("service", {}).get(key, [])]
             self.shown[key] = [list(x) for x in snap.get("shown", {}).get(key, [])]
             self.k[key] = snap.get("k", {}).get(key, self.k[key])
             if key in snap.get("floor", {}):
@@ -157,10 +169,14 @@ class Predictor:
 
     def rate_noise(self, rate: float) -> float:
         """The forecast's measured relative error at `rate`: the root mean square of its last 20
-        misses (Poisson units) over √(rate·T); 0 before three misses."""
+        misses (Poisson units) over √(rate·T), counting only the windows that came in above their
+        forecast (a rate below it costs no capacity; the forecast already adds a rising rate's
+        rise, and counting its overshoot on a ramp again kept one core from a peak it held);
+        0 before three misses."""
         if len(self.misses) < 3 or rate <= 0:
             return 0.0
-        return math.sqrt(sum(e * e for e in self.misses) / len(self.misses)) / math.sqrt(rate * self.window_s)
+        above = sum(max(0.0, e) ** 2 for e in self.misses) / len(self.misses)
+        return math.sqrt(above) / math.sqrt(rate * self.window_s)
 
     def cost_per_accepted(self, key: str, rate: float) -> float | None:
         s = self.states[key]
@@ -206,9 +222,11 @@ class Predictor:
             return "upscale"
         return "upscale" if self.capacity[to_key] > self.capacity[from_key] else "downscale"
 
-    def observe(self, key: str, rate: float, p95: float | None, verdict: str, busy: float | None = None) -> None:
+    def observe(self, key: str, rate: float, p95: float | None, verdict: str, busy: float | None = None,
+                service: list | None = None) -> None:
         """Calibrate a state on one window it served at `rate` with observed `p95`; `busy`: the
-        CPU seconds per second its server used, when it served the window alone."""
+        CPU seconds per second its server used, `service`: its batches by size ([size, batches,
+        Σ s, Σ s²] rows) — both only when it served the window alone."""
         cap = self.capacity[key]
         if verdict == "FAIL":
             # A failure at under half the capacity is a backlog or a transient (a burst's queue
@@ -232,6 +250,8 @@ class Predictor:
                 self.k[key] = min(max(0.5 * self.k[key] + 0.5 * fitted, K_RANGE[0]), K_RANGE[1])
         if busy is not None and rate > 0 and verdict != "FAIL":  # a failed window's CPU includes its backlog
             self.busy[key] = (self.busy[key] + [[rate, busy]])[-50:]
+        if service:  # a failed window's batches are as telling as a held one's: full ones, even
+            self.service[key] = (self.service[key] + [[list(r) for r in service]])[-SERVICE_WINDOWS:]
         law = self.law(key)
         self.capacity[key] = self.bound[key] if law is None else \
             max(self.held[key], min(self.failed.get(key, math.inf), law[0]))
@@ -243,6 +263,53 @@ class Predictor:
         return None if law is None else law[0]
 
     def law(self, key: str) -> tuple[float, float] | None:
+        """(the capacity the live service shows, the standard deviation of its logarithm): the
+        service-time law where the state's server reports its batches (`service_law`), else the
+        utilization law on its CPU (`cpu_law`); None while neither can be fitted."""
+        return self.service_law(key) or self.cpu_law(key)
+
+    def service_law(self, key: str) -> tuple[float, float] | None:
+        """The capacity from the batches the state served live: a batch of n requests takes
+        d(n) = a + b·n seconds of wall time (a forward pass's fixed cost, then each request's),
+        fitted by least squares on every batch of its last SERVICE_WINDOWS windows; at capacity
+        every replica serves full batches back to back, so capacity = replicas · B / d(B), B its
+        batch size. Wall time counts what the host takes from the server (steal, a neighbour on
+        its cores, its own socket work), which CPU seconds do not. The log-scale σ is the fit's
+        prediction error at B plus EXTRAPOLATION per unit of batch size beyond the largest one
+        seen (a batch pads to its longest input, so d grows faster than linearly: on the 2-vCPU
+        EPYC host a fit on sizes 1-3 read d(8) 14 % short). None with fewer than MIN_BATCHES
+        batches or fewer than two sizes seen at least 5 times, or where d does not grow with n."""
+        s = self.states[key]
+        top = int(s.settings.get("max_batch", 1) or 1)
+        replicas = int(s.settings.get("replicas", 1) or 1)
+        rows: dict[int, list[float]] = {}
+        for window in self.service[key]:
+            for size, count, total, squares in window:
+                row = rows.setdefault(int(size), [0.0, 0.0, 0.0])
+                row[0] += count
+                row[1] += total
+                row[2] += squares
+        n = sum(r[0] for r in rows.values())
+        if n < MIN_BATCHES or sum(1 for r in rows.values() if r[0] >= 5) < 2:
+            return None
+        sx = sum(size * r[0] for size, r in rows.items())
+        sy = sum(r[1] for r in rows.values())
+        sxx = sum(size * size * r[0] for size, r in rows.items()) - sx * sx / n
+        sxy = sum(size * r[1] for size, r in rows.items()) - sx * sy / n
+        syy = sum(r[2] for r in rows.values()) - sy * sy / n
+        if sxx <= 0:
+            return None
+        slope = sxy / sxx
+        full = sy / n + slope * (top - sx / n)
+        if slope <= 0 or full <= 0:
+            return None
+        scatter = max(0.0, syy - slope * sxy) / max(1.0, n - 2)
+        se = math.sqrt(scatter * (1.0 / n + (top - sx / n) ** 2 / sxx))
+        seen = max(size for size, r in rows.items() if r[0] >= 3) if any(r[0] >= 3 for r in rows.values()) else 1
+        sigma = math.hypot(se / full, EXTRAPOLATION * max(0, top - seen))
+        return replicas * top / full, sigma
+
+    def cpu_law(self, key: str) -> tuple[float, float] | None:
         """(the rate at which the fitted CPU curve reaches the state's cores, the standard
         deviation of its logarithm: the fit's residual scatter carried to that rate, as an
         inverse prediction — wide when the windows are few, scattered or far below it); None

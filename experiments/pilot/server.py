@@ -12,8 +12,9 @@ ARRIVAL}` (arrival on `time.perf_counter`, which is CLOCK_MONOTONIC on Linux: on
 process of the host), `{"op": "apply", "key", "cores", "threads", "replicas", "max_batch",
 "host_memory"}` (change the state in place: `applied` or `refused` comes back), `{"op": "stop"}`
 (finish what is queued, then exit). Out: `{"ev": "ready", ...}`, `{"ev": "first"|"done", "id": N,
-"at": T, "tok": K}`, `{"ev": "err", "id": N, "cause"}`, and `{"ok": false, "error": WHY}` for a
-line refused (malformed, unknown op, wrong token): the server answers it and goes on serving.
+"at": T, "tok": K[, "b": BEGAN]}` (BEGAN: when the request's batch began, for engines that batch),
+`{"ev": "err", "id": N, "cause"}`, and `{"ok": false, "error": WHY}` for a line refused
+(malformed, unknown op, wrong token): the server answers it and goes on serving.
 
 Control socket. It lives in a folder only the server's user can enter (0700, checked before the
 bind), a peer of another user is closed at accept (SO_PEERCRED), and a connection becomes the
@@ -399,8 +400,11 @@ def serve(spec: dict) -> int:
                 if ev.kind == "done":
                     outstanding.discard(ev.request_id)
                     arrived.pop(ev.request_id, None)
-                send({"ev": "first" if ev.kind == "first_token" else "done", "id": ev.request_id, "at": ev.at,
-                      "tok": ev.tokens})
+                out = {"ev": "first" if ev.kind == "first_token" else "done", "id": ev.request_id, "at": ev.at,
+                       "tok": ev.tokens}
+                if ev.began is not None:
+                    out["b"] = ev.began
+                send(out)
         elif stopping:
             break
         elif ctl.client is None and time.monotonic() - ctl.last_client > spec.get("orphan_s", 900):

@@ -52,6 +52,8 @@ class Tracker:
     def __init__(self):
         self.lock = threading.Lock()
         self.requests: dict[int, Request] = {}
+        #: Batches answered, from servers that say when each began: (state, began, done) → size.
+        self.batches: dict[tuple[str, float, float], int] = {}
 
     def add(self, r: Request) -> None:
         with self.lock:
@@ -66,6 +68,10 @@ class Tracker:
                 r.first = msg["at"]
             elif msg["ev"] == "done":
                 r.done = msg["at"]
+                began = msg.get("b")
+                if isinstance(began, (int, float)) and isinstance(r.done, (int, float)) and began <= r.done:
+                    key = (r.state, float(began), float(r.done))
+                    self.batches[key] = self.batches.get(key, 0) + 1
             elif msg["ev"] == "err":
                 r.error = msg.get("cause", "error")
 
@@ -79,6 +85,20 @@ class Tracker:
     def of_window(self, w: int) -> list[Request]:
         with self.lock:
             return [r for r in self.requests.values() if r.window == w]
+
+    def service(self, key: str, start: float, end: float) -> list[list[float]]:
+        """The batches state `key` finished in [start, end) (perf_counter), by size: rows
+        [size, batches, Σ duration s, Σ duration² s²] — what `Predictor.observe` fits the
+        state's service time on."""
+        rows: dict[int, list[float]] = {}
+        with self.lock:
+            for (state, began, done), size in self.batches.items():
+                if state == key and start <= done < end:
+                    row = rows.setdefault(size, [size, 0, 0.0, 0.0])
+                    row[1] += 1
+                    row[2] += done - began
+                    row[3] += (done - began) ** 2
+        return [rows[n] for n in sorted(rows)]
 
 
 _SUN_PATH = 107  # bytes of a Unix socket address on Linux (108 with the closing NUL)

@@ -26,6 +26,9 @@ class Event:
     kind: str  # "first_token" (generative only) or "done"
     at: float
     tokens: int = 0  # tokens generated so far (generative services)
+    #: When the work that finished it began: its batch's start (request/response engines, whose
+    #: batch answers all its requests at one instant); None where a request's work is no one unit.
+    began: float | None = None
 
 
 class Engine(Protocol):
@@ -105,8 +108,9 @@ class BatchEngine:
         batch, self._queue = self._queue[: self.max_batch], self._queue[self.max_batch:]
         if not batch:
             return []
+        began = time.perf_counter()
         out = self._run([p for _, p in batch])
         now = time.perf_counter()
         if self.keep_outputs:
             self.outputs.update({rid: o for (rid, _), o in zip(batch, out)})
-        return [Event(rid, "done", now) for rid, _ in batch]
+        return [Event(rid, "done", now, began=began) for rid, _ in batch]

@@ -338,3 +338,24 @@ def test_fuzz_the_live_server_keeps_serving(live):
             s.close()
     assert counts["errors"] > len(cases)
     print(f"fuzz: {len(cases)} connections, {counts['bytes']} bytes, {counts['errors']} error replies")
+
+
+def test_the_server_says_when_each_batch_began_and_the_tracker_sizes_them(live):
+    # Requests sent together are answered in batches of at most max_batch (8); each answer
+    # carries its batch's start, so the pilot sees every batch's size and wall time.
+    t0 = time.perf_counter()
+    sent = []
+    for _ in range(20):
+        rid = next(_next_id)
+        r = Request(rid, 0.0, time.perf_counter(), 0, live.key)
+        live.tracker.add(r)
+        sent.append(r)
+        assert live.send({"op": "req", "id": rid, "c": None, "t": r.at})
+    deadline = time.monotonic() + 30
+    while any(r.done is None and r.error is None for r in sent) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert all(r.done is not None for r in sent)
+    rows = live.tracker.service(live.key, t0, time.perf_counter() + 1)
+    assert sum(size * count for size, count, _, _ in rows) == 20
+    assert all(1 <= size <= 8 and total > 0 and squares > 0 for size, _, total, squares in rows)
+    assert live.tracker.service("another state", t0, time.perf_counter() + 1) == []

@@ -110,3 +110,46 @@ def test_a_held_p95_lowers_the_no_queueing_term_and_k_refits_on_top():
     q = Predictor(_lib(), 0.15, 0.25)
     q.restore(p.snapshot())
     assert q.base(key) == p.base(key) and q.k == p.k
+
+
+def _rows(sizes, a=0.004, b=0.0038, count=20):
+    """A window's batches by size, each of d(n) = a + b·n seconds."""
+    return [[n, count, count * (a + b * n), count * (a + b * n) ** 2] for n in sizes]
+
+
+def test_the_service_time_law_reads_capacity_from_the_batches():
+    # MiniLM on one EPYC core: d(n) ≈ 4 + 3.8·n ms, so full batches of 8 give 8 / 34.4 ms ≈ 233/s,
+    # although the windows so far held batches of 1-3 only (a power curve of CPU against the rate
+    # read such a server at half its capacity live).
+    from luma.experiments.pilot.predict import EXTRAPOLATION
+
+    p = Predictor(_lib(), None, None)
+    key = "a" * 12
+    p.observe(key, 30, 0.02, "PASS", busy=0.2, service=_rows([1]))
+    assert p.service_law(key) is None  # one size: no slope yet
+    p.observe(key, 60, 0.02, "PASS", busy=0.3, service=_rows([1, 2, 3]))
+    cap, sigma = p.service_law(key)
+    assert abs(cap - 8 / (0.004 + 0.0038 * 8)) < 1e-6 and p.law(key) == p.service_law(key)
+    assert abs(sigma - EXTRAPOLATION * 5) < 1e-9  # exact batches: only the extrapolation to 8 is uncertain
+    assert abs(p.capacity[key] - cap) < 1e-6
+    p.observe(key, 200, 0.2, "FAIL", service=_rows([6, 7, 8]))  # a failed window's full batches count
+    assert p.service_law(key)[1] < 1e-6 and p.capacity[key] <= cap
+    q = Predictor(_lib(), None, None)
+    q.restore(p.snapshot())
+    assert q.service_law(key) == p.service_law(key) and q.capacity == p.capacity
+
+
+def test_the_service_time_law_counts_replicas_and_refuses_what_it_cannot_fit():
+    lib = _lib()
+    lib[1].settings["replicas"] = 2
+    p = Predictor(lib, None, None)
+    big = "b" * 12
+    p.observe(big, 60, 0.02, "PASS", service=_rows([1, 2]))
+    assert abs(p.service_law(big)[0] - 2 * 8 / (0.004 + 0.0038 * 8)) < 1e-6  # two replicas serve two batches
+    p = Predictor(lib, None, None)
+    p.observe(big, 60, 0.02, "PASS", service=_rows([1, 2], b=-0.001))  # larger batches faster: no law
+    p.observe(big, 60, 0.02, "PASS", service=_rows([1, 2], count=2))
+    assert p.service_law(big) is None
+    p = Predictor(lib, None, None)
+    p.observe(big, 60, 0.02, "PASS", service=_rows([1, 2], count=10))  # 20 batches: too few
+    assert p.service_law(big) is None
