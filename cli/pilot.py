@@ -7,7 +7,7 @@ import json
 
 import click
 
-from luma.cli.output import format_option, print_rows
+from luma.cli.output import console, format_option, print_rows
 from luma.cli.project import READ, WRITE, project, settings
 from luma.experiments.pilot import energy, library as lib, run as pilot_run
 from luma.experiments.pilot.resume import conflicts, prepare_resume
@@ -82,10 +82,9 @@ def library_cmd(contract_ref: str, price_path: str | None, fmt: str) -> None:
 def run_cmd(contract_ref, trace_ref, duration, rate_scale, window_s, price_path, margin, seed, baselines, record,
             resume_id, fmt) -> None:
     """Serve CONTRACT's service under a trace, switching among qualified states to cut cost."""
-    from rich.console import Console
 
     s = settings()
-    err = Console(stderr=True)
+    err = console(stderr=True)
     if resume_id:
         ctx = prepare_resume(s, resume_id)
         cli_ctx = click.get_current_context()

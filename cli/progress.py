@@ -22,6 +22,8 @@ from rich.progress import BarColumn, Progress, ProgressColumn, SpinnerColumn, Te
 from rich.table import Column
 from rich.text import Text
 
+from luma.cli.output import console
+
 
 def clock(seconds: float) -> str:
     """`1:02:03`, `4:05` or `12 s`."""
@@ -52,7 +54,7 @@ class Tracker:
         self._stop = threading.Event()
         self._beater: threading.Thread | None = None
         self.plan = list(plan) or [("step", 1.0)]
-        self.console = console or Console(stderr=True)
+        self.console = console or console(stderr=True)
         self.done = 0  # steps finished
         self.started = self._step_start = time.monotonic()
         self._done_steps: dict[str, list[tuple[float, float]]] = {}  # kind -> [(units, seconds)] finished

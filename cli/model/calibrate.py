@@ -10,7 +10,7 @@ import click
 from luma.cli.model.common import load_contract
 from luma.cli.model.llm import calibrate_llm
 from luma.cli.model.mlperf import calibrate_mlperf
-from luma.cli.output import format_option, print_rows
+from luma.cli.output import console, format_option, print_rows
 from luma.cli.progress import trials as trial_progress
 from luma.cli.project import WRITE, project, settings as command_settings
 from luma.experiments.model import calibrate, facts, trials
@@ -57,8 +57,6 @@ def calibrate_cmd(contract_refs, repeats, record, llm_mode, published, quick, ml
         calibrate_llm(published, record, fmt, quick)
         return
     import numpy as np
-    from rich.console import Console
-
 
     project = command_settings()
     home = project.home
@@ -71,7 +69,7 @@ def calibrate_cmd(contract_refs, repeats, record, llm_mode, published, quick, ml
 
     # The host's figures first (one step), then every design point of every contract per round.
     expected = 1 + repeats * sum(len(trials.design(c)) for c in contracts)
-    with trial_progress("model calibrate", expected, Console(stderr=True)) as progress:
+    with trial_progress("model calibrate", expected, console(stderr=True)) as progress:
         progress("measuring the host")
         cal = calibrate.calibrate(contracts, project, repeats=repeats,
                                   progress=lambda m: progress(f"host measured -> {m[6:]}" if m.startswith("host: ") else m))

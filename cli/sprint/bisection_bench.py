@@ -7,9 +7,8 @@ import json
 import math
 
 import click
-from rich.console import Console
 
-from luma.cli.output import format_option, print_rows
+from luma.cli.output import console, format_option, print_rows
 from luma.cli.progress import trials
 from luma.cli.project import WRITE, project, settings as command_settings
 from luma.cli.sprint.run import print_model_start
@@ -33,7 +32,7 @@ def bench_cmd(contract_ref, dimension, levels, repetitions, use_model, sweep, fm
     """Physical trials per boundary: bisection vs an exhaustive sweep of the same levels (same run),
     and bisection started at the model's predicted boundary (--model)."""
     plan = contract_plan(command_settings(), contract_ref, dimension, parse_levels(levels), None, repetitions)
-    err = Console(stderr=True)
+    err = console(stderr=True)
     home = command_settings().home
     start = print_model_start(plan, home, use_model, err)
     budget = math.ceil(math.log2(len(plan.levels))) + plan.repetitions

@@ -6,9 +6,8 @@ from __future__ import annotations
 import json
 
 import click
-from rich.console import Console
 
-from luma.cli.output import format_option, print_rows
+from luma.cli.output import console, format_option, print_rows
 from luma.cli.progress import trials
 from luma.cli.project import WRITE, project, settings as command_settings
 from luma.experiments.sprint.run import optimize_setup, run_optimize
@@ -58,7 +57,7 @@ def optimize_cmd(contract_ref, state_text, threads, replicas, batches, variants,
                            _ints(replicas, "--replicas"), _ints(batches, "--batches"), chosen)
     if not setup.layouts:
         raise click.BadParameter(f"no thread and replica layout to try: {setup.why}", param_hint="--threads/--replicas")
-    with trials("sprint optimize", setup.max_trials(), Console(stderr=True)) as progress:
+    with trials("sprint optimize", setup.max_trials(), console(stderr=True)) as progress:
         out = run_optimize(setup, settings, record, progress)
     if fmt == "json":
         click.echo(json.dumps(out, indent=2))

@@ -6,9 +6,8 @@ from __future__ import annotations
 import json
 
 import click
-from rich.console import Console
 
-from luma.cli.output import format_option, print_rows
+from luma.cli.output import console, format_option, print_rows
 from luma.cli.progress import trials
 from luma.cli.project import WRITE, project, settings as command_settings
 from luma.experiments.sprint.requalify import plan_requalification, run_requalification
@@ -30,7 +29,7 @@ def requalify_cmd(chains, all_stale, record, fmt) -> None:
     Without CHAIN or --stale, only lists what is stale and the optimize runs a hardware change
     calls for. The rules are brought up to date before and after (`luma rules run`)."""
     settings = command_settings()
-    err = Console(stderr=True)
+    err = console(stderr=True)
     req = plan_requalification(settings, list(chains), all_stale)
     rows, proposals, plans, budget = req.stale_rows, req.proposals, req.plans, req.budget
     listing = [{"chain": r["chain"], "contract": r.get("contractName") or _short(r["contract"]),

@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 from rich.console import Console
 
-from luma.cli.output import format_option, print_rows
+from luma.cli.output import console, format_option, print_rows
 from luma.cli.progress import trials
 from luma.cli.project import WRITE, project, settings as command_settings
 from luma.cli.states import parse_levels
@@ -43,7 +43,7 @@ def run_cmd(contract_ref, matrix_path, dimension, levels, intervention, repetiti
     recover PASS with an intervention and re-qualify the boundary with it in place (CONTRACT, or
     the frozen experiment matrix of --matrix)."""
     settings = command_settings()
-    err = Console(stderr=True)
+    err = console(stderr=True)
     if matrix_path is not None:
         plan = _matrix_plan(settings, matrix_path, contract_ref, record, dimension=dimension, levels=levels,
                             intervention=intervention, repetitions=repetitions, start_level=start_level)

@@ -24,16 +24,18 @@ Calibration on the live service, after every window a state serves:
   pessimistic at low load, where batches are small);
 * a window that held with enough load to queue (λ ≥ 30 % of capacity) refits k from its p95
   (half old, half new, within [0.05, 3]);
-* the utilization law: the CPU the state's server used in each window it served alone, against
-  the rate, fitted as busy = c·λ^p (a batching server's CPU per request falls as its batches
-  fill, so the curve is concave: p < 1; a straight line through low-load windows would
-  understate the capacity); where it reaches the state's cores is the capacity the live host
-  gives it. Once three windows span at least 15 % of the qualified capacity, that is the
-  capacity — above the qualified one too (a closed loop of the contract's clients is not the
-  live open-loop service: on a quiet host one core held more live than it qualified at), below
-  it where the host serves less — never below a rate a window held, never above what a failed
-  window allowed (the ceiling a failure sets, until a window holds more). Its margin is then the
-  fit's own uncertainty at that rate (`law`), not the qualification's;
+* the live capacity law, from the windows the state served alone — the **service-time law**
+  where its server says when each batch began (`service_law`: a batch of n requests takes
+  d(n) = a + b·n seconds of wall time, fitted on every batch; at capacity every replica serves
+  full batches back to back, so capacity = replicas · B / d(B)), else the **utilization law** on
+  its CPU (`cpu_law`: busy = c·λ^p, where it reaches the state's cores; a batching server's CPU
+  per request falls as its batches fill, and live this curve, fitted on windows at 24-56/s, read
+  one core at ~103/s where it held 163/s — what the service-time law was built for). Once it can
+  be fitted, that is the capacity — above the qualified one too (a closed loop of the
+  contract's clients is not the live open-loop service), below it where the host serves less —
+  never below a rate a window held, never above what a failed window allowed (the ceiling a
+  failure sets, until a window holds more). Its margin is then the law's own uncertainty at
+  that capacity (`law`), not the qualification's;
 * a p95 a state measured holding rate λ live stands for every rate up to λ: the model's p95
   (whose batch term assumes full batches) is consulted only above the rates it has shown.
 """
@@ -169,14 +171,12 @@ class Predictor:
 
     def rate_noise(self, rate: float) -> float:
         """The forecast's measured relative error at `rate`: the root mean square of its last 20
-        misses (Poisson units) over √(rate·T), counting only the windows that came in above their
-        forecast (a rate below it costs no capacity; the forecast already adds a rising rate's
-        rise, and counting its overshoot on a ramp again kept one core from a peak it held);
-        0 before three misses."""
+        misses (Poisson units) over √(rate·T); 0 before three misses. Both signs count: a ramp
+        that steepens comes in above a forecast that overshot the window before (counting only
+        the windows above it let one jump breach a simulated host in 1 seed of 12)."""
         if len(self.misses) < 3 or rate <= 0:
             return 0.0
-        above = sum(max(0.0, e) ** 2 for e in self.misses) / len(self.misses)
-        return math.sqrt(above) / math.sqrt(rate * self.window_s)
+        return math.sqrt(sum(e * e for e in self.misses) / len(self.misses)) / math.sqrt(rate * self.window_s)
 
     def cost_per_accepted(self, key: str, rate: float) -> float | None:
         s = self.states[key]

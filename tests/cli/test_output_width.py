@@ -52,3 +52,24 @@ def test_bench_figures_are_never_cut(capsys):
     assert "…" not in out
     for text in ("1,000", "123,456", "validate 0.5, ledger 0.3, store 0.7", "without the gate s", "rdflib ms"):
         assert text in out
+
+
+def test_progress_lines_in_a_log_are_never_folded(capsys):
+    # `luma pilot run 2> log` folded each window's line at 80 columns ("… batch 8" / "p95 15 ms
+    # PASS" on the next line): progress and messages on stderr now use the same consoles.
+    from luma.cli.output import console
+
+    line = "  hindsight-best  window   1/30    35.7/s  " + "1 core · 512 MiB · fp32 · batch 8".ljust(40) + " p95   15 ms  PASS"
+    console(stderr=True).print(line)
+    assert capsys.readouterr().err.rstrip("\n") == line
+
+
+def test_every_console_of_the_cli_is_made_by_output_console():
+    from pathlib import Path
+
+    import luma.cli
+
+    root = Path(luma.cli.__file__).parent
+    offenders = [str(p.relative_to(root)) for p in root.rglob("*.py")
+                 if p.name != "output.py" and "Console(" in p.read_text()]
+    assert offenders == []
