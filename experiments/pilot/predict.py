@@ -55,7 +55,8 @@ SERVICE_WINDOWS = 20
 #: ... once they hold this many batches ...
 MIN_BATCHES = 30
 #: ... with this much log-scale uncertainty per unit of batch size its fit extrapolates past the
-#: largest size it has seen (measured: 0.14 over 5 sizes on the 2-vCPU EPYC host, see `service_law`).
+#: largest size it has seen (MiniLM on one core of the 2-vCPU AVX-512 VNNI EPYC host: a fit on
+#: sizes 1-3 read d(8) 14 % short, 5 sizes beyond; see `service_law`).
 EXTRAPOLATION = 0.03
 
 
@@ -277,7 +278,7 @@ class Predictor:
         its cores, its own socket work), which CPU seconds do not. The log-scale σ is the fit's
         prediction error at B plus EXTRAPOLATION per unit of batch size beyond the largest one
         seen (a batch pads to its longest input, so d grows faster than linearly: on the 2-vCPU
-        EPYC host a fit on sizes 1-3 read d(8) 14 % short). None with fewer than MIN_BATCHES
+        AVX-512 VNNI EPYC host a fit on sizes 1-3 read d(8) 14 % short). None with fewer than MIN_BATCHES
         batches or fewer than two sizes seen at least 5 times, or where d does not grow with n."""
         s = self.states[key]
         top = int(s.settings.get("max_batch", 1) or 1)

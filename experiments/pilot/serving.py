@@ -26,6 +26,8 @@ from luma.errors import StateFailed
 from luma.experiments.pilot.server import MAX_LINE, check_private, peer_uid
 
 _CLK_TCK = os.sysconf("SC_CLK_TCK")
+#: How long the tracker keeps a finished batch after the window it finished in was judged.
+KEEP_BATCHES_S = 120.0
 
 
 @dataclass
@@ -89,9 +91,12 @@ class Tracker:
     def service(self, key: str, start: float, end: float) -> list[list[float]]:
         """The batches state `key` finished in [start, end) (perf_counter), by size: rows
         [size, batches, Σ duration s, Σ duration² s²] — what `Predictor.observe` fits the
-        state's service time on."""
+        state's service time on. Windows are judged in order, so batches that finished more
+        than KEEP_BATCHES_S before `start` are forgotten (a day-long trace keeps minutes)."""
         rows: dict[int, list[float]] = {}
         with self.lock:
+            horizon = start - KEEP_BATCHES_S
+            self.batches = {k: v for k, v in self.batches.items() if k[2] >= horizon}
             for (state, began, done), size in self.batches.items():
                 if state == key and start <= done < end:
                     row = rows.setdefault(size, [size, 0, 0.0, 0.0])

@@ -359,3 +359,19 @@ def test_the_server_says_when_each_batch_began_and_the_tracker_sizes_them(live):
     assert sum(size * count for size, count, _, _ in rows) == 20
     assert all(1 <= size <= 8 and total > 0 and squares > 0 for size, _, total, squares in rows)
     assert live.tracker.service("another state", t0, time.perf_counter() + 1) == []
+
+
+def test_the_tracker_groups_answers_into_batches_and_forgets_old_ones():
+    from luma.experiments.pilot.serving import KEEP_BATCHES_S
+
+    t = Tracker()
+    for rid, (began, done) in enumerate([(1.0, 1.01)] * 3 + [(1.02, 1.03)] + [(500.0, 500.02)] * 2):
+        t.add(Request(rid, 0.0, 0.0, 0, "s"))
+        t.event({"ev": "done", "id": rid, "at": done, "b": began})
+    t.add(Request(99, 0.0, 0.0, 0, "s"))
+    t.event({"ev": "done", "id": 99, "at": 2.0, "b": "not a time"})  # answered, but no batch
+    t.event({"ev": "done", "id": 0, "at": 9.0, "b": 8.0})  # a second answer changes nothing
+    rows = t.service("s", 0.0, 10.0)
+    assert [(n, c) for n, c, _, _ in rows] == [(1, 1), (3, 1)] and abs(rows[1][2] - 0.01) < 1e-9
+    assert [(n, c) for n, c, _, _ in t.service("s", 499.0, 501.0)] == [(2, 1)]
+    assert len(t.batches) == 1 and 499.0 - KEEP_BATCHES_S > 1.03  # the early batches are forgotten
