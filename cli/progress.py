@@ -2,14 +2,13 @@
 that json on stdout stays clean: the step running, steps done of those planned, time elapsed
 and an estimate of the time left.
 
-The library reports progress as messages (`progress(text)`); the command knows the plan — the
-steps it expects, each with a kind and a size in work units (records, trials, probes) — and
-passes a `Tracker` as that callback. The time left is estimated per kind of step from the
-steps of that kind already done — a fixed cost plus a cost per unit once two sizes are known
-(a bench's 100k-record step from its 1k and 10k ones), in proportion to the units with one —
-else from all steps done so far. On a terminal it is a live line; elsewhere (a log, a pipe) one
-line per step, and a step that runs long without a message (a sprint's "preparing artifacts"
-training a model for 81 s) says it is still running every `beat` seconds, with the time elapsed."""
+The library reports progress as messages (`progress(text)`); the command knows the plan — the steps
+it expects, each with a kind and a size in work units (records, trials, probes) — and passes a
+`Tracker` as that callback. The time left is estimated per kind of step from the steps of that kind
+already done — a fixed cost plus a cost per unit once two sizes are known (a bench's 100k-record
+step from its 1k and 10k ones), in proportion to the units with one — else from all steps done so
+far. On a terminal it is a live line; elsewhere (a log, a pipe) one line per step; a step that runs
+long without a message says it is still running every `beat` seconds, with the time elapsed."""
 
 from __future__ import annotations
 
@@ -22,7 +21,7 @@ from rich.progress import BarColumn, Progress, ProgressColumn, SpinnerColumn, Te
 from rich.table import Column
 from rich.text import Text
 
-from luma.cli.output import console
+from luma.cli.output import console as make_console
 
 
 def clock(seconds: float) -> str:
@@ -54,7 +53,7 @@ class Tracker:
         self._stop = threading.Event()
         self._beater: threading.Thread | None = None
         self.plan = list(plan) or [("step", 1.0)]
-        self.console = console or console(stderr=True)
+        self.console = console or make_console(stderr=True)
         self.done = 0  # steps finished
         self.started = self._step_start = time.monotonic()
         self._done_steps: dict[str, list[tuple[float, float]]] = {}  # kind -> [(units, seconds)] finished
