@@ -167,15 +167,16 @@ def test_both_reports_render_from_the_demo_kb(demo_home, tmp_path):
     assert "none in this kb" in md.lower()  # the demo derives no requirement: said, not left blank
     # ... and why no capability qualifies: the thresholds and what the KB lacks against them
     assert "**Nothing qualifies for Design-In.**" in md and "at least 3 workloads on at least 2 architectures" in md
-    # The shipped evidence set (one machine: matvec and llama.cpp MiniLM bind host memory) and the
-    # demo's own sprint, when it qualifies on a contended host: two workloads, one architecture.
+    # The shipped evidence set (two machine types, both KVM guests reading "AMD EPYC": matvec and
+    # MiniLM bind host memory, the count of boundaries grows with the set) and the demo's own
+    # sprint, when it qualifies on a contended host: two workloads, one architecture.
     from luma.experiments.evidence import manifest, shipped
     from luma.experiments.host import cpu
 
     shipped_cpus = {m["cpu_model"] for m in manifest.read(shipped.default_root())["machines"]}
     assert "## Measured on" in md
     if shipped_cpus == {cpu()["cpu_model"]}:  # the demo ran on the shipped set's one machine type
-        assert re.search(r"\| host_memory \| [23] \| 2 \| 1 \| 1 more workload, 1 more architecture \|", md)
+        assert re.search(r"\| host_memory \| \d+ \| 2 \| 1 \| 1 more workload, 1 more architecture \|", md)
         assert "come from 1 architecture" in md
     if len(shipped_cpus) == 1:
         shipped_alone = (demo_home / "reports" / "design-in-shipped" / "report.md").read_text()

@@ -56,5 +56,8 @@ def test_an_fp8_kv_cache_holds_the_streams_in_the_same_bytes_where_the_cpu_has_a
         assert t.verdict == "FAIL" and t.cause == "isa-unsupported", (tel.get("error"), tel.get("log_tail"))
         return
     assert tel.get("failure_cause") is None, (tel.get("error"), tel.get("log_tail"))
-    assert tel["completed"] == 8 and len(tel["ttft"]) == 8
+    # Every request the trial sent is answered with its first token: as many as the contract's
+    # p95 clauses need (`requests_needed`, 36 here: more than the 8 asked for; first run on an
+    # AVX-512 host, 2026-12-06).
+    assert t.requests >= 8 and tel["completed"] == t.requests and len(tel["ttft"]) == t.requests
     assert "fp8_e5m2" in tel["engine_command"] and "65536" in tel["engine_command"]
