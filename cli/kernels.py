@@ -102,7 +102,8 @@ def _fmt(row: dict) -> dict:
     out = {}
     for k, v in row.items():
         if isinstance(v, float):
-            out[k] = f"{v:.3e}" if k == "rel_error_vs_fp64" else (f"{v * 1e3:.3f} ms" if k.endswith("_s") else f"{v:.2f}")
+            seconds = k.endswith("_s") and not k.endswith("_per_s")  # gb_per_s is a rate, not a time
+            out[k] = f"{v:.3e}" if k == "rel_error_vs_fp64" else (f"{v * 1e3:.3f} ms" if seconds else f"{v:.2f}")
         else:
             out[k] = v
     return out

@@ -55,3 +55,14 @@ def test_quick_bench_json(luma_home):
     assert data["environment"]["torch"] and data["threads"] == 1
     assert {r["case"] for r in data["quantize"]} >= {"float32 copy_ (baseline)"}
     assert all(r["rel_error_vs_fp64"] < 0.2 for r in data["linear"])
+
+
+def test_the_bench_table_shows_times_in_ms_and_bandwidth_as_a_rate():
+    # `luma kernels bench` printed the quantize table's GB/s as "36535.630 ms" (every column ending
+    # in `_s` was read as seconds).
+    from luma.cli.kernels import _fmt
+
+    row = _fmt({"min_s": 0.003674, "median_s": 0.003732, "gb_per_s": 36.53563, "fraction_of_copy": 1.0,
+                "rel_error_vs_fp64": 5.863e-07, "case": "float32 copy_ (baseline)"})
+    assert row == {"min_s": "3.674 ms", "median_s": "3.732 ms", "gb_per_s": "36.54", "fraction_of_copy": "1.00",
+                   "rel_error_vs_fp64": "5.863e-07", "case": "float32 copy_ (baseline)"}
