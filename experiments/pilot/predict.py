@@ -306,7 +306,7 @@ class Predictor:
             return None
         scatter = max(0.0, syy - slope * sxy) / max(1.0, n - 2)
         se = math.sqrt(scatter * (1.0 / n + (top - sx / n) ** 2 / sxx))
-        seen = max(size for size, r in rows.items() if r[0] >= 3) if any(r[0] >= 3 for r in rows.values()) else 1
+        seen = max((size for size, r in rows.items() if r[0] >= 3), default=1)
         sigma = math.hypot(se / full, EXTRAPOLATION * max(0, top - seen))
         return replicas * top / full, sigma
 
