@@ -11,8 +11,6 @@ from collections.abc import Sequence
 
 import click
 
-from luma.cli.spreadsheet_csv import rows_csv
-
 FORMATS = ("table", "json", "csv")
 
 
@@ -95,6 +93,8 @@ def print_rows(rows: list[dict], columns: Sequence[str], fmt: str, title: str | 
     if fmt == "json":
         click.echo(json.dumps(rows, indent=2, default=str))
     elif fmt == "csv":
+        from luma.cli.spreadsheet_csv import rows_csv  # reason: decimal and csv load only for --format csv
+
         click.echo(rows_csv(rows, columns, raw_requested() if raw is None else raw), nl=False)
     else:
         from rich.table import Table

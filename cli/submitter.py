@@ -6,7 +6,7 @@ from __future__ import annotations
 import click
 
 from luma.errors import LedgerError
-from luma.kb.store.ledger import check_text
+from luma.kb.store.ledger_fields import check_text
 
 
 def submitter_option(help_text: str = "Who submits (default: user@host)."):

@@ -10,7 +10,7 @@ import json
 from luma.experiments.imports.mlperf_records import SOURCE_TOOL
 from luma.experiments.model import mlperf_calibrate
 from luma.kb.records.pex_trial import PexTrial
-from luma.kb.store.ledger import payloads_of_kind
+from luma.kb.store.ledger_read import payloads_of_kind
 from luma.reports.md_escape import fmt, record
 from luma.reports.render import Section, Table
 

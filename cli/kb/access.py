@@ -9,7 +9,6 @@ from dataclasses import dataclass
 import click
 
 from luma.cli.project import require, settings
-from luma.rules import exploratory as explore
 
 
 def open_for_writing(sync: bool = True):
@@ -40,6 +39,7 @@ def maybe_exploratory(base, exploratory: bool):
         yield base
         return
     from luma.kb.store.embedded import EmbeddedStore  # pyoxigraph: `luma kb … --help` stays light
+    from luma.rules import exploratory as explore  # only for --exploratory: plain reads start faster
 
     path = explore.store_path(base.settings.home)
     run = explore.last_run(base.settings.home)

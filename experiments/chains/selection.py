@@ -13,7 +13,7 @@ from luma.errors import ConfigError, RecordError
 from luma.kb.records.dimensions import record_dimensions
 from luma.kb.records.loader import first_error
 from luma.kb.records.pex_trial import PexTrial
-from luma.kb.store.ledger import payloads_of_kind
+from luma.kb.store.ledger_read import payloads_of_kind
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ from luma.experiments.imports.trials import TOOL, Judged, Target, check_contract
 from luma.kb.knowledge_base import KnowledgeBase
 from luma.kb.operations.runner_keys import project_signer
 from luma.kb.records.loader import validate_document
-from luma.kb.store.ledger import payloads_of_kind
+from luma.kb.store.ledger_read import payloads_of_kind
 from luma.kb.trust.runners import signer
 
 

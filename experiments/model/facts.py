@@ -25,7 +25,7 @@ from luma.experiments.model import space as space_mod
 from luma.experiments.model.evaluate import Evaluator
 from luma.experiments.model.services import get
 from luma.kb.knowledge_base import KnowledgeBase
-from luma.kb.store.ledger import payloads_of_kind
+from luma.kb.store.ledger_read import payloads_of_kind
 
 _PREFIXES = """@prefix luma: <https://w3id.org/luma/ns#> .
 @prefix prov: <http://www.w3.org/ns/prov#> .

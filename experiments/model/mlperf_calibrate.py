@@ -26,7 +26,7 @@ from luma.experiments.imports.mlperf_records import SOURCE_TOOL
 from luma.experiments.model import llm_calibrate, llm_config, llm_published
 from luma.kb.records.machine_catalog import catalog
 from luma.kb.records.pex_trial import PexTrial
-from luma.kb.store.ledger import payloads_of_kind
+from luma.kb.store.ledger_read import payloads_of_kind
 
 FILE = "model/mlperf-calibration.json"
 PROMPT_TOKENS = 512

@@ -15,7 +15,8 @@ from luma.errors import ConfigError, ContractError, RecordError, UnknownContract
 from luma.experiments.model import calibrate, llm_calibrate, partner, space
 from luma.experiments.sprint import contract as contracts
 from luma.kb.records.input_files import PARTNER_FILE
-from luma.kb.store.ledger import Ledger, missing as ledger_missing
+from luma.kb.store.ledger import Ledger
+from luma.kb.store.ledger_fields import missing as ledger_missing
 from luma.kb.trust.partners import read_ledger, read_partner_files
 
 

@@ -31,7 +31,7 @@ from luma.kb.trust import runners
 from luma.kb.records import synthetic
 from luma.kb.records.dimensions import record_dimensions
 from luma.kb.records.pex_trial import PexTrial
-from luma.kb.store import ledger as ledger_store
+from luma.kb.store.ledger_fields import missing as ledger_missing
 from luma.kb.store.ledger import Ledger
 
 
@@ -121,7 +121,7 @@ def check_before_open(settings, records: list) -> None:
     under the writer lock: a key may be revoked in between."""
     if not any(r.evidence_class == "measured" or getattr(r.model, "attestation", None) for r in records):
         return
-    ledger = None if ledger_store.missing(settings.db_url) else Ledger(settings.db_url)
+    ledger = None if ledger_missing(settings.db_url) else Ledger(settings.db_url)
     try:
         # A ledger without its table yet holds nothing; one that cannot be read is a LedgerError.
         existing = ledger.existing_hashes((r.content_hash for r in records), missing_ok=True) if ledger else set()

@@ -11,7 +11,7 @@ import socket
 from datetime import datetime, timezone
 
 from luma.errors import RecordError, UnknownName
-from luma.kb.knowledge_base import default_submitter
+from luma.kb.ingest.ingest_report import default_submitter
 from luma.kb.records.loader import validate_document
 from luma.kb.trust.partners import read_ledger
 

@@ -15,7 +15,8 @@ import socket
 from datetime import datetime, timezone
 
 from luma.errors import RecordError, TrustError
-from luma.kb.knowledge_base import KnowledgeBase, default_submitter
+from luma.kb.ingest.ingest_report import default_submitter
+from luma.kb.knowledge_base import KnowledgeBase
 from luma.kb.records.loader import validate_document
 from luma.kb.store.ledger import Ledger
 from luma.kb.trust import attestation as att

@@ -20,10 +20,15 @@ from luma.kb.records.dimensions import record_dimensions
 from luma.kb.records.input_files import RECORD_FILE, Limit, read_text
 from luma.kb.records.documents import parse_json, parse_toml, parse_yaml
 from luma.kb.records.kinds import BY_NAME, COMMAND_ONLY, FILE_KINDS
-from luma.kb.records.pex_chain import PexChain
 
 #: record_type -> model class of the kinds a record file may hold (from luma.kb.records.kinds).
-RECORD_TYPES: dict[str, type[BaseModel]] = {name: BY_NAME[name].model_class() for name in FILE_KINDS}
+
+
+def record_types() -> dict[str, type[BaseModel]]:
+    """The model class of every kind a record file may hold. Each class is imported when first
+    asked for (kinds.py), so a command that reads one kind does not build every record model."""
+    return {name: BY_NAME[name].model_class() for name in FILE_KINDS}
+
 #: What the content hash leaves out: the signature is over the hash, so it cannot be part of it.
 UNHASHED = {"attestation"}
 
@@ -110,14 +115,14 @@ def validate_document(doc: Any, source: str, home: Path | None = None, dims: dic
         raise RecordError(f"a record must be an object, got {type(doc).__name__}", source=source)
     kind = doc.get("record_type")
     if kind is None:
-        raise RecordError("record_type is missing (known: " + ", ".join(sorted(RECORD_TYPES)) + ")", source=source, field="record_type")
-    model_cls = RECORD_TYPES.get(kind) if isinstance(kind, str) else None
-    if model_cls is None:
+        raise RecordError("record_type is missing (known: " + ", ".join(sorted(FILE_KINDS)) + ")", source=source, field="record_type")
+    if not isinstance(kind, str) or kind not in FILE_KINDS:
         raise RecordError(
-            f"unknown record_type {kind!r} (known: {', '.join(sorted(RECORD_TYPES))})",
+            f"unknown record_type {kind!r} (known: {', '.join(sorted(FILE_KINDS))})",
             source=source,
             field="record_type",
         )
+    model_cls = BY_NAME[kind].model_class()
     context = {"dimensions": dims if dims is not None else record_dimensions(home), "home": home}
     try:
         model = model_cls.model_validate(doc, context=context)
@@ -156,7 +161,7 @@ def _validate_line(line: _Line, source: str, home: Path | None, dims: dict) -> L
     doc = line.parse()
     if _PEX_MARK in line.text:
         try:
-            model = PexChain.model_validate_json(line.text, context={"dimensions": dims, "home": home})
+            model = BY_NAME["pex-chain"].model_class().model_validate_json(line.text, context={"dimensions": dims, "home": home})
         except ValidationError:
             pass
         else:

@@ -13,7 +13,7 @@ from pathlib import Path
 from luma.errors import RecordError, UnknownName
 from luma.kb.records.loader import read_documents, validate_document
 from luma.kb.records.machine import MachineRecord
-from luma.kb.store.ledger import payloads_of_kind
+from luma.kb.store.ledger_read import payloads_of_kind
 
 
 def catalog() -> dict[str, Path]:

@@ -10,7 +10,6 @@ import pyoxigraph as ox
 
 from luma.errors import QueryError, QueryTimeout, StoreError
 from luma.kb.store.base import RESULT_FORMATS, QueryOutput, QuadStore
-from luma.kb.store.isolated_query import run_isolated
 
 
 class EmbeddedStore(QuadStore):
@@ -61,6 +60,9 @@ class EmbeddedStore(QuadStore):
         if self.path is None:  # an in-memory store lives in this process only
             return super().query_bounded(sparql, limits, spool, results=results, union=union,
                                          default_graphs=default_graphs, named_graphs=named_graphs)
+        # The sandboxed child (subprocess, rlimits) loads only for a user's bounded query.
+        from luma.kb.store.isolated_query import run_isolated
+
         return run_isolated(self.path, sparql, spool, limits, results=results, union=union,
                             default_graphs=default_graphs, named_graphs=named_graphs)
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from pathlib import Path
 
 from sqlalchemy import event, func, insert, inspect, select, text
 from sqlalchemy.engine import Engine
@@ -19,13 +18,9 @@ from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from sqlmodel import Field, SQLModel, create_engine
 
 from luma.errors import ConfigError, LedgerError
+from luma.kb.store.ledger_fields import MAX_LENGTHS, as_utc, check_text
 
 _CHUNK = 500  # bound on IN (...) lists: SQLite allows 999 parameters per statement
-
-
-#: Longest text of each bounded column, in characters: checked before any write, the same on
-#: every database (SQLite would store longer text; PostgreSQL refused it, echoing the payload).
-MAX_LENGTHS = {"kind": 64, "content_hash": 64, "evidence_class": 32, "submitter": 256, "source": 1024}
 
 
 class LedgerRecord(SQLModel, table=True):
@@ -76,16 +71,6 @@ class NewRecord:
         check_text("submitter", self.submitter)
         for name in ("kind", "content_hash", "evidence_class", "source"):
             check_text(name, getattr(self, name), source=self.source[:200] if name != "source" else None)
-
-
-def check_text(field: str, value: str, source: str | None = None) -> None:
-    """LedgerError when `value` does not fit the ledger's `field` column."""
-    limit = MAX_LENGTHS[field]
-    if len(value) > limit:
-        raise LedgerError(f"is {len(value)} characters long, over the ledger's limit of {limit}", source=source,
-                          field=field)
-    if "\x00" in value:
-        raise LedgerError("holds a NUL character", source=source, field=field)
 
 
 _TRIGGERS = {
@@ -256,36 +241,12 @@ class Ledger:
         self.engine.dispose()
 
 
-def missing(url: str) -> bool:
-    """True when the ledger at `url` does not exist yet (an SQLite file not made): readers then
-    read nothing, and create nothing."""
-    return url.startswith("sqlite:///") and not Path(url[len("sqlite:///"):]).is_file()
-
-
-def payloads_of_kind(settings, kind: str) -> list[tuple[str, str]]:
-    """(content hash, JSON payload) of every record of `kind` in the ledger of the project
-    `settings` names, oldest first. Reads nothing (and creates nothing) when the project has no
-    ledger yet."""
-    if missing(settings.db_url):
-        return []
-    ledger = Ledger(settings.db_url)
-    try:
-        return ledger.rows_of_kinds([kind], "content_hash", "payload")
-    finally:
-        ledger.dispose()
-
-
 def db_message(exc: SQLAlchemyError) -> str:
     """The database's own reason, first line only: never SQLAlchemy's text, which carries the
     statement and its parameters (a record's whole payload)."""
     orig = getattr(exc, "orig", None)
     text = str(orig) if orig is not None else type(exc).__name__
     return (text.strip().splitlines() or [type(exc).__name__])[0][:200]
-
-
-def as_utc(value: datetime) -> datetime:
-    """SQLite hands datetimes back without a zone; they were written in UTC."""
-    return value.replace(tzinfo=timezone.utc) if value.tzinfo is None else value.astimezone(timezone.utc)
 
 
 def _sqlite_pragmas(dbapi_conn, _record) -> None:

@@ -26,7 +26,6 @@ from __future__ import annotations
 import fcntl
 import json
 import os
-import secrets
 from collections.abc import Iterable
 from contextlib import contextmanager
 from pathlib import Path
@@ -66,6 +65,8 @@ class PendingIngest:
 
     def _create(self) -> None:
         # Locked under a temporary name, then renamed: no process ever sees it unlocked.
+        import secrets  # writers only: a reader checks for markers, it never makes one
+
         name = f"{_PREFIX}{os.getpid()}-{secrets.token_hex(6)}.jsonl"
         tmp = self.home / f".{name}.tmp"
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o600)

@@ -23,7 +23,7 @@ from luma.kb.records.intervention_params import InterventionParameters, PartnerR
 from luma.kb.records.dimensions import record_dimensions
 from luma.kb.records.kinds import PARTNER_KINDS
 from luma.kb.records.loader import read_documents, validate_document
-from luma.kb.store.ledger import as_utc
+from luma.kb.store.ledger_fields import as_utc
 
 #: Largest partner record file (bytes; kb/records/input_files.py): LUMA_MAX_PARTNER_FILE_BYTES overrides it.
 DEFAULT_MAX_PARTNER_FILE_BYTES = PARTNER_FILE.default

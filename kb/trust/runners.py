@@ -16,9 +16,9 @@ from typing import TYPE_CHECKING
 
 from luma.errors import RecordError, UnknownName
 from luma.kb.records.kinds import COMMAND_ONLY
-from luma.kb.records.loader import RECORD_TYPES, LoadedRecord, validate_document
+from luma.kb.records.loader import LoadedRecord, record_types, validate_document
 from luma.kb.records.runner_trust import RunnerRevocation, RunnerTrust
-from luma.kb.store.ledger import as_utc
+from luma.kb.store.ledger_fields import as_utc
 from luma.kb.trust import attestation as att
 
 if TYPE_CHECKING:
@@ -140,7 +140,7 @@ class Signer:
 
 def attested_kinds() -> list[str]:
     """Record types that carry an attestation (from the registry)."""
-    return sorted(k for k, m in RECORD_TYPES.items() if "attestation" in m.model_fields)
+    return sorted(k for k, m in record_types().items() if "attestation" in m.model_fields)
 
 
 def signer(home: Path, name: str) -> Signer:

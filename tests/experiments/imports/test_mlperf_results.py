@@ -13,7 +13,7 @@ import pytest
 from luma.errors import RecordError
 from luma.experiments.imports import mlperf_results
 from luma.kb.records.machine_catalog import load_machine
-from luma.kb.store.ledger import payloads_of_kind
+from luma.kb.store.ledger_read import payloads_of_kind
 from luma.settings import Settings
 
 SAMPLE = mlperf_results.sample_path()

@@ -15,7 +15,8 @@ from click.testing import CliRunner
 from luma.cli.main import cli
 from luma.errors import LedgerError, LumaError, RecordError
 from luma.kb.ingest.evidence_gate import check_before_open
-from luma.kb.store.ledger import Ledger, payloads_of_kind
+from luma.kb.store.ledger import Ledger
+from luma.kb.store.ledger_read import payloads_of_kind
 from luma.kb.trust.partners import read_ledger
 from luma.kb.records.loader import validate_document
 from luma.kb.trust.runners import trusted_keys

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from luma.errors import LedgerError, RecordError
-from luma.kb import knowledge_base as kbm
+from luma.kb.ingest import write as kbm
 from luma.kb.store import pending
 from luma.kb.knowledge_base import KnowledgeBase
 from luma.kb.store.ledger import Ledger
