@@ -71,7 +71,7 @@ class MachineLike(Protocol):
 def _is_bits(unit_text: str) -> bool:
     """True when a unit counts bits (Gbit, Gbit/s, Mibit): pint would convert them, but for memory
     a bit-based figure is almost always a GB-vs-Gbit mistake."""
-    return "bit" in str(units.parse_unit(unit_text))
+    return "bit" in units.long_form(unit_text)
 
 
 def _in_bytes(unit_text: str) -> str:

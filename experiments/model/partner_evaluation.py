@@ -15,7 +15,6 @@ from luma.errors import ConfigError, ContractError, RecordError, UnknownContract
 from luma.experiments.model import calibrate, llm_calibrate, partner, space
 from luma.experiments.sprint import contract as contracts
 from luma.kb.records.input_files import PARTNER_FILE
-from luma.kb.store.ledger import Ledger
 from luma.kb.store.ledger_fields import missing as ledger_missing
 from luma.kb.trust.partners import read_ledger, read_partner_files
 
@@ -87,6 +86,8 @@ def partner_record(ref: str, settings):
         return loaded[0].model, str(path)
     if ledger_missing(settings.db_url):
         raise UnknownName(f"no record file {ref!r}, and the project has no ledger to look it up in", field="RECORD")
+    from luma.kb.store.ledger import Ledger  # reason: SQLAlchemy loads only when a record is looked up in the ledger
+
     ledger = Ledger(settings.db_url)
     try:
         entry = read_ledger(ledger).find(ref)

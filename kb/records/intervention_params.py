@@ -57,10 +57,11 @@ Hash = Annotated[StrictStr, Field(pattern=r"^[0-9a-f]{64}$")]
 def _quantity(canonical: str, what: str, example: str, minimum: float = 0.0, strict: bool = False):
     """A validator: the quantity has the dimensionality of `canonical` and a value (in that
     unit) of at least `minimum` (above it when `strict`). machine.py's `_of` only knows
-    positive figures; a partner's added latency, power or overhead may well be zero."""
-    wanted = units.dimensionality_of(canonical)
+    positive figures; a partner's added latency, power or overhead may well be zero. As there,
+    the wanted dimensionality is read on the first check: the unit registry is not built at import."""
 
     def check(q: Quantity) -> Quantity:
+        wanted = units.dimensionality_of(canonical)  # cached by the unit module
         try:
             have = units.dimensionality_of(q.unit)
         except units.UnitProblem as exc:

@@ -14,12 +14,14 @@ import importlib.resources
 import math
 import re
 from functools import lru_cache
-
-import pint
+from typing import TYPE_CHECKING
 
 from luma.errors import UnitProblem
-from luma.kb.records import unit_grammar
+from luma.kb.records import unit_grammar, unit_table
 from luma.kb.vocab import LUNIT, UNIT
+
+if TYPE_CHECKING:
+    import pint
 
 _EXTRA_UNITS = (
     "core = [core] = cores",
@@ -74,6 +76,8 @@ CANONICAL_UNITS = {
 @lru_cache(maxsize=1)
 def registry() -> pint.UnitRegistry:
     """The shared unit registry (built once; ~0.3 s)."""
+    import pint  # reason: ~60 ms of imports, paid only by a command that reads a unit
+
     root = importlib.resources.files("pint")
     text = (root / "default_en.txt").read_text()
     text = text.replace("\nbit = []\n", "\nbit = [information]\n")
@@ -128,6 +132,16 @@ def _parse(text: str) -> pint.Unit:
 
 @lru_cache(maxsize=4096)
 def _canonical_for(text: str) -> tuple[str, float]:
+    # The units records name most come from the table pint built (unit_table.py, tested against
+    # pint): a command that reads a contract or a machine record then never builds the registry.
+    known = unit_table.UNITS.get(text)
+    if known is not None:
+        return known[0], known[1]
+    return pint_canonical(text)
+
+
+def pint_canonical(text: str) -> tuple[str, float]:
+    """(canonical unit, factor to it) of checked unit text, asked of pint itself."""
     unit = _parse(text)
     dims = unit.dimensionality
     reg = registry()
@@ -163,7 +177,16 @@ def dimensionality_of(text: str) -> str:
 
 @lru_cache(maxsize=4096)
 def _dimensionality(text: str) -> str:
+    known = unit_table.UNITS.get(text)
+    if known is not None:
+        return known[2]
     return str(_parse(text).dimensionality)  # pint's formatting costs ~30 us: once per unit
+
+
+def long_form(text: str) -> str:
+    """pint's long form of a unit ("Gbit/s" -> "gigabit / second")."""
+    known = unit_table.UNITS.get(_checked(text))
+    return known[3] if known is not None else str(parse_unit(text))
 
 
 def unit_iri(canonical: str) -> str:

@@ -170,3 +170,52 @@ def test_an_unknown_prefix_is_named_at_its_position(sparql, where, luma_home):
     assert "luma:" in line and "xsd:" in line and "\n" not in line and "expected one of" not in line
     if prefix == "ex":
         assert "foo:" in line  # the query's own declarations are known too
+
+
+def test_read_commands_do_not_import_the_write_path(tmp_path):
+    """`luma kb stats` on a SQLite project loads neither SQLAlchemy, pydantic's record models, pint,
+    the projection nor the shapes (issue 33: a read command answers at once)."""
+    home = tmp_path / "home"
+    assert CliRunner().invoke(cli, ["--home", str(home), "kb", "init"]).exit_code == 0  # a writer: loads them all
+    proc = _run_python(
+        f"""
+        import sys
+        from luma.cli.main import cli
+        home = {str(home)!r}
+        for args in (["--home", home, "kb", "stats"], ["--home", home, "kb", "stats", "--format", "json"]):
+            try:
+                cli.main(args, prog_name="luma", standalone_mode=False)
+            except SystemExit as exc:
+                assert not exc.code, exc.code
+        heavy = sorted(m for m in sys.modules if m.split(".")[0] in ("sqlalchemy", "sqlmodel", "pint", "rdflib", "torch")
+                       or m in ("luma.kb.ingest.write", "luma.kb.ingest.projection", "luma.kb.ingest.shacl",
+                                "luma.kb.records.pex_chain", "luma.kb.store.ledger", "luma.kb.records.loader"))
+        print("HEAVY", heavy)
+        assert not heavy, heavy
+        """
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert '"ledger_records": 0' in proc.stdout
+
+
+def test_a_prediction_does_not_build_the_unit_registry_or_the_ledger(tmp_path):
+    """`luma model predict` reads a contract and the machine catalogue through the unit table and
+    answers without pint, SQLAlchemy or the write path (issue 31: under 0.5 s for one state)."""
+    proc = _run_python(
+        f"""
+        import sys
+        from luma.cli.main import cli
+        args = ["--home", {str(tmp_path / "home")!r}, "model", "predict", "llm-chat", "--llm", "mixtral-8x7b",
+                "--state", "accelerator_type=H200,accelerator_count=8,tp=2,replicas=4,precision=fp8,engine=sglang"]
+        try:
+            cli.main(args, prog_name="luma", standalone_mode=False)
+        except SystemExit as exc:
+            assert not exc.code, exc.code
+        heavy = sorted(m for m in sys.modules if m.split(".")[0] in ("sqlalchemy", "sqlmodel", "pint", "rdflib", "torch")
+                       or m in ("luma.kb.ingest.write", "luma.kb.store.ledger"))
+        print("HEAVY", heavy)
+        assert not heavy, heavy
+        """
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "binding resource" in proc.stdout

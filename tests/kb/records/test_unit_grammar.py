@@ -68,7 +68,7 @@ def shipped_units() -> set[str]:
     """Every unit text in the shipped files, the writers' sources, the ontology and units.py."""
     found = set(units.CANONICAL_UNITS)
     for folder in DATA_FOLDERS:
-        for path in sorted((ROOT / folder).iterdir()):
+        for path in sorted(p for p in (ROOT / folder).iterdir() if p.is_file()):  # not __pycache__
             for doc in _documents(path):
                 found.update(_units_in(doc))
     for source in WRITERS:
