@@ -52,6 +52,8 @@ kernels = LazyGroup("kernels", help=(
     "evaluate": ("luma.cli.kernels:evaluate", "Accuracy of fp32 against quantized variants of a real model."),
     "pareto": ("luma.cli.kernels:pareto",
         "Per-layer sensitivity on calibration data, then the accuracy-memory Pareto front (plot + data)."),
+    "tune": ("luma.cli.kernels_tune:tune",
+        "Measure the int8 GEMM paths per shape class again and keep the fastest in the kernel cache."),
 })
 
 machine = LazyGroup("machine", help=(

@@ -85,11 +85,20 @@ def bench(threads: int, quick: bool, record: bool, fmt: str) -> None:
     env = result["environment"]
     click.echo(f"{env.get('cpu_model')} · ISA {' '.join(env.get('isa') or [])} · torch {env.get('torch')} "
                f"({env.get('torch_cpu_capability')}) · {threads} thread(s) · rev {env.get('git_revision')}")
+    pk = result["peak"]
+    click.echo(f"peak: skipped ({pk['skipped']})" if "skipped" in pk else
+               f"peak per core: int8 {pk['int8_macs_per_ns']:.1f} MAC/ns ({pk['int8_isa']}), fp32 "
+               f"{pk['fp32_fmas_per_ns']:.1f} FMA/ns ({pk['fp32_isa']}), ratio {pk['ratio']:.2f}")
     print_rows([_fmt(r) for r in result["quantize"]], ["case", "values", "min_s", "median_s", "gb_per_s",
                                                          "fraction_of_copy"], "table", title="Quantize throughput")
-    print_rows([_fmt(r) for r in result["linear"]], ["m", "case", "min_s", "median_s", "speedup_vs_fp32",
-                                                       "rel_error_vs_fp64"], "table",
-               title=f"Linear K = N = {result['linear'][0]['k']}")
+    for k in dict.fromkeys(r["k"] for r in result["linear"]):
+        print_rows([_fmt(r) for r in result["linear"] if r["k"] == k],
+                   ["m", "case", "min_s", "median_s", "speedup_vs_fp32", "rel_error_vs_fp64"], "table",
+                   title=f"Linear K = N = {k}")
+    print_rows([_fmt(r) for r in result["summary"]], ["k", "m", "auto_path", "auto_speedup", "best_engine",
+                                                        "auto_over_best_engine", "auto_over_peak_ratio",
+                                                        "weight_only_speedup", "quantize_fraction_of_copy"],
+               "table", title="Summary")
 
 
 def _record(records: list[dict], kind: str) -> None:
@@ -101,7 +110,9 @@ def _record(records: list[dict], kind: str) -> None:
 def _fmt(row: dict) -> dict:
     out = {}
     for k, v in row.items():
-        if isinstance(v, float):
+        if v is None:
+            out[k] = "-"
+        elif isinstance(v, float):
             seconds = k.endswith("_s") and not k.endswith("_per_s")  # gb_per_s is a rate, not a time
             out[k] = f"{v:.3e}" if k == "rel_error_vs_fp64" else (f"{v * 1e3:.3f} ms" if seconds else f"{v:.2f}")
         else:

@@ -2,12 +2,14 @@
 
 Two modes:
 
-* ``weight-only``: int8 weights (per channel or per tensor) and float activations. Saves 4x weight
-  memory; the product runs on `torch._weight_int8pack_mm` where it is measured fast here
-  (per-channel scales), else on the weight dequantized per call.
+* ``weight-only``: int8 weights (per channel or per tensor) and float activations, float32
+  accumulation. Stores 4x less than fp32; the product runs on the weight-only path measured
+  fastest for the shape here (fbgemm's fp16-weight GEMM on the exact integer levels, which keeps a
+  2 B/value packed copy; `torch._weight_int8pack_mm`; or levels dequantized a tile at a time).
 * ``dynamic``: int8 weights and activations quantized per call, an int8 GEMM, then one rescale
-  pass. Which GEMM (`torch._int_mm` with LUMA's symmetric activations, or PyTorch's prepacked
-  engine GEMM) is measured per machine: see `luma.kernels.gemm_backend`.
+  pass. Which GEMM (`torch._int_mm` with LUMA's symmetric activations, or one of PyTorch's
+  prepacked engine GEMMs) is measured per shape class on this machine unless forced: see
+  `luma.kernels.gemm_backend` and `luma.kernels.gemm_tuning`.
 
 `bits` below 8 stores the weight on a coarser grid (qmax = 2^(bits-1) - 1) in int8 containers: the
 accuracy of a lower bit width, not its memory (see `weight_bytes`, which counts packed bits).
@@ -25,7 +27,7 @@ import torch
 from torch import nn
 
 from luma.errors import TensorError
-from luma.kernels import gemm_backend, torch_ops
+from luma.kernels import gemm_backend, gemm_tuning, torch_ops
 from luma.kernels.calibration import Calibrator
 
 MODES = ("weight-only", "dynamic")
@@ -82,12 +84,12 @@ class Int8Linear(nn.Module):
             raise TensorError(f"{self._label()}: {self.in_features:,} input features is too many for the dynamic int8 "
                               f"mode (int32 sums overflow beyond {torch_ops.MAX_K:,}); use mode weight-only",
                               field="in_features")
+        #: "auto" (measured per shape class, see luma.kernels.gemm_tuning) or a forced dynamic path
         self.backend = gemm_backend.resolve(backend) if mode == "dynamic" else "-"
-        self._auto = backend == "auto"
-        self._packed: dict[str, object] = {}  # engine -> its packed weight, made on first use
-        self.register_buffer("q_weight", q_weight.contiguous())  # (N, K), for the weight-only kernel
-        # (K, N) for _int_mm; the other paths never read it.
-        self.register_buffer("q_weight_t", q_weight.t().contiguous() if self.backend == "int_mm" else None)
+        self._auto = backend == "auto" or mode == "weight-only"
+        self._packed: dict[str, object] = {}  # path -> its packed weight, made once on first use
+        self._path_by_rows: dict[int, str] = {}  # batch rows -> the path auto chose for their class
+        self.register_buffer("q_weight", q_weight.contiguous())  # (N, K)
         self.register_buffer("w_scale", w_scale.to(torch.float32))
         self.register_buffer("bias", None if bias is None else bias.detach().to(torch.float32).clone())
         self._per_channel_w = w_scale.ndim == 1
@@ -127,6 +129,17 @@ class Int8Linear(nn.Module):
             layer.inv_smooth = 1.0 / smooth
         return layer
 
+    def path(self, rows: int) -> str:
+        """The GEMM path a batch of `rows` rows runs on (see luma.kernels.gemm_backend)."""
+        name = self._path_by_rows.get(rows)
+        if name is None:
+            name = (gemm_tuning.choose(self.mode, rows, self.in_features, self.out_features)
+                    if self._auto else self.backend)
+            if len(self._path_by_rows) >= 64:
+                self._path_by_rows.clear()
+            self._path_by_rows[rows] = name
+        return name
+
     def weight_bytes(self) -> int:
         """Bytes the weight needs packed at `bits` per value, scales included (float32)."""
         return (self.q_weight.numel() * self.bits + 7) // 8 + self.w_scale.numel() * 4
@@ -138,79 +151,66 @@ class Int8Linear(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if not torch.is_floating_point(x):
             raise TensorError(f"{self._label()}: input must be a floating-point tensor, got {x.dtype}", field="input")
-        if x.ndim == 0 or x.shape[-1] != self.in_features:
-            raise TensorError(f"{self._label()}: input of shape {tuple(x.shape)} does not end in "
-                              f"{self.in_features} features", field="input")
         shape, dtype = x.shape, x.dtype
-        x2 = x.reshape(math.prod(shape[:-1]), self.in_features)
-        if self.inv_smooth is not None:
-            x2 = x2 * self.inv_smooth
-        if 0 in (x2.shape[0], self.in_features, self.out_features):
+        if x.ndim == 0 or shape[-1] != self.in_features:
+            raise TensorError(f"{self._label()}: input of shape {tuple(shape)} does not end in "
+                              f"{self.in_features} features", field="input")
+        # math.prod, not -1: a (2, 0, 0) batch has no inferable row count
+        x2 = x if x.ndim == 2 else x.reshape(math.prod(shape[:-1]), self.in_features)
+        # Buffers read from _buffers directly: nn.Module's __getattr__ costs ~0.3 us an access,
+        # a few percent of a 1 x 1024 x 1024 product.
+        buffers = self._buffers
+        if buffers["inv_smooth"] is not None:
+            x2 = x2 * buffers["inv_smooth"]
+        m = x2.shape[0]
+        if m == 0 or self.in_features == 0 or self.out_features == 0:
             y = self._float_rows(x2)  # nothing to quantise: the float product is exact (zeros + bias)
-        elif self.mode == "weight-only":
-            y = self._weight_only(x2)
         else:
-            y = self._dynamic(x2)
-        return y.to(dtype).reshape(*shape[:-1], self.out_features)
+            y = self._run(x2, self._path_by_rows.get(m) or self.path(m), buffers["w_scale"], buffers["bias"])
+        if y.dtype != dtype:
+            y = y.to(dtype)
+        return y if x.ndim == 2 else y.reshape(*shape[:-1], self.out_features)
 
     def _float_rows(self, x2: torch.Tensor) -> torch.Tensor:
         """The rows in float32 against the dequantized weight: fp32's semantics for NaN and ±inf."""
         y = x2.float() @ self.dequantized_weight().t()
         return y if self.bias is None else y.add_(self.bias)
 
-    def _weight_only(self, x2: torch.Tensor) -> torch.Tensor:
-        if self._per_channel_w and x2.dtype == torch.float32 and gemm_backend.weight_int8pack_is_fast():
-            y = torch._weight_int8pack_mm(x2.contiguous(), self.q_weight, self.w_scale)
-            return y if self.bias is None else y.add_(self.bias)
-        return self._float_rows(x2)
-
-    def _dynamic(self, x2: torch.Tensor) -> torch.Tensor:
-        if self.backend != "int_mm":
-            return self._engine(x2.float().contiguous())
-        m = x2.shape[0]
-        buf = self._activation_buffer(m)
-        # One scale per row: no row (a NaN, an Inf, an outlier) changes another row's levels.
-        _, s_x, bad = torch_ops.quantize_rows(x2, out=buf[:m])
-        acc = torch_ops.int8_matmul(buf, self.q_weight_t)
-        if buf.shape[0] != m:
-            acc = acc[:m]
-        y = torch_ops.rescale(acc, s_x, self.w_scale, bias=self.bias)
-        if bad is not None:
-            y[bad] = self._float_rows(x2[bad])
-        return y
-
-    def _engine(self, xf: torch.Tensor) -> torch.Tensor:
-        """PyTorch's engine GEMM quantizes the whole batch with one (min, max): rows holding NaN or
-        ±inf are kept out of it (computed in float), so they cannot change the other rows."""
-        bad = torch_ops.non_finite_rows(xf)
+    def _run(self, x2: torch.Tensor, name: str, w_scale: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
+        path = gemm_backend.PATHS[name]
+        packed = self._packed.get(name)
+        if packed is None:
+            packed = self._packed[name] = path.pack(self.q_weight, w_scale, bias)
+        if not (path.takes_any_float or (x2.dtype == torch.float32 and x2.is_contiguous())):
+            x2 = x2.float().contiguous()
+        if path.isolates_rows or self.mode == "weight-only":
+            # int_mm quantises each row on its own and a float GEMM keeps rows apart by itself.
+            return path.run(x2, packed, w_scale, bias, self._float_rows)
+        # An engine quantises the whole batch with one (min, max): rows holding NaN or ±inf are
+        # kept out of it (computed in float), so they cannot change the other rows. One sum over
+        # x finds them when there are any.
+        bad = torch_ops.non_finite_rows(x2)
         if bad is None:
-            return self._engine_call(xf)
-        y = torch.empty((xf.shape[0], self.out_features), dtype=torch.float32)
+            return path.run(x2, packed, w_scale, bias)
+        y = torch.empty((x2.shape[0], self.out_features), dtype=torch.float32)
         good = ~bad
         if bool(good.any()):
-            y[good] = self._engine_call(xf[good])
-        y[bad] = self._float_rows(xf[bad])
+            y[good] = path.run(x2[good], packed, w_scale, bias)
+        y[bad] = self._float_rows(x2[bad])
         return y
 
-    def _engine_call(self, xf: torch.Tensor) -> torch.Tensor:
-        engine = gemm_backend.engine_for(self.backend, xf.shape[0], self._auto)
-        packed = self._packed.get(engine)
-        if packed is None:
-            packed = self._packed[engine] = gemm_backend.prepack(self.q_weight, self.w_scale, self.bias, engine)
-        return gemm_backend.linear_dynamic(xf, packed, engine)
+    def _load_from_state_dict(self, *args, **kwargs):
+        # New levels, scales or bias: the packed weights and batch choices made from the old ones
+        # must go, or the layer would go on computing with the weight it had.
+        super()._load_from_state_dict(*args, **kwargs)
+        self._packed.clear()
+        self._path_by_rows.clear()
 
-    def _activation_buffer(self, m: int) -> torch.Tensor:
-        """A reused int8 buffer for m rows of activations (fresh large allocations page-fault).
-        _int_mm's CPU kernel wants more than 16 rows: a smaller batch gets zero rows appended,
-        which change no other row of the product."""
-        bufs = self.__dict__.setdefault("_buffers_by_rows", {})
-        buf = bufs.get(m)
-        if buf is None:
-            rows = 17 if m <= 16 and torch_ops.int_mm_supported(17, self.in_features, self.out_features) else m
-            if len(bufs) >= 8:
-                bufs.clear()
-            buf = bufs[m] = torch.zeros((rows, self.in_features), dtype=torch.int8)
-        return buf
+    def _apply(self, fn, *args, **kwargs):
+        # .to(), .float(), .cpu() ... replace the buffers: the packs made from them go as well.
+        out = super()._apply(fn, *args, **kwargs)
+        self._packed.clear()
+        return out
 
     def extra_repr(self) -> str:
         gran = "per-channel" if self._per_channel_w else "per-tensor"

@@ -7,8 +7,13 @@
   step's temporary (2-4 MiB) stays in cache and memory sees one read of x and one write of q
   (plus one read for max|x| when the scale is not given, which also finds any NaN or Inf).
   - float32 input: multiply by the float32 reciprocal scale, round half to even, clamp only when
-    a calibrated scale can be exceeded, cast into a reused int8 buffer. The reference divides in
-    float64, so a value within a float32 rounding of a half-step tie can land one level away:
+    a calibrated scale can be exceeded, cast into a reused int8 buffer. Per tensor that is one
+    fused pass of LUMA's native kernel (`luma.kernels.native`, built for this CPU on first use)
+    where it builds; else, without an `out` buffer at 8 bits, ATen's fused `quantize_per_tensor`
+    (given the float32 scale whose reciprocal is LUMA's multiplier, read back as int8 without a
+    copy; -128 saturated to -127) where a start-up check finds it bit-identical; else the
+    blockwise torch pass. All three give the same integers. The reference divides in float64,
+    so a value within a float32 rounding of a half-step tie can land one level away:
     |q - q_ref| <= 1 on ~2 of 10^6 N(0,1) values (measured, see docs/kernels.md).
   - float16, bfloat16 and float64 input: the same pass in float64, dividing as the reference
     does, so the integers are the reference's exactly. Short mantissas make exact half-step ties
@@ -24,15 +29,22 @@
 from __future__ import annotations
 
 import math
+import warnings
+from functools import lru_cache
 
+import numpy as np
 import torch
 
 from luma.errors import TensorError
+from luma.kernels import native
 from luma.kernels.reference import RANGE_MAX, SCALE_MIN, normalise_axis, qmax
 
 QMAX = 127
 #: Values per block: a 2 MiB float32 temporary, cache-resident (measured best of 2^16..2^21 here).
 BLOCK = 1 << 19
+#: From this many values a float32 per-tensor quantize runs as ATen's one fused pass (below it the
+#: few microseconds of setting it up are not repaid).
+ATEN_MIN_VALUES = 1 << 12
 #: Longest inner dimension whose int32 sums cannot overflow for LUMA's levels (|q| <= 127):
 #: 127 * 127 * K <= 2^31 - 1.
 MAX_K = (2**31 - 1) // (QMAX * QMAX)
@@ -130,10 +142,17 @@ def quantize_into(x: torch.Tensor, scale: torch.Tensor | float, out: torch.Tenso
     if x.numel() == 0:
         return out
     m = qmax(bits)
+    fast = x.dtype == torch.float32 if exact is None else not exact
+    if fast and not isinstance(scale, torch.Tensor) and x.dtype == torch.float32:
+        # One fused pass where LUMA's native kernel builds here: the same integers (float32
+        # reciprocal multiply, round half to even, clamp; the clamp changes nothing unsaturated,
+        # where |x / scale| <= qmax already).
+        inv = float(torch.tensor(1.0 / float(scale), dtype=torch.float32))
+        if native.quantize_f32(x, out, inv, float(m)):
+            return out
     rows = x.shape[0] if x.ndim else 1
     x2 = x.reshape(rows, x.numel() // rows)
     o2 = out.view(rows, -1)
-    fast = x.dtype == torch.float32 if exact is None else not exact
     tmp_dtype = torch.float32 if fast else torch.float64
     per_row = max(1, BLOCK // max(x2.shape[1], 1))
     if tmp is None or tmp.numel() < per_row * x2.shape[1] or tmp.dtype != tmp_dtype:
@@ -181,10 +200,59 @@ def quantize_per_tensor(x: torch.Tensor, scale: torch.Tensor | None = None, chec
         if check:
             _check(x)
         s, saturate = _given_scale(scale, bits), True
+    fast = x.dtype == torch.float32 if exact is None else not exact
+    if out is None and fast and bits == 8 and x.numel() >= ATEN_MIN_VALUES and native.library() is None \
+            and _aten_quantize_agrees():
+        out = _aten_quantize(x, float(s), saturate)
+        if out is not None:
+            return out, s.float()
     if out is None:
         out = torch.empty(x.shape, dtype=torch.int8)
     quantize_into(x, float(s), out, saturate=saturate, bits=bits, exact=exact)
     return out, s.float()
+
+
+def _aten_scale(scale: float) -> float | None:
+    """A float32 scale S whose float32 reciprocal 1.0f / S is LUMA's multiplier fl32(1 / scale)
+    (ATen multiplies by 1.0f / S), or None when no float32 next to it has that reciprocal."""
+    inv = np.float32(1.0 / scale)
+    if not np.isfinite(inv) or inv == 0:
+        return None
+    guess = np.float32(1) / inv
+    for cand in (guess, np.nextafter(guess, np.float32(np.inf)), np.nextafter(guess, np.float32(0))):
+        if np.isfinite(cand) and cand > 0 and np.float32(1) / cand == inv:
+            return float(cand)
+    return None
+
+
+def _aten_quantize(x: torch.Tensor, scale: float, saturate: bool) -> torch.Tensor | None:
+    """One fused pass (ATen's `quantize_per_tensor`: multiply by the float32 reciprocal, round half
+    to even, clamp to int8) into a fresh tensor, returned as plain int8 sharing its storage (no
+    copy). ATen's qint8 reaches -128, which only a given scale can hit: saturate it to -127."""
+    s32 = _aten_scale(scale)
+    if s32 is None:
+        return None
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # quantized tensors are deprecated; this one lives for a line
+        q = torch.quantize_per_tensor(x, s32, 0, torch.qint8)
+    levels = torch.empty(0, dtype=torch.int8).set_(q.untyped_storage(), q.storage_offset(), q.shape, q.stride())
+    return levels.clamp_(min=-QMAX) if saturate else levels
+
+
+@lru_cache(maxsize=1)
+def _aten_quantize_agrees() -> bool:
+    """Whether ATen's quantize gives LUMA's float32 integers bit for bit on this build (checked
+    once on exact half-step ties, near-ties and saturating values), so it may replace the
+    blockwise pass; a build that rounds otherwise keeps the blockwise pass."""
+    scale = 0.0123
+    inv = float(np.float32(1.0 / scale))
+    steps = torch.arange(-130, 131, dtype=torch.float32)
+    ties = torch.cat([steps, steps + 0.5, steps - 0.5]) / inv
+    x = torch.cat([ties, ties.nextafter(torch.tensor(np.inf)), ties.nextafter(torch.tensor(-np.inf)),
+                   torch.randn(4096, generator=torch.Generator().manual_seed(0))])
+    mine = quantize_into(x, scale, torch.empty(x.shape, dtype=torch.int8), saturate=True)
+    theirs = _aten_quantize(x, scale, saturate=True)
+    return theirs is not None and torch.equal(mine, theirs)
 
 
 def quantize_per_channel(x: torch.Tensor, axis: int = 0, scale: torch.Tensor | None = None, check: bool = True,

@@ -6,7 +6,8 @@ Variables: `LUMA_HOME`, `LUMA_DB_URL`, `LUMA_KB_URL` (and `LUMA_KB_QUERY_URL`,
 `LUMA_QUERY_MEMORY`, `LUMA_QUERY_MAX_ANSWER_BYTES`, `LUMA_QUERY_REQUIRE_SANDBOX`,
 `LUMA_RULES_TIMEOUT`, `LUMA_RULES_MEMORY`,
 `LUMA_RUNNER_KEY`, the input-file limits `LUMA_MAX_*_FILE_BYTES` (kb/records/input_files.py) and, for the
-machine rather than a project, `LUMA_ENGINE_CACHE` (`engine_cache`)."""
+machine rather than a project, `LUMA_ENGINE_CACHE` (`engine_cache`) and `LUMA_KERNEL_CACHE`
+(`kernel_cache`)."""
 
 from __future__ import annotations
 
@@ -134,6 +135,16 @@ def engine_cache(environ: Mapping[str, str] | None = None) -> Path:
     project): `LUMA_ENGINE_CACHE`, else ~/.cache/luma/engines."""
     env = os.environ if environ is None else environ
     return Path(env.get("LUMA_ENGINE_CACHE") or Path.home() / ".cache" / "luma" / "engines").absolute()
+
+
+def kernel_cache(environ: Mapping[str, str] | None = None) -> Path:
+    """Where the int8 kernels keep their measured choices on this machine (shared by every
+    project): `LUMA_KERNEL_CACHE`, else $XDG_CACHE_HOME/luma, else ~/.cache/luma."""
+    env = os.environ if environ is None else environ
+    if env.get("LUMA_KERNEL_CACHE"):
+        return Path(env["LUMA_KERNEL_CACHE"]).absolute()
+    base = Path(env["XDG_CACHE_HOME"]) if env.get("XDG_CACHE_HOME") else Path.home() / ".cache"
+    return (base / "luma").absolute()
 
 
 def parse_count(text: str, what: str) -> int:

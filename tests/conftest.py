@@ -219,6 +219,17 @@ def ledger_url(request, tmp_path, monkeypatch):
 # -- projects --------------------------------------------------------------------------------
 
 
+@pytest.fixture(scope="session", autouse=True)
+def kernel_cache(tmp_path_factory) -> Path:
+    """The int8 kernels' measured GEMM choices (kernels/gemm_tuning.py) go to a temporary folder
+    for the whole session, never to the user's ~/.cache/luma (children inherit the variable)."""
+    folder = tmp_path_factory.mktemp("kernel-cache")
+    patch = pytest.MonkeyPatch()
+    patch.setenv("LUMA_KERNEL_CACHE", str(folder))
+    yield folder
+    patch.undo()
+
+
 @pytest.fixture
 def luma_home(tmp_path, monkeypatch) -> Path:
     """An empty project directory as LUMA_HOME, with the default ledger and KB inside it."""

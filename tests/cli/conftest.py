@@ -32,6 +32,7 @@ def run_luma(args: list[str], home: Path, block: Path | None = None, cwd: Path |
     `block` is the folder of that sitecustomize)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("LUMA_")}
     env["LUMA_HOME"] = str(home)
+    env["LUMA_KERNEL_CACHE"] = str(home / ".kernel-cache")  # never the user's measured GEMM choices
     if block is not None:
         env["PYTHONPATH"] = os.pathsep.join([str(block), *filter(None, [env.get("PYTHONPATH")])])
     code = "import sys; from luma.cli.main import main; sys.argv = ['luma', *sys.argv[1:]]; main()"

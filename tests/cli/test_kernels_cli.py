@@ -16,7 +16,7 @@ def _run(*args):
     return CliRunner().invoke(cli, list(args), catch_exceptions=False)
 
 
-@pytest.mark.parametrize("sub", [[], ["evaluate"], ["bench"], ["pareto"]])
+@pytest.mark.parametrize("sub", [[], ["evaluate"], ["bench"], ["pareto"], ["tune"]])
 def test_help_everywhere(sub):
     result = _run("kernels", *sub, "--help")
     assert result.exit_code == 0 and "Usage:" in result.output
@@ -55,6 +55,30 @@ def test_quick_bench_json(luma_home):
     assert data["environment"]["torch"] and data["threads"] == 1
     assert {r["case"] for r in data["quantize"]} >= {"float32 copy_ (baseline)"}
     assert all(r["rel_error_vs_fp64"] < 0.2 for r in data["linear"])
+    cases = {r["case"] for r in data["linear"]}
+    assert any(c.startswith("luma Int8Linear dynamic auto (") for c in cases)
+    assert any(c.startswith("luma Int8Linear weight-only (") for c in cases)
+    assert data["peak"] == {"skipped": "--quick"}
+    rows = [r for r in data["summary"] if r["k"] == 512]
+    assert [r["m"] for r in rows] == [1, 256] and all(r["auto_over_best_engine"] > 0 for r in rows)
+
+
+def test_tune_measures_and_keeps_the_choices_in_the_kernel_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("LUMA_KERNEL_CACHE", str(tmp_path))
+    from luma.kernels import gemm_tuning
+
+    monkeypatch.setattr(gemm_tuning, "TABLE", gemm_tuning.ChoiceTable())
+    result = CliRunner().invoke(cli, ["kernels", "tune", "--shapes", "32,16", "--format", "json"])
+    assert result.exit_code == 0, result.output
+    rows = json.loads(result.stdout)
+    assert len(rows) == 2 * len(gemm_tuning.M_BUCKETS) and all(r["choice"] for r in rows)
+    kept = json.loads((tmp_path / gemm_tuning.FILE_NAME).read_text())["choices"]
+    assert len(kept) == len(rows)
+
+
+def test_tune_refuses_a_bad_shape():
+    result = _run("kernels", "tune", "--shapes", "32")
+    assert result.exit_code == 2 and "expected K,N" in result.output
 
 
 def test_the_bench_table_shows_times_in_ms_and_bandwidth_as_a_rate():

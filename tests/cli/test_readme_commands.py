@@ -46,7 +46,7 @@ PATHS = r"\b(kb/examples/|kb/queries/|experiments/contracts/)"
 #: The README commands that run torch: without the kernels extra, one line naming it.
 NEEDS_KERNELS = {
     "kernels evaluate --model digits --bits 8,6,4,3,2", "kernels evaluate --model minilm --bits 8,4 --mode weight-only",
-    "kernels bench", "kernels pareto --model minilm --out docs/figures/minilm-pareto",
+    "kernels bench", "kernels pareto --model minilm --out docs/figures/minilm-pareto", "kernels tune",
     "sprint run minilm-memory", "sprint run decoder-kv", "sprint bench minilm-memory",
     "sprint optimize minilm-memory --state 'compute=2 core'",
 }
@@ -81,6 +81,7 @@ BAD_ARGUMENT = {
     "kernels evaluate --model minilm --bits 8,4 --mode weight-only":
         "kernels evaluate --model minilm --bits 8,4 --mode weights",
     "kernels bench": "kernels bench --threads 0",
+    "kernels tune": "kernels tune --shapes 64",
     "kernels pareto --model minilm --out docs/figures/minilm-pareto": "kernels pareto --model minilm --bits 9 --out {tmp}/p",
     "rules list": "rules list --format xml",
     "rules check": "rules check all",
