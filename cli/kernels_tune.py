@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from luma.cli.output import format_option, print_rows
+from luma.cli.project import NONE, project
 from luma.errors import TensorError
 
 
@@ -25,6 +26,7 @@ def _shape(text: str) -> tuple[int, int]:
 @click.option("--threads", type=click.IntRange(min=1), default=1, show_default=True,
               help="Torch threads (choices are kept per thread count).")
 @format_option(choices=("table", "json"))
+@project(NONE)  # the choices are the machine's ($LUMA_KERNEL_CACHE), not a project's
 def tune(shapes: tuple[str, ...], mode: str, threads: int, fmt: str) -> None:
     """Measure the int8 GEMM paths per shape class again and keep the fastest in the kernel cache."""
     parsed = [_shape(s) for s in shapes]

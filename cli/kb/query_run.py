@@ -10,7 +10,7 @@ import click
 
 from luma.cli.kb.access import maybe_exploratory, open_for_reading
 from luma.cli.output import print_rows, raw_requested
-from luma.cli.project import require, settings as command_settings
+from luma.cli.project import exists, require, settings as command_settings
 from luma.cli.sparql_table import print_table as print_sparql_table
 from luma.cli.spreadsheet_csv import print_sparql_csv
 from luma.errors import LumaError
@@ -19,10 +19,9 @@ from luma.kb.query.paging import paged
 from luma.kb.query.safety import check_user_query
 from luma.kb.query.scope import Scope, scoped_query
 from luma.kb.records.input_files import QUERY_FILE, read_text
+from luma.kb.store import isolated_query
 from luma.kb.store.base import QueryLimits
-from luma.rules.analysis import analyse_cached
 from luma.rules.derivations import require as require_derived
-from luma.rules.empty_answer import why_empty
 from luma.rules.loader import load_all
 from luma.settings import MIN_QUERY_MEMORY, parse_size
 
@@ -58,8 +57,12 @@ def run(sparql, query_file, query_name, list_names, timeout, memory, scope, expl
             error.exit_code = 2
             raise error from None
         raise click.BadParameter(exc.message, param_hint=flag) from None  # a usage mistake, exit 2
+    if settings.kb_url.startswith("oxigraph:"):
+        isolated_query.prestart()  # the query's child starts now: its start-up overlaps what follows
     # LUMA's usual prefixes (`luma:` …) are declared in front; the check sees the text that runs.
-    checked = check_user_query(sparql, source)
+    # The parser's verdict is kept in the project (a reader creates nothing where there is none).
+    cache = settings.home / "cache" / "query-check" if exists(settings) else None
+    checked = check_user_query(sparql, source, cache)
     limits = QueryLimits(timeout, memory_limit, settings.query_answer_bytes, settings.require_sandbox)
     # csv for people is made from TSV, which keeps each term's datatype (a number is not escaped).
     results = ("csv" if raw_requested() else "tsv") if fmt == "csv" and checked.kind != "graph" else "json"
@@ -76,6 +79,8 @@ def run(sparql, query_file, query_name, list_names, timeout, memory, scope, expl
         _print_answer(answer, fmt)
         if named is not None and where.partner is None and _no_rows(answer, results):
             # On stderr: json and csv output stay the answer alone.
+            from luma.rules.empty_answer import why_empty  # rdflib and networkx: only for an empty answer
+
             click.echo(f"note: no rows: {why_empty(view.store, named, _analysed(view))}", err=True)
 
 
@@ -101,6 +106,8 @@ def _check_derived(view, named) -> None:
 
 def _analysed(view) -> list:
     """The rule set in use, analysed (cached under the project, as `luma rules run` caches it)."""
+    from luma.rules.analysis import analyse_cached  # rdflib and networkx: only for an empty answer
+
     home = view.settings.home
     return [analyse_cached(r, home / "cache" / "rules" / "analysis") for r in load_all(home / "rules")]
 

@@ -23,16 +23,24 @@ federated call to Oxigraph. Hence three checks on one text, each enough to refus
 
 The text that passed is what runs: callers get a `CheckedQuery` and execute `checked.text`.
 Rule files go through the same checks (`refuse_remote`).
+
+rdflib's parse costs 0.1-0.4 s (and importing rdflib 0.1 s) against a 10 ms query, so
+`check_user_query` with a `cache` folder keeps the verdict of check 3 per exact text (a SHA-256
+of the text, of this module and of the rdflib installed): asking again with the same text reads
+it back. Checks 1 and 2 are cheap and run every time, so no cache entry can let an escape or a
+SERVICE through; a text is cached only after it passed all three.
 """
 
 from __future__ import annotations
 
+import hashlib
+import importlib.util
+import json
+import os
 import re
 from dataclasses import dataclass, field
-
-from pyparsing import ParseException, ParseResults
-from rdflib.plugins.sparql.parser import parseQuery, parseUpdate
-from rdflib.plugins.sparql.parserutils import CompValue
+from functools import lru_cache
+from pathlib import Path
 
 from luma.errors import QueryError, QueryRefused
 from luma.kb.vocab import PREFIXES
@@ -99,13 +107,57 @@ def _prefix_head(sparql: str) -> str:
     return "".join(f"PREFIX {p}: <{iri}> " for p, iri in PREFIXES.items() if p.lower() not in declared)
 
 
-def check_user_query(sparql: str, source: str = "query") -> CheckedQuery:
+def check_user_query(sparql: str, source: str = "query", cache: Path | None = None) -> CheckedQuery:
     """A user's query with LUMA's prefixes declared in front, checked as a whole (the text that
-    runs); positions in messages point into the user's own text."""
+    runs); positions in messages point into the user's own text. With `cache` (a folder), the
+    parser's verdict on this exact text is kept there and read back next time (module docstring)."""
     if not sparql or not sparql.strip():
         raise QueryError("the query is empty", source=source)
     head = _prefix_head(sparql)
-    return check_query(head + sparql, source, offset=len(head))
+    text = head + sparql
+    if cache is None:
+        return check_query(text, source, offset=len(head))
+    refuse_remote(text, source, offset=len(head))  # every time: the cache only spares the parse
+    path = cache / f"{hashlib.sha256(json.dumps([_checker_digest(), text]).encode()).hexdigest()[:40]}.json"
+    try:
+        data = json.loads(path.read_text())
+        return CheckedQuery(text, data["kind"], _tuple(data["from_graphs"]), _tuple(data["from_named"]),
+                            form=data["form"])
+    except (OSError, ValueError, KeyError, TypeError):
+        pass  # absent or unreadable: parse, then keep the verdict
+    checked = check_query(text, source, offset=len(head))
+    data = {"kind": checked.kind, "form": checked.form, "from_graphs": checked.from_graphs,
+            "from_named": checked.from_named}
+    try:
+        cache.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(data))
+        tmp.replace(path)
+    except OSError:  # a read-only project still queries; it parses again next time
+        pass
+    return checked
+
+
+def _tuple(value) -> tuple[str, ...] | None:
+    if value is None:
+        return None
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise TypeError("not a list of IRIs")
+    return tuple(value)
+
+
+@lru_cache(maxsize=1)
+def _checker_digest() -> str:
+    """What a cached verdict depends on besides the text: this module's code and the rdflib
+    installed (found without importing it)."""
+    parts = [Path(__file__).read_bytes()]
+    for package in ("rdflib", "pyparsing"):
+        spec = importlib.util.find_spec(package)
+        origin = spec.origin if spec is not None else None
+        if origin:
+            st = os.stat(origin)
+            parts.append(f"{package}:{origin}:{st.st_size}:{st.st_mtime_ns}".encode())
+    return hashlib.sha256(b"\0".join(parts)).hexdigest()
 
 
 def check_query(sparql: str, source: str = "query", *, offset: int = 0, first_line: int = 1) -> CheckedQuery:
@@ -115,6 +167,10 @@ def check_query(sparql: str, source: str = "query", *, offset: int = 0, first_li
     if not sparql or not sparql.strip():
         raise QueryError("the query is empty", source=source)
     refuse_remote(sparql, source, offset=offset, first_line=first_line)
+    # rdflib and pyparsing (~0.1 s) load when a text is parsed, not when this module is imported
+    from pyparsing import ParseException
+    from rdflib.plugins.sparql.parser import parseQuery
+
     try:
         tree = parseQuery(sparql)
     except ParseException as exc:
@@ -347,6 +403,9 @@ def _dataset_clause(tree, source: str) -> tuple[tuple[str, ...] | None, tuple[st
 
 
 def _is_update(sparql: str) -> bool:
+    from pyparsing import ParseException
+    from rdflib.plugins.sparql.parser import parseUpdate
+
     try:
         parseUpdate(sparql)
     except (ParseException, RecursionError):
@@ -355,13 +414,20 @@ def _is_update(sparql: str) -> bool:
 
 
 def _nodes(node):
-    if isinstance(node, CompValue):
-        yield node
-        for value in node.values():
-            yield from _nodes(value)
-    elif isinstance(node, (list, tuple, ParseResults)):
-        for value in node:
-            yield from _nodes(value)
+    """Every CompValue of rdflib's parse tree `node`, depth first."""
+    from pyparsing import ParseResults
+    from rdflib.plugins.sparql.parserutils import CompValue
+
+    def walk(n):
+        if isinstance(n, CompValue):
+            yield n
+            for value in n.values():
+                yield from walk(value)
+        elif isinstance(n, (list, tuple, ParseResults)):
+            for value in n:
+                yield from walk(value)
+
+    return walk(node)
 
 
 def _node_names(node):

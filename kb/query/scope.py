@@ -25,7 +25,6 @@ from luma.errors import QueryError, StoreError, UnknownName
 from luma.kb.query.safety import CheckedQuery, check_query
 from luma.kb.store.embedded import EmbeddedStore
 from luma.kb.store.partner_graphs import drop_graphs, named_graphs, partner_graph_names, partner_of, partners_in_store
-from luma.kb.trust.partners import known_partners
 from luma.kb.vocab import ID
 
 #: A graph that never exists: a dataset that must be empty names it alone.
@@ -104,6 +103,9 @@ class ScopedView:
     def __enter__(self) -> "ScopedView":
         store = self.kb.store
         if self.scope.partner is not None:
+            # the partner records' models (pydantic) load only for a partner's scope
+            from luma.kb.trust.partners import known_partners
+
             check_partner(self.scope, known_partners(self.kb.ledger) | partners_in_store(store))
         hidden = excluded(store, self.scope)
         embedded = hasattr(store, "raw")

@@ -123,6 +123,49 @@ def test_every_service_spelling_is_refused_and_nothing_is_fetched(project, liste
 
 
 @BACKENDS
+def test_a_forged_check_verdict_lets_no_service_through(project, listener):
+    """The query check keeps the parser's verdict per exact text (kb/query/safety.py). A verdict
+    planted for an attack's text -- by anyone who can write the project -- skips only the parse:
+    the lexical checks still refuse every SERVICE spelling and escape, and nothing is fetched."""
+    import json
+
+    from luma.kb.query import safety
+    from luma.settings import Settings
+
+    cache = Settings.from_env().home / "cache" / "query-check"
+    cache.mkdir(parents=True, exist_ok=True)
+    url = f"http://127.0.0.1:{listener.server_address[1]}/query"
+    attacks = service_attacks(url)
+    for sparql in attacks.values():
+        text = safety._prefix_head(sparql) + sparql
+        key = safety.hashlib.sha256(json.dumps([safety._checker_digest(), text]).encode()).hexdigest()[:40]
+        (cache / f"{key}.json").write_text(json.dumps({"kind": "select", "form": "select", "from_graphs": None,
+                                                       "from_named": None}))
+    for name, sparql in attacks.items():
+        line = _one_line_error(_query("--format", "json", sparql))
+        assert "not allowed" in line, (name, line)
+    assert listener.seen == []
+
+
+@pytest.mark.parametrize("store_url", ["disk"], indirect=True)
+def test_a_query_asked_again_reads_its_verdict_and_answers_the_same(project, monkeypatch):
+    """The second time the same text is asked, the parse is skipped (the verdict is read back)
+    and the answer is the same."""
+    from luma.kb.query import safety
+
+    sparql = "SELECT (COUNT(*) AS ?n) WHERE { GRAPH ?g { ?s ?p ?o } }"
+    first = _query("--format", "json", sparql)
+    assert first.exit_code == 0, first.output
+
+    def parse_again(*_args, **_kwargs):
+        raise AssertionError("parsed again")
+
+    monkeypatch.setattr(safety, "check_query", parse_again)
+    again = _query("--format", "json", sparql)
+    assert again.exit_code == 0 and again.output == first.output
+
+
+@BACKENDS
 def test_updates_and_load_are_refused(project, listener):
     url = f"http://127.0.0.1:{listener.server_address[1]}/data.ttl"
     for name, sparql in UPDATES.items():
@@ -189,15 +232,17 @@ def test_an_endpoint_under_its_documented_limits_survives_a_runaway_query(tmp_pa
     proc.wait(timeout=30)  # it stopped at its limit: the machine's memory is safe
 
 
-def test_the_sandbox_alone_stops_a_federated_query(tmp_path, listener):
+@pytest.mark.parametrize("prestarted", [False, True])
+def test_the_sandbox_alone_stops_a_federated_query(tmp_path, listener, prestarted):
     """The second wall: with every text check bypassed, the query process still cannot reach
-    the network (kb/store/sandbox.py) -- the listener sees nothing."""
+    the network (kb/store/sandbox.py) -- the listener sees nothing; the same for a child started
+    ahead of its query (`prestart`, as `luma kb query` does)."""
     import platform
 
     import pyoxigraph as ox
 
     from luma.kb.store.base import QueryLimits
-    from luma.kb.store.isolated_query import run_isolated
+    from luma.kb.store.isolated_query import prestart, run_isolated
 
     if platform.system() != "Linux" or platform.machine() not in ("x86_64", "aarch64"):
         pytest.skip("the seccomp sandbox is for Linux on x86-64 and AArch64")
@@ -208,6 +253,8 @@ def test_the_sandbox_alone_stops_a_federated_query(tmp_path, listener):
     url = f"http://127.0.0.1:{listener.server_address[1]}/query"
     for sparql in (f"SELECT ?s WHERE {{ SERVICE SILENT <{url}> {{ ?s ?p ?o }} }}",
                    f'SELECT ?s WHERE {{ BIND("\\u0022" AS ?a) SERVICE <{url}> {{ ?s ?p ?o }} }}'):
+        if prestarted:
+            prestart()
         try:
             out = run_isolated(tmp_path / "kb", sparql, tmp_path / "spool", QueryLimits(30, 2**30, 2**20))
         except Exception as exc:  # noqa: BLE001 - a failed federated call is fine; a fetch is not
