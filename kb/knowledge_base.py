@@ -20,6 +20,7 @@ from luma.kb.records.dimensions import ontology_files, record_dimensions
 from luma.kb.store import access, ledger_read, open_store, pending, sessions
 from luma.kb.store.base import QuadStore
 from luma.kb.store.ledger_fields import missing as ledger_missing
+from luma.kb.store.partner_graphs import named_graphs
 from luma.kb.vocab import LUMA, RECORD_GRAPH, record_graph
 from luma.privacy import make_private, private_umask
 from luma.settings import Settings
@@ -199,20 +200,25 @@ class KnowledgeBase:
 
     def stats(self) -> dict:
         """Counts that describe the KB: quads, graphs, records by kind and evidence class."""
-        rows = self.store.select(
-            "SELECT (COUNT(DISTINCT ?g) AS ?graphs) (COUNT(*) AS ?quads) WHERE { GRAPH ?g { ?s ?p ?o } "
-            f'FILTER(STRSTARTS(STR(?g), "{RECORD_GRAPH}")) }}',
-            union=False,
-        )
+        # Record quads = all quads less those of the few other graphs (ontology, entities, derived,
+        # partners), each counted through its own index: filtering every quad on its graph's IRI
+        # decoded 19 M strings (34 s at 100k chains, against ~3 s this way).
+        graphs = named_graphs(self.store)
+        quads = self.store.count()
+        others = sum(self._graph_size(g) for g in graphs if not g.startswith(RECORD_GRAPH))
         return {
-            "record_graphs": int(rows[0]["graphs"]),
-            "record_quads": int(rows[0]["quads"]),
-            "quads": self.store.count(),
+            "record_graphs": sum(1 for g in graphs if g.startswith(RECORD_GRAPH)),
+            "record_quads": quads - others,
+            "quads": quads,
             "ledger_records": self._ledger_last_id(),
             "watermark": self.watermark(),
             "by_kind_and_evidence": {f"{k}/{e}": n for (k, e), n in sorted(self._ledger_counts().items())},
             "backend": self.store.backend,
         }
+
+    def _graph_size(self, graph: str) -> int:
+        rows = self.store.select(f"SELECT (COUNT(*) AS ?n) WHERE {{ GRAPH <{graph}> {{ ?s ?p ?o }} }}", union=False)
+        return int(rows[0]["n"])
 
     def _ledger_last_id(self) -> int:
         last = ledger_read.last_id(self.settings.db_url)

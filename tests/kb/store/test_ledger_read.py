@@ -81,3 +81,22 @@ def test_the_ledger_table_the_reads_query_is_the_models():
     columns = set(LedgerRecord.__table__.c.keys())
     assert {"id", "kind", "evidence_class", "content_hash", "payload"} <= columns
     json.dumps(sorted(columns))
+
+
+def test_stats_count_record_quads_as_a_filter_over_every_quad_would(filled):
+    """`stats` counts record quads as all quads less the other graphs' (each by its index); the
+    same figures as one COUNT over every quad filtered on its graph's IRI, derived graphs and all."""
+    from luma.kb.vocab import RECORD_GRAPH
+    from luma.rules.engine import Engine
+
+    with KnowledgeBase.open(filled) as base:
+        Engine(base).run()
+    with KnowledgeBase.open(filled, read_only=True) as base:
+        stats = base.stats()
+        rows = base.store.select(
+            "SELECT (COUNT(DISTINCT ?g) AS ?graphs) (COUNT(*) AS ?quads) WHERE { GRAPH ?g { ?s ?p ?o } "
+            f'FILTER(STRSTARTS(STR(?g), "{RECORD_GRAPH}")) }}', union=False)
+        every = base.store.select("SELECT (COUNT(*) AS ?n) WHERE { GRAPH ?g { ?s ?p ?o } }", union=False)
+    assert stats["record_graphs"] == int(rows[0]["graphs"]) == 7
+    assert stats["record_quads"] == int(rows[0]["quads"]) and stats["quads"] == int(every[0]["n"])
+    assert stats["quads"] > stats["record_quads"]  # the ontology and the derived graphs
