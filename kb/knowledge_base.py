@@ -39,6 +39,7 @@ class KnowledgeBase:
     def __init__(self, settings: Settings, *, store: QuadStore | None = None, ledger: Ledger | None = None):
         self.settings = settings
         self._ledger = ledger
+        self._dimensions: dict | None = None
         self.store = store or open_store(settings.kb_url, settings)
         #: The project lock this instance holds (embedded on-disk store), and for a reader that
         #: came while a writer worked, the writer's read snapshot it reads (kb/store/access.py).
@@ -58,7 +59,9 @@ class KnowledgeBase:
     @property
     def dimensions(self) -> dict:
         """The dimension registry of this project (ontology + its own dimensions), for the write path."""
-        return record_dimensions(self.settings.home)
+        if self._dimensions is None:
+            self._dimensions = record_dimensions(self.settings.home)
+        return self._dimensions
 
     @property
     def checker(self) -> shacl.ShapeChecker:
@@ -139,7 +142,7 @@ class KnowledgeBase:
             last = self.ledger.last_id()
         if self.watermark() < last:
             return True
-        return self._stored_ontology_hash() != self._ontology_digest()[0]
+        return self.stored_ontology_hash() != self.ontology_digest()[0]
 
     # -- bookkeeping kept in the store's default graph (never exported) ----------------------
 
@@ -147,17 +150,19 @@ class KnowledgeBase:
         rows = self.store.select(f"SELECT ?n WHERE {{ <{_KB}> <{LUMA}projectedThrough> ?n }}", union=False)
         return int(rows[0]["n"]) if rows else 0
 
-    def _stored_ontology_hash(self) -> str | None:
+    def stored_ontology_hash(self) -> str | None:
         """The digest of the ontology files the store holds (None before the first load)."""
         rows = self.store.select(f"SELECT ?h WHERE {{ <{_KB}> <{LUMA}ontologyHash> ?h }}", union=False)
         return rows[0]["h"] if rows else None
 
-    def _set_meta(self, prop: str, literal: str) -> None:
+    def set_meta(self, prop: str, literal: str) -> None:
+        """Replace one bookkeeping value of the store's default graph (watermark, ontology hash)."""
         self.store.update(
             f"DELETE WHERE {{ <{_KB}> <{LUMA}{prop}> ?x }} ; INSERT DATA {{ <{_KB}> <{LUMA}{prop}> {literal} }}"
         )
 
-    def _ontology_digest(self) -> tuple[str, list]:
+    def ontology_digest(self) -> tuple[str, list]:
+        """(SHA-256 of the project's ontology files, the files as (name, bytes))."""
         files = ontology_files(self.settings.home)
         return hashlib.sha256(b"".join(name.encode() + b"\0" + data for name, data in files)).hexdigest(), files
 

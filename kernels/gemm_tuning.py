@@ -161,6 +161,8 @@ def choose(mode: str, m: int, k: int, n: int) -> str:
     """The path `auto` runs for this shape: the cached choice of its class, measured on first use."""
     key = shape_key(mode, m, k, n)
     entry = TABLE.get(key)
+    if entry is not None and not gemm_backend.PATHS[entry["path"]].available():
+        entry = None  # chosen where the path could run (its native kernel built): measure again here
     if entry is None:
         entry = measure(mode, m_bucket(m)[1], k, n)
         if not entry["path"]:

@@ -111,8 +111,8 @@ class _BackgroundLoader:
 
 def ensure_ontology(kb: KnowledgeBase) -> None:
     """Load the project's ontology files into the ontology graph, unless the store holds these already."""
-    digest, files = kb._ontology_digest()
-    if kb._stored_ontology_hash() == digest:
+    digest, files = kb.ontology_digest()
+    if kb.stored_ontology_hash() == digest:
         return
     # Skolemised (blank nodes numbered per file), so a rebuild exports the same bytes.
     lines = set()
@@ -121,7 +121,7 @@ def ensure_ontology(kb: KnowledgeBase) -> None:
             lines.add(line[:-2] + f"<{ONTOLOGY_GRAPH}> .\n")
     kb.store.update(f"DROP SILENT GRAPH <{ONTOLOGY_GRAPH}>")
     kb.store.load_nquads("".join(sorted(lines)).encode())
-    kb._set_meta("ontologyHash", f'"{digest}"')
+    kb.set_meta("ontologyHash", f'"{digest}"')
 
 
 def ingest_files(kb: KnowledgeBase, paths: Iterable[Path], submitter: str | None = None) -> IngestReport:
@@ -264,7 +264,7 @@ def sync(kb: KnowledgeBase, projected: dict[str, bytes] | None = None) -> int:
     drop_retracted(kb.store)  # a partner's removed records stay out, after a rebuild too
     quads += _reload_missing(kb, vouched)
     if last != mark:
-        kb._set_meta("projectedThrough", str(last))
+        kb.set_meta("projectedThrough", str(last))
     return quads
 
 

@@ -102,3 +102,15 @@ def test_the_probe_times_every_candidate_and_picks_the_fastest(mode):
         mp.undo()
     assert entry["path"] == min(cost, key=cost.get)
     assert set(entry["times_s"]) == set(cost)
+
+
+def test_a_cached_choice_this_process_cannot_run_is_measured_again(monkeypatch):
+    """A choice made where the native kernel built, read where it does not (no compiler on PATH
+    now): measured again among what runs here, never a call into a missing library."""
+    from luma.kernels import native
+
+    key = gemm_tuning.shape_key("weight-only", 1, 64, 48)
+    gemm_tuning.TABLE.put(key, {"path": "int8-native", "times_s": {}, "m": 1, "k": 64, "n": 48})
+    monkeypatch.setattr(native, "library", lambda: None)
+    chosen = gemm_tuning.choose("weight-only", 1, 64, 48)
+    assert chosen != "int8-native" and chosen in gemm_backend.candidates("weight-only")
