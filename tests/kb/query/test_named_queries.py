@@ -179,7 +179,7 @@ UNSORTED_PAGES = {"counter-chains": ("resource", "task", "counterChain"),
 
 
 # Stale boundaries are rare in synthetic chains (51 of 10,000): that case needs thousands (~40 s).
-@pytest.mark.parametrize("name, chains", [("counter-chains", 400),
+@pytest.mark.parametrize("name, chains", [("counter-chains", 200),
                                           pytest.param("stale-boundaries", 6000, marks=pytest.mark.slow)])
 def test_pages_without_order_hold_every_row_of_the_whole_answer(name, chains, tmp_path, monkeypatch):
     """These named queries page through a page form without ORDER BY (the engine stops at the
