@@ -3,7 +3,9 @@ commit them to the ledger, and replay the ledger into the store (`sync`).
 
 `luma.kb.knowledge_base.KnowledgeBase` calls these for its writing methods and imports this
 module only then: it brings pydantic's record models, the projection, the shapes, the
-measured-evidence gate and SQLAlchemy, which a command that only reads never needs.
+measured-evidence gate and SQLAlchemy, which a command that only reads never needs. Every `kb`
+argument is that KnowledgeBase; this module does not import it, not even for type checking (the
+import graph would then hold a cycle).
 
 Ingest = validate everything -> project and shape-check -> append to the ledger in one
 transaction (the commit point) -> load the new graphs into the store -> advance the store's
@@ -22,7 +24,6 @@ from contextlib import contextmanager
 from datetime import datetime, timezone
 from itertools import islice
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from luma.errors import StoreError
 from luma.kb.ingest.evidence_gate import MeasuredGate
@@ -40,9 +41,6 @@ from luma.kb.store.ledger import LedgerEntry, NewRecord
 from luma.kb.store.ledger_fields import check_text
 from luma.kb.store.partner_graphs import drop_retracted
 from luma.kb.vocab import ONTOLOGY_GRAPH
-
-if TYPE_CHECKING:
-    from luma.kb.knowledge_base import KnowledgeBase
 
 #: Records validated and projected per chunk (the first chunk is smaller: the load starts sooner).
 CHUNK_RECORDS = 25_000
@@ -109,7 +107,7 @@ class _BackgroundLoader:
             self._pool.shutdown(wait=True)
 
 
-def ensure_ontology(kb: KnowledgeBase) -> None:
+def ensure_ontology(kb) -> None:
     """Load the project's ontology files into the ontology graph, unless the store holds these already."""
     digest, files = kb.ontology_digest()
     if kb.stored_ontology_hash() == digest:
@@ -124,14 +122,14 @@ def ensure_ontology(kb: KnowledgeBase) -> None:
     kb.set_meta("ontologyHash", f'"{digest}"')
 
 
-def ingest_files(kb: KnowledgeBase, paths: Iterable[Path], submitter: str | None = None) -> IngestReport:
+def ingest_files(kb, paths: Iterable[Path], submitter: str | None = None) -> IngestReport:
     """Validate and add record files, all or nothing."""
     with _gc_paused():
         records = iter_records([Path(p) for p in paths], kb.settings.home, RECORD_FILE.under(kb.settings))
         return commit(kb, records, submitter or default_submitter())
 
 
-def ingest_records(kb: KnowledgeBase, records: Iterable[LoadedRecord], submitter: str | None = None) -> IngestReport:
+def ingest_records(kb, records: Iterable[LoadedRecord], submitter: str | None = None) -> IngestReport:
     """Add records the caller read and validated, all or nothing: every gate of `ingest` but
     the reading (`luma partner add`; a sprint's Recorder, whose records' `source` is the file
     it wrote them to)."""
@@ -139,7 +137,7 @@ def ingest_records(kb: KnowledgeBase, records: Iterable[LoadedRecord], submitter
         return commit(kb, records, submitter or default_submitter())
 
 
-def load_rdf(kb: KnowledgeBase, path: Path, fmt: str, evidence_class: str, submitter: str | None = None) -> IngestReport:
+def load_rdf(kb, path: Path, fmt: str, evidence_class: str, submitter: str | None = None) -> IngestReport:
     """Add a plain RDF document as one record (its own named graph)."""
     data = read_bytes(path, RECORD_FILE.under(kb.settings))  # untrusted: a regular file within the record limit
     rec_hash, doc = read_document(data, fmt, evidence_class, str(path))
@@ -147,7 +145,7 @@ def load_rdf(kb: KnowledgeBase, path: Path, fmt: str, evidence_class: str, submi
     return commit(kb, [rec], submitter or default_submitter())
 
 
-def commit(kb: KnowledgeBase, records: Iterable[LoadedRecord], submitter: str) -> IngestReport:
+def commit(kb, records: Iterable[LoadedRecord], submitter: str) -> IngestReport:
     """Validate, project and shape-check chunk by chunk while earlier chunks load in the
     background; then the ledger commits (while the last chunk loads).
 
@@ -219,7 +217,7 @@ def commit(kb: KnowledgeBase, records: Iterable[LoadedRecord], submitter: str) -
     return report
 
 
-def sync(kb: KnowledgeBase, projected: dict[str, bytes] | None = None) -> int:
+def sync(kb, projected: dict[str, bytes] | None = None) -> int:
     """Load every ledger record beyond the watermark; return the number of quads loaded.
 
     `projected`: by content hash, what is still to load for records an ingest already
@@ -268,7 +266,7 @@ def sync(kb: KnowledgeBase, projected: dict[str, bytes] | None = None) -> int:
     return quads
 
 
-def _reload_missing(kb: KnowledgeBase, vouched: list[tuple[str, str]]) -> int:
+def _reload_missing(kb, vouched: list[tuple[str, str]]) -> int:
     """Load again, from the ledger, the records about to pass the watermark whose graph the
     store lacks (kb/store/reconcile.py); return the quads loaded."""
     missing = reconcile.missing_records(kb.store, vouched)
@@ -284,7 +282,7 @@ def _reload_missing(kb: KnowledgeBase, vouched: list[tuple[str, str]]) -> int:
     return data.count(b"\n")
 
 
-def reproject(kb: KnowledgeBase, entry: LedgerEntry, batch: Batch) -> bytes:
+def reproject(kb, entry: LedgerEntry, batch: Batch) -> bytes:
     """The N-Quads of one ledger entry, projected again from its payload."""
     model_cls = BY_NAME[entry.kind].model_class() if entry.kind in BY_NAME else None
     if model_cls is None:
