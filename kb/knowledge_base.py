@@ -19,7 +19,7 @@ from luma.kb.ingest.ingest_report import IngestReport, default_submitter  # noqa
 from luma.kb.records.dimensions import ontology_files, record_dimensions
 from luma.kb.store import access, ledger_read, open_store, pending, sessions
 from luma.kb.store.base import QuadStore
-from luma.kb.store.ledger_fields import missing as ledger_missing
+from luma.kb.store.ledger_fields import missing as ledger_missing, sqlite_path
 from luma.kb.store.partner_graphs import named_graphs
 from luma.kb.vocab import LUMA, RECORD_GRAPH, record_graph
 from luma.privacy import make_private, private_umask
@@ -136,11 +136,9 @@ class KnowledgeBase:
         records beyond the watermark, or an ontology the store does not hold yet."""
         if pending.markers(self.settings.home) or ledger_missing(self.settings.db_url):
             return True
-        last = ledger_read.last_id(self.settings.db_url)
-        if last is None:  # a server ledger: SQLAlchemy, which also makes its table on a first open
+        if sqlite_path(self.settings.db_url) is None:  # a server ledger makes its table on a first open
             self.ledger.init()
-            last = self.ledger.last_id()
-        if self.watermark() < last:
+        if self.watermark() < self._ledger_last_id():
             return True
         return self.stored_ontology_hash() != self.ontology_digest()[0]
 
