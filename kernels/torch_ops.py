@@ -143,14 +143,18 @@ def quantize_into(x: torch.Tensor, scale: torch.Tensor | float, out: torch.Tenso
         return out
     m = qmax(bits)
     fast = x.dtype == torch.float32 if exact is None else not exact
-    if fast and not isinstance(scale, torch.Tensor) and x.dtype == torch.float32:
+    rows = x.shape[0] if x.ndim else 1
+    if isinstance(scale, torch.Tensor):
+        step = scale.reshape(rows, 1).double()
+        step = step.reciprocal().float() if fast else step
+    else:
+        step = float(scale)
+        step = float(torch.tensor(1.0 / step, dtype=torch.float32)) if fast else step
         # One fused pass where LUMA's native kernel builds here: the same integers (float32
         # reciprocal multiply, round half to even, clamp; the clamp changes nothing unsaturated,
         # where |x / scale| <= qmax already).
-        inv = float(torch.tensor(1.0 / float(scale), dtype=torch.float32))
-        if native.quantize_f32(x, out, inv, float(m)):
+        if fast and x.dtype == torch.float32 and native.quantize_f32(x, out, step, float(m)):
             return out
-    rows = x.shape[0] if x.ndim else 1
     x2 = x.reshape(rows, x.numel() // rows)
     o2 = out.view(rows, -1)
     tmp_dtype = torch.float32 if fast else torch.float64
@@ -159,12 +163,6 @@ def quantize_into(x: torch.Tensor, scale: torch.Tensor | float, out: torch.Tenso
         tmp = torch.empty(per_row * x2.shape[1], dtype=tmp_dtype)
     # float16 -> float64 has no vectorised conversion here (measured 3x slower than through float32)
     via32 = torch.empty(per_row * x2.shape[1], dtype=torch.float32) if x.dtype == torch.float16 else None
-    if isinstance(scale, torch.Tensor):
-        step = scale.reshape(rows, 1).double()
-        step = step.reciprocal().float() if fast else step
-    else:
-        step = float(scale)
-        step = float(torch.tensor(1.0 / step, dtype=torch.float32)) if fast else step
     for r in range(0, rows, per_row):
         xb = x2[r : r + per_row]
         tb = tmp[: xb.numel()].view(xb.shape)
