@@ -28,6 +28,7 @@ from luma.errors import QueryError, QueryRefused, RuleError
 from luma.kb.query import safety as query_safety
 from luma.kb.query.safety import CheckedQuery, check_query
 from luma.rules.loader import Rule, render
+from luma.rules.state import DERIVED
 
 ANY = ("any",)
 
@@ -49,6 +50,8 @@ class Analysed:
     #: Keys read only to require their absence (FILTER NOT EXISTS, MINUS): facts the rule's results
     #: do not rest on (rules/empty_answer.py follows what they rest on).
     absent: set = field(default_factory=set)
+    #: The graphs its GRAPH patterns name: IRIs, or "?name" for a variable.
+    graphs: set = field(default_factory=set)
 
 
 def _key(s, p, o):
@@ -119,6 +122,9 @@ def keys_meet(reads: set, writes: set) -> bool:
 def _walk(node, negative: bool, out: Analysed, in_graph: bool = False, absent: bool = False) -> None:
     if isinstance(node, CompValue):
         name = node.name
+        if name in ("Graph", "GraphGraphPattern") and node.get("term") is not None:
+            term = node.get("term")
+            out.graphs.add(f"?{term}" if isinstance(term, Variable) else str(term))
         if name in ("BGP", "TriplesBlock") and node.get("triples"):
             keys = _triples_keys(node["triples"])
             (out.negative if negative else out.reads).update(keys)
@@ -170,7 +176,19 @@ def analyse(rule: Rule) -> Analysed:
                             "or a FILTER NOT EXISTS on a `# context:` predicate", source=rule.path, field="reads")
         _check_per_graph(rule, alg["p"])
         out.reads, out.negative, out.absent = set(), set(), set()  # asserted facts only: no rule feeds it
+    if rule.partition is not None:
+        _check_partitioned(rule, out)
     return out
+
+
+def _check_partitioned(rule: Rule, out: Analysed) -> None:
+    """A partitioned rule reads derived graphs it names and nothing else: the engine gives the
+    store those graphs alone, in every mode, and follows only their changes (rules/partition.py)."""
+    named = [g for g in out.graphs if not g.startswith("?")]
+    if out.outside_graph or len(named) != len(out.graphs) or not all(g.startswith(DERIVED) for g in named):
+        raise RuleError("a partitioned rule reads every pattern inside GRAPH <a derived graph>, named by its IRI "
+                        "(derived:qualified-boundary), never a graph variable or the default graph",
+                        source=rule.path, field="partition")
 
 
 def _result_class(rule: Rule, template) -> str | None:
@@ -194,20 +212,21 @@ def analyse_cached(rule: Rule, cache: Path | None) -> Analysed:
     if cache is None:
         return analyse(rule)
     key = hashlib.sha256(json.dumps([_CODE, rule.id, rule.path, render(rule), rule.derives, rule.reads,
-                                     list(rule.context)]).encode()).hexdigest()
+                                     list(rule.context), repr(rule.partition)]).encode()).hexdigest()
     path = cache / f"{rule.id}-{key[:24]}.json"
     try:
         data = json.loads(path.read_text())
         return Analysed(rule, writes=_keys_in(data["writes"]), reads=_keys_in(data["reads"]),
                         negative=_keys_in(data["negative"]), outside_graph=data["outside_graph"],
                         outside=[(_key_in(k), neg) for k, neg in data["outside"]],
-                        result_class=data["result_class"], absent=_keys_in(data["absent"]))
+                        result_class=data["result_class"], absent=_keys_in(data["absent"]),
+                        graphs=set(data["graphs"]))
     except (OSError, ValueError, KeyError, TypeError):
         pass
     out = analyse(rule)
     data = {"writes": _keys_out(out.writes), "reads": _keys_out(out.reads), "negative": _keys_out(out.negative),
             "outside_graph": out.outside_graph, "outside": [[_key_out(k), neg] for k, neg in out.outside],
-            "result_class": out.result_class, "absent": _keys_out(out.absent)}
+            "result_class": out.result_class, "absent": _keys_out(out.absent), "graphs": sorted(out.graphs)}
     try:
         cache.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(f".{os.getpid()}.tmp")

@@ -25,6 +25,7 @@ import pyoxigraph as ox
 
 from luma.errors import RuleError
 from luma.kb.vocab import ID, LUMA, PROV
+from luma.rules import partition as part
 from luma.rules.analysis import Analysed, analyse_cached, check_rule_cached, dependency_graph, keys_meet, strata
 from luma.rules.loader import Rule, load_all, render, resolve_params
 from luma.rules.results import Results
@@ -49,12 +50,13 @@ def activity_of(rule: Rule, values: dict) -> str:
 
 def _with_provenance(rule: Rule, sparql: str, activity: str) -> str:
     """The CONSTRUCT with `?derived prov:wasGeneratedBy <activity>` added to its template for each
-    variable the rule derives."""
+    variable the rule derives (and, for a partitioned rule, `?derived luma:partitionKey ?key`)."""
     if not rule.derives:
         return sparql
     m = _CONSTRUCT.search(sparql)
     links = " ".join(f"{var} <{PROV}wasGeneratedBy> <{activity}> ." for var in rule.derives.split())
-    return f"{sparql[:m.end()]} {links} {sparql[m.end():]}"
+    sparql = f"{sparql[:m.end()]} {links} {sparql[m.end():]}"
+    return part.key_links(rule, sparql, m.end()) if rule.partition else sparql
 
 
 def _activity_quads(rule: Rule, activity: str, values: dict) -> set[bytes]:
@@ -119,9 +121,9 @@ class Engine:
         for r in rules:
             queries[r.id] = _with_provenance(r, render(r, values[r.id]), activity_of(r, values[r.id]))
             check_rule_cached(r, queries[r.id], self.cache / "checked")
-        ctx = _Context(values, prev, sorted(graphs - prev.graphs), prev.graphs - graphs, state, state.context_graphs(),
-                       queries)
         deps = dependency_graph(self.analysed)
+        ctx = _Context(values, prev, sorted(graphs - prev.graphs), prev.graphs - graphs, state, state.context_graphs(),
+                       queries, upstream={a.rule.id: sorted(a.graphs) for a in self.analysed if a.rule.partition})
         index = {a.rule.id: i for i, stratum in enumerate(self.strata) for a in stratum}
         needs = {i: {index[p] for a in stratum for p in deps.predecessors(a.rule.id)} - {i}
                  for i, stratum in enumerate(self.strata)}
@@ -130,6 +132,7 @@ class Engine:
         outputs: dict[str, set[bytes]] = {}
         appends: dict[str, set[bytes]] = {}
         results: dict[int, list[RuleRun]] = {}
+        dropped: set[str] = set()  # partitioned runs: their cached output is no longer whole
         state.begin()
         with ThreadPoolExecutor(max_workers=workers or default_workers()) as pool:
             todo, running = list(range(len(self.strata))), {}
@@ -143,9 +146,14 @@ class Engine:
                 for future in finished:
                     i = running.pop(future)
                     results[i] = []
-                    for run, after, activity, grown in future.result():
+                    for run, after, activity, grown, change in future.result():
                         if run.new or run.removed:
                             changed.add(run.rule)
+                            # What it added and removed, when known and small: a downstream
+                            # partitioned rule recomputes only the keys these touch.
+                            ctx.changes[run.rule] = change
+                        if run.mode == "partition":
+                            dropped.add(run.rule)
                         if after is not None and (run.new or run.removed or not prev.valid or run.rule not in prev.rules):
                             outputs[run.rule] = after
                             if grown is not None:  # the cache file grows by the new facts alone
@@ -153,7 +161,7 @@ class Engine:
                         kept[run.rule] = {"activity": activity, "facts": run.facts, "derived": run.derived}
                         results[i].append(run)
         report.runs = [run for i in sorted(results) for run in results[i]]
-        state.commit(graphs, kept, outputs, appends)
+        state.commit(graphs, kept, outputs, appends, dropped)
         report.seconds = time.perf_counter() - t0
         return report
 
@@ -168,8 +176,9 @@ class Engine:
                             source=stratum[0].rule.path) from None
 
     def _stratum(self, n: int, stratum: list[Analysed], mode: dict[str, str], ctx: "_Context") -> list:
-        """Bring one stratum up to date: [(RuleRun, its derived quads or None if skipped, activity,
-        the quads a delta run added or None)]."""
+        """Bring one stratum up to date: [(RuleRun, its derived quads or None if skipped or
+        partitioned, activity, the quads a delta run added or None, the quads added and removed
+        when known and at most part.MAX_CHANGES, else None)]."""
         members = [a.rule for a in stratum]
         results = {a.rule.id: Results(graph_of(a.rule.id), a.result_class) for a in stratum}
         runs = {r.id: RuleRun(r.id, n, mode=mode[r.id], result_class=results[r.id].result_class) for r in members}
@@ -177,7 +186,7 @@ class Engine:
         if all(m == "skip" for m in mode.values()):
             for r in members:
                 self._unchanged(runs[r.id], ctx.prev.rules[r.id], results[r.id])
-            return [(runs[r.id], None, acts[r.id], None) for r in members]
+            return [(runs[r.id], None, acts[r.id], None, None) for r in members]
         queries = {r.id: ctx.queries[r.id] for r in members}  # checked by `run`
         own = {r.id: _activity_quads(r, acts[r.id], ctx.values[r.id]) for r in members}
         if _recursive(stratum):
@@ -192,7 +201,7 @@ class Engine:
                 run.facts, run.new, run.removed = len(after[r.id]), len(new), len(gone)
                 run.derived, run.derived_new, run.derived_changed, run.derived_removed = \
                     results[r.id].tally(before[r.id], after[r.id])
-                out.append((run, after[r.id], acts[r.id], None))
+                out.append((run, after[r.id], acts[r.id], None, None))
             return out
         # Nothing in the stratum reads its own output, so one evaluation is its fixpoint, and the
         # old facts may stay in place while it runs: only the difference is written (a re-run on
@@ -202,8 +211,15 @@ class Engine:
             t, run, g = time.perf_counter(), runs[r.id], graph_of(r.id)
             if mode[r.id] == "skip":
                 self._unchanged(run, ctx.prev.rules[r.id], results[r.id])
-                out.append((run, None, acts[r.id], None))
+                out.append((run, None, acts[r.id], None, None))
                 continue
+            if mode[r.id] == "partition":
+                done = self._partitioned(r, run, results[r.id], acts[r.id], ctx)
+                if done is not None:
+                    run.seconds = time.perf_counter() - t
+                    out.append(done)
+                    continue
+                run.mode = "full"  # the keys could not be told: the whole answer instead
             if mode[r.id] == "delta" and ctx.state.has_derived(r.id):
                 # New record graphs only: their facts add to the old. What is new is told by asking
                 # the store about the fresh quads, not by reading the rule's whole cached output
@@ -214,21 +230,63 @@ class Engine:
                 run.facts, run.new, run.rounds = ctx.prev.rules[r.id]["facts"] + len(new), len(new), 1
                 self._grown(run, ctx.prev.rules[r.id], results[r.id], new)
                 run.seconds = time.perf_counter() - t
-                out.append((run, set(), acts[r.id], new))
+                out.append((run, set(), acts[r.id], new, new if len(new) <= part.MAX_CHANGES else None))
                 continue
             before = self._before(ctx.state, r.id, ctx.prev)
             t = time.perf_counter()
             if mode[r.id] == "delta":  # no cached output to append to: the old facts and the new
                 after = before | _to_quads(self._delta_query(queries[r.id], ctx), g)
             else:
-                after = _to_quads(self.kb.store.query(queries[r.id]).body, g) | own[r.id]
+                after = _to_quads(self._full_query(r, queries[r.id], ctx), g) | own[r.id]
             new, gone = after - before, before - after
             self._apply(r.id, before, new, gone)
             run.rounds, run.seconds = 1, time.perf_counter() - t
             run.facts, run.new, run.removed = len(after), len(new), len(gone)
             run.derived, run.derived_new, run.derived_changed, run.derived_removed = results[r.id].tally(before, after)
-            out.append((run, after, acts[r.id], None))
+            change = new | gone if len(new) + len(gone) <= part.MAX_CHANGES else None
+            out.append((run, after, acts[r.id], None, change))
         return out
+
+    def _full_query(self, rule: Rule, sparql: str, ctx: "_Context") -> bytes:
+        """The rule's whole answer. A partitioned rule is given its upstream rules' derived graphs
+        and nothing else, in this mode as in a partitioned run, so that both read the same facts."""
+        if rule.partition is None:
+            return self.kb.store.query(sparql).body
+        return self.kb.store.query(sparql, named_graphs=ctx.upstream[rule.id], union=False).body
+
+    def _partitioned(self, rule: Rule, run: RuleRun, results: Results, activity: str, ctx: "_Context"):
+        """A partitioned rule brought up to date for the keys its upstream changes touch (see
+        rules/partition.py): the stratum's result tuple, or None when the keys cannot be told (a
+        blank node, too many) and the whole answer must be computed instead."""
+        store, g, prev = self.kb.store, graph_of(rule.id), ctx.prev.rules[rule.id]
+        changes = set().union(*(ctx.changes[p] for p in ctx.upstream_rules(rule.id) if p in ctx.changes))
+        subjects = part.changed_subjects(changes)
+        if subjects is None:
+            return None
+        keys: set[str] = set()
+        if subjects:
+            now = part.parse_keys(store.query(part.lookup_query(rule, subjects), union=False,
+                                              default_graphs=ctx.upstream[rule.id], results="tsv").body)
+            # And in the changed quads themselves: the removed ones are no longer in the store.
+            before = part.keys_in(rule, subjects, changes)
+            if now is None or before is None:
+                return None
+            keys = set(now) | set(before)
+        if len(keys) > part.MAX_KEYS:
+            return None
+        ordered = sorted(keys)
+        old = _to_quads(store.query(part.old_facts_query(g, ordered), union=False).body, g) if keys else set()
+        sparql = _with_provenance(rule, render(rule, ctx.values[rule.id], ordered), activity)
+        fresh = _to_quads(store.query(sparql, named_graphs=ctx.upstream[rule.id], union=False).body, g) if keys else set()
+        new, gone = fresh - old, old - fresh
+        self._apply(rule.id, old, new, gone, whole=False)
+        n_now, n_new, n_changed, n_removed = results.tally(old, fresh)
+        n_old = len(results.nodes(old))
+        run.rounds, run.new, run.removed = 1, len(new), len(gone)
+        run.facts = prev["facts"] + len(new) - len(gone)
+        run.derived = prev["derived"] - n_old + n_now if "derived" in prev else self._count(results)
+        run.derived_new, run.derived_changed, run.derived_removed = n_new, n_changed, n_removed
+        return run, None, activity, None, new | gone
 
     def _unchanged(self, run: RuleRun, prev: dict, results: Results) -> None:
         """A skipped rule: its quads and results as the last run left them (a cache written before
@@ -264,7 +322,16 @@ class Engine:
     def _mode(self, rule: Rule, values: dict, prev: RunState, ctx: "_Context", deps, changed: set) -> str:
         """"skip", "delta" (a `reads: records` rule over the new record graphs) or "full"."""
         same = prev.valid and prev.rules.get(rule.id, {}).get("activity") == activity_of(rule, values[rule.id])
-        if not same or any(p in changed for p in deps.predecessors(rule.id)):
+        if not same:
+            return "full"
+        if rule.partition is not None:
+            # It reads its upstream rules' graphs alone: only their changes matter, and when each
+            # that changed said what it added and removed, only the keys those touch.
+            moved = [p for p in deps.predecessors(rule.id) if p in changed]
+            if not moved:
+                return "skip"
+            return "partition" if all(ctx.changes.get(p) is not None for p in moved) else "full"
+        if any(p in changed for p in deps.predecessors(rule.id)):
             return "full"
         if rule.reads == "records":
             return "full" if ctx.gone else ("delta" if ctx.added else "skip")
@@ -298,13 +365,15 @@ class Engine:
         raise RuleError(f"stratum {n} ({', '.join(current)}) did not reach a fixpoint in {MAX_ROUNDS} rounds",
                         field="rules")
 
-    def _apply(self, rule_id: str, before: set[bytes], added: set[bytes], removed: set[bytes]) -> None:
+    def _apply(self, rule_id: str, before: set[bytes], added: set[bytes], removed: set[bytes],
+               whole: bool = True) -> None:
         """Take the rule's derived graph from `before` to `before - removed | added`, writing only
         the difference. Large writes are bulk loads, not transactions: ~10x faster here (DESIGN §9);
         a graph a crash leaves half-written is recomputed by the next run (the cache token is only
-        written at the end)."""
+        written at the end). `whole`: `before` is the whole graph (not one partition's part of it),
+        so that the graph may be dropped and rewritten when most of it goes."""
         store, g = self.kb.store, graph_of(rule_id)
-        if len(removed) > len(before) // 2:
+        if whole and len(removed) > len(before) // 2:
             store.update(f"DROP SILENT GRAPH <{g}>")
             removed, added = set(), (before - removed) | added
         tail = len(f" <{g}> .")
@@ -329,6 +398,13 @@ class _Context:
     state: StateStore
     context: list = field(default_factory=list)  # the graphs that state the rules' `# context:` facts
     queries: dict = field(default_factory=dict)  # rule id -> the checked text it runs
+    upstream: dict = field(default_factory=dict)  # partitioned rule id -> the derived graphs it reads
+    #: rule id -> the quads its run this time added and removed (None: not known, or too many).
+    changes: dict = field(default_factory=dict)
+
+    def upstream_rules(self, rule_id: str) -> list[str]:
+        """The ids of the rules whose derived graphs the partitioned rule `rule_id` reads."""
+        return [g[len(DERIVED):] for g in self.upstream[rule_id]]
 
     @property
     def delta_graphs(self) -> list:

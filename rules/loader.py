@@ -29,7 +29,11 @@ _HEADER = re.compile(r"^#\s*([a-z_]+)\s*:\s*(.*?)\s*$")
 _PARAM = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)\s*=\s*(\S+)\s*:\s*(integer|decimal|string|boolean)\s*:\s*(.+)$")
 _USE = re.compile(r"\$\{([^}]*)\}")
 _ID = re.compile(r"^[a-z][a-z0-9-]{0,63}$")
-_KEYS = {"id", "version", "description", "derives", "param", "floor", "after", "reads", "context"}
+_KEYS = {"id", "version", "description", "derives", "param", "floor", "after", "reads", "context", "partition",
+         "partition_keys"}
+#: The placeholder a partitioned rule's body marks its key restriction with (`${partition}`).
+PARTITION = "partition"
+_VAR = re.compile(r"\?[A-Za-z_][A-Za-z0-9_]*")
 _FLOOR = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)\s*>=\s*(\S+)\s*:\s*(.+)$")
 
 
@@ -39,6 +43,19 @@ class Param:
     default: object
     kind: str
     doc: str
+
+
+@dataclass(frozen=True)
+class Partition:
+    """A rule whose answer falls apart by one variable (`# partition: ?key`): each derived node
+    belongs to one value of it, and what is derived for a value rests only on upstream facts whose
+    subject `keys` (`# partition_keys:`, a pattern over `?changed` and the variable, read in the
+    upstream rules' derived graphs) maps to that value. The body says where the restriction goes
+    with `${partition}`: nothing in a full run, `VALUES ?key { ... }` when the engine recomputes only
+    the values that changed (rules/partition.py)."""
+
+    var: str  # without the "?"
+    keys: str  # the lookup pattern, SPARQL, the rule's prefixes apply
 
 
 @dataclass
@@ -63,6 +80,8 @@ class Rule:
     #: only (`# context: luma:revokedAt`): facts about every record, such as a revoked runner key.
     #: A change in them makes the engine run the rule over all records again (rules/state.py).
     context: tuple[str, ...] = ()
+    #: `# partition: ?key`: the variable the rule's answer is partitioned by (see `Partition`).
+    partition: "Partition | None" = None
 
     def digest(self) -> str:
         return hashlib.sha256(self.body.encode()).hexdigest()[:12]
@@ -161,7 +180,13 @@ def parse(text: str, path: str) -> Rule:
     body = "\n".join(lines[body_start - 1:]) if body_start <= len(lines) else ""
     if not body.strip():
         raise RuleError("the rule has no SPARQL body", source=path, field=f"line {body_start}")
+    partition = _partition(head, body, body_start, derives, path)
+    if partition is not None and PARTITION in params:
+        raise RuleError("a partitioned rule cannot have a parameter named `partition`: ${partition} is the "
+                        "engine's", source=path, field="param")
     for m in _USE.finditer(body):
+        if m.group(1) == PARTITION and partition is not None:
+            continue
         if m.group(1) not in params:
             line = body_start + body[: m.start()].count("\n")
             raise RuleError(f"unknown parameter ${{{m.group(1)}}} (declared: {', '.join(sorted(params)) or 'none'})",
@@ -178,7 +203,35 @@ def parse(text: str, path: str) -> Rule:
                             source=path, field="floor")
     context = tuple(_expand(term, path) for term in head.get("context", "").split())
     return Rule(head["id"], version, head["description"], body, path, body_start, derives, params, tuple(after),
-                floors=floors, reads=reads, context=context)
+                floors=floors, reads=reads, context=context, partition=partition)
+
+
+def _partition(head: dict, body: str, body_start: int, derives: str | None, path: str) -> Partition | None:
+    """The `# partition:` and `# partition_keys:` lines, checked together."""
+    var, keys = head.get("partition"), head.get("partition_keys")
+    if var is None and keys is None:
+        return None
+    if var is None or keys is None:
+        raise RuleError("a partitioned rule states both `# partition: ?var` and `# partition_keys: <pattern>`",
+                        source=path, field="partition")
+    if not _VAR.fullmatch(var):
+        raise RuleError(f"partition {var!r} must name one variable, like ?key", source=path, field="partition")
+    if not derives:
+        raise RuleError("a partitioned rule names the nodes it derives (`# derives:`): the engine files each under "
+                        "its key", source=path, field="partition")
+    if head.get("reads") == "records":
+        raise RuleError("a partitioned rule reads what other rules derived, not record graphs (`reads: records` "
+                        "rules already run over the new graphs alone)", source=path, field="partition")
+    mentioned = set(_VAR.findall(keys))
+    if mentioned != {"?changed", var}:
+        raise RuleError(f"partition_keys must relate ?changed to {var} and use no other variable "
+                        f"(it uses {', '.join(sorted(mentioned)) or 'none'})", source=path, field="partition_keys")
+    if "${" + PARTITION + "}" not in body:
+        raise RuleError("a partitioned rule marks where its key is restricted with ${partition} in its body",
+                        source=path, field="partition")
+    if not re.search(re.escape(var) + r"\b", body):
+        raise RuleError(f"the partition variable {var} does not occur in the body", source=path, field="partition")
+    return Partition(var[1:], keys)
 
 
 def _expand(term: str, path: str) -> str:
@@ -190,11 +243,19 @@ def _expand(term: str, path: str) -> str:
     raise RuleError(f"context {term!r} must be luma:name or <iri>", source=path, field="context")
 
 
-def render(rule: Rule, values: dict[str, object] | None = None) -> str:
-    """The rule's SPARQL with its parameters substituted (defaults unless `values` says otherwise)."""
+def render(rule: Rule, values: dict[str, object] | None = None, keys: list[str] | None = None) -> str:
+    """The rule's SPARQL with its parameters substituted (defaults unless `values` says otherwise);
+    for a partitioned rule, `${partition}` becomes nothing (the whole answer) or, given `keys`
+    (terms in SPARQL syntax, checked by the caller), `VALUES ?var { keys }`."""
     values = values or {}
-    return _USE.sub(lambda m: literal(values.get(m.group(1), rule.params[m.group(1)].default),
-                                      rule.params[m.group(1)].kind), rule.body)
+
+    def sub(m: re.Match) -> str:
+        name = m.group(1)
+        if name == PARTITION and rule.partition is not None:
+            return "" if keys is None else f"VALUES ?{rule.partition.var} {{ {' '.join(keys)} }}"
+        return literal(values.get(name, rule.params[name].default), rule.params[name].kind)
+
+    return _USE.sub(sub, rule.body)
 
 
 def resolve_params(rules: list[Rule], overrides: dict[str, str], *,

@@ -142,11 +142,14 @@ class StateStore:
         self._set_token(None)
 
     def commit(self, graphs: set[str], rules: dict[str, dict], outputs: dict[str, set[bytes]],
-               appends: dict[str, set[bytes]] | None = None) -> None:
-        """Write the cache (changed rule outputs; those in `appends` only grew by its quads), then the
+               appends: dict[str, set[bytes]] | None = None, dropped: set[str] = frozenset()) -> None:
+        """Write the cache (changed rule outputs; those in `appends` only grew by its quads; those
+        `dropped` are no longer cached: the next run reads their graph from the store), then the
         matching token in the store."""
         self.folder.mkdir(parents=True, exist_ok=True)
         appends = appends or {}
+        for rule_id in dropped:
+            (self.folder / f"{_safe(rule_id)}.nq").unlink(missing_ok=True)
         for rule_id, quads in outputs.items():
             path = self.folder / f"{_safe(rule_id)}.nq"
             if rule_id in appends and path.exists():

@@ -74,7 +74,7 @@ def test_an_optimum_that_changes_the_software_makes_boundaries_stale_and_they_st
               + optimum("opt2", "w2", "arch0", "k2", "2026-02-01T00:00:00Z"))
         inc = Engine(kb).run()
         modes = {r.rule: r.mode for r in inc.runs}
-        assert modes["qualified-optimum"] == "delta" and modes["stale-boundary"] == "full"
+        assert modes["qualified-optimum"] == "delta" and modes["stale-boundary"] == "partition"
         rows = _stale(kb)
         assert sorted(r["boundary"].rsplit("/", 2)[-2] for r in rows) == ["bw0", "bw2"]
         assert {r["reason"] for r in rows} == {"optimum-changed"}
