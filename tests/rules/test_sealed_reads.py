@@ -34,11 +34,12 @@ def test_every_named_query_reads_sealed_terms_only_inside_their_graphs(name):
 
 def test_the_rules_marks_are_what_the_rules_templates_write():
     """luma:Rules states exactly the luma: predicates the shipped templates write (and the
-    derivation's own luma:rule and luma:ruleVersion): a new rule predicate is sealed the day it
-    ships, and the load gate refuses documents that state it."""
+    derivation's own luma:rule and luma:ruleVersion, and luma:partitionKey, which the engine adds to
+    a partitioned rule's nodes): a new rule predicate is sealed the day it ships, and the load gate
+    refuses documents that state it."""
     written = {t for t in writers(RULES).by_term if t.startswith(LUMA)}
     marked = {t for t, who in sealed().by_term.items() if "rules" in who}
-    assert {t for t in written if not t[len(LUMA):][0].isupper()} | {LUMA + "rule", LUMA + "ruleVersion"} == \
+    assert {t for t in written if not t[len(LUMA):][0].isupper()} | {LUMA + "rule", LUMA + "ruleVersion", LUMA + "partitionKey"} == \
         {t for t in marked if not t[len(LUMA):][0].isupper()}
     assert {t for t in written if t[len(LUMA):][0].isupper()} <= marked
 
