@@ -52,6 +52,11 @@ class Analysed:
     absent: set = field(default_factory=set)
     #: The graphs its GRAPH patterns name: IRIs, or "?name" for a variable.
     graphs: set = field(default_factory=set)
+    #: A `reads: records` rule's record-graph variable (without "?") and how many GRAPH patterns
+    #: read it, when no other GRAPH pattern uses that variable (the engine may then bind it with
+    #: VALUES for a run over some records: rules/engine.py `_record_batches`); else None and 0.
+    record_var: str | None = None
+    record_reads: int = 0
 
 
 def _key(s, p, o):
@@ -174,7 +179,7 @@ def analyse(rule: Rule) -> Analysed:
         if stray:
             raise RuleError("`reads: records` needs every pattern inside GRAPH ?g { } (a source-record graph), "
                             "or a FILTER NOT EXISTS on a `# context:` predicate", source=rule.path, field="reads")
-        _check_per_graph(rule, alg["p"])
+        out.record_var, out.record_reads = _check_per_graph(rule, alg["p"])
         out.reads, out.negative, out.absent = set(), set(), set()  # asserted facts only: no rule feeds it
     if rule.partition is not None:
         _check_partitioned(rule, out)
@@ -220,13 +225,15 @@ def analyse_cached(rule: Rule, cache: Path | None) -> Analysed:
                         negative=_keys_in(data["negative"]), outside_graph=data["outside_graph"],
                         outside=[(_key_in(k), neg) for k, neg in data["outside"]],
                         result_class=data["result_class"], absent=_keys_in(data["absent"]),
-                        graphs=set(data["graphs"]))
+                        graphs=set(data["graphs"]), record_var=data["record_var"],
+                        record_reads=data["record_reads"])
     except (OSError, ValueError, KeyError, TypeError):
         pass
     out = analyse(rule)
     data = {"writes": _keys_out(out.writes), "reads": _keys_out(out.reads), "negative": _keys_out(out.negative),
             "outside_graph": out.outside_graph, "outside": [[_key_out(k), neg] for k, neg in out.outside],
-            "result_class": out.result_class, "absent": _keys_out(out.absent), "graphs": sorted(out.graphs)}
+            "result_class": out.result_class, "absent": _keys_out(out.absent), "graphs": sorted(out.graphs),
+            "record_var": out.record_var, "record_reads": out.record_reads}
     try:
         cache.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(f".{os.getpid()}.tmp")
@@ -314,11 +321,15 @@ def _reads_only(node, keys: set) -> bool:
     return bool(found) and all(k[:2] in keys for k in found)
 
 
-def _check_per_graph(rule: Rule, alg) -> None:
+def _check_per_graph(rule: Rule, alg) -> tuple[str | None, int]:
     """A `reads: records` rule must derive from each record graph alone (so the engine may run it
     over new records only): one graph variable, carried out of every subquery and grouping that
-    reads a graph, so that nothing joins or aggregates across two records."""
+    reads a graph, so that nothing joins or aggregates across two records. Returns that variable
+    and the number of GRAPH patterns that read it, or (None, 0) when a context read uses the same
+    variable (it must then not be bound to some records)."""
     terms: set = set()
+    reads = [0]
+    context_terms: list = []  # (graph term, whether it reads a context predicate)
     # A graph read for the rule's declared context (the revocation records' graphs: `# context:`
     # predicates and the record kind that names them) is read whole, once, and subtracted: it is
     # not a record the rule derives from.
@@ -328,9 +339,14 @@ def _check_per_graph(rule: Rule, alg) -> None:
         found = False
         if isinstance(node, CompValue):
             if node.name == "Graph" and rule.context and _reads_only(node, context):
+                # Only a read of a declared context predicate must see every graph; one of the
+                # record kind alone (`GRAPH ?g { ?g luma:recordKind "pex-chain" }`) is per record.
+                whole = not _reads_only(node, {("pred", LUMA_RECORD_KIND)})
+                context_terms.append((node["term"], whole))
                 return False
             if node.name == "Graph":
                 terms.add(node["term"])
+                reads[0] += 1
                 found = True
             for value in node.values():
                 found = visit(value) or found
@@ -352,6 +368,10 @@ def _check_per_graph(rule: Rule, alg) -> None:
     if len(terms) != 1 or not isinstance(next(iter(terms)), Variable):
         raise RuleError("`reads: records` needs one graph variable for every GRAPH pattern (GRAPH ?g), so that "
                         "each record is read alone", source=rule.path, field="reads")
+    var = next(iter(terms))
+    if any(term == var and whole for term, whole in context_terms):
+        return None, 0
+    return str(var), reads[0] + sum(1 for term, _ in context_terms if term == var)
 
 
 def _reads_from(reader: Analysed, writer: Analysed) -> tuple[bool, bool]:

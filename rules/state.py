@@ -21,15 +21,17 @@ import hashlib
 import json
 import os
 import secrets
+import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from luma.kb.vocab import ID, LUMA
+from luma.rules.quad_buckets import Buckets, bucket_count, replace_dir
 
 DERIVED = ID + "graph/derived/"
 _RULES = ID + "rules"
 _KB = ID + "kb"  # the KB's own bookkeeping node (kb/knowledge_base.py)
-_FORMAT = 1
+_FORMAT = 2  # 2: each rule's quads in buckets of subjects (rules/quad_buckets.py)
 
 
 @dataclass
@@ -124,40 +126,50 @@ class StateStore:
             return RunState()
         return RunState(True, {g for g in graphs if g}, dict(meta.get("rules", {})))
 
+    def buckets(self, rule_id: str) -> Buckets | None:
+        """The rule's derived quads as the last run left them, on disk (None when not cached)."""
+        return Buckets.open(self._dir(rule_id))
+
     def derived(self, rule_id: str) -> set[bytes] | None:
-        """The rule's derived quads as the last run left them (None when not cached)."""
-        try:
-            data = (self.folder / f"{_safe(rule_id)}.nq").read_bytes()
-        except OSError:
-            return None
-        return {line for line in data.splitlines() if line}
+        """The rule's derived quads as the last run left them, in memory (None when not cached)."""
+        kept = self.buckets(rule_id)
+        return set(kept.lines()) if kept is not None else None
 
     def has_derived(self, rule_id: str) -> bool:
         """Whether the rule's derived quads are cached (a delta run then only appends to them)."""
-        return (self.folder / f"{_safe(rule_id)}.nq").is_file()
+        return self.buckets(rule_id) is not None
+
+    def _dir(self, rule_id: str) -> Path:
+        return self.folder / f"{_safe(rule_id)}.quads"
 
     def begin(self) -> None:
         """Called before the first write: a run killed half-way leaves no valid cache behind."""
         self._through = self.watermark()  # what this run reads: the KB as it is now
         self._set_token(None)
 
-    def commit(self, graphs: set[str], rules: dict[str, dict], outputs: dict[str, set[bytes]],
+    def commit(self, graphs: set[str], rules: dict[str, dict], outputs: dict[str, "set[bytes] | Buckets"],
                appends: dict[str, set[bytes]] | None = None, dropped: set[str] = frozenset()) -> None:
-        """Write the cache (changed rule outputs; those in `appends` only grew by its quads; those
-        `dropped` are no longer cached: the next run reads their graph from the store), then the
-        matching token in the store."""
+        """Write the cache (changed rule outputs: a set of quads, or Buckets a full run wrote and
+        that move into place; those in `appends` only grew by its quads; those `dropped` are no
+        longer cached: the next run reads their graph from the store), then the matching token in
+        the store. Safe without renames of the whole: the token that validates the cache is
+        written after it, and `begin` cleared the old one."""
         self.folder.mkdir(parents=True, exist_ok=True)
         appends = appends or {}
+        for old in self.folder.glob("*.nq"):  # the cache of LUMA before format 2: one file a rule
+            old.unlink(missing_ok=True)
         for rule_id in dropped:
-            (self.folder / f"{_safe(rule_id)}.nq").unlink(missing_ok=True)
+            shutil.rmtree(self._dir(rule_id), ignore_errors=True)
         for rule_id, quads in outputs.items():
-            path = self.folder / f"{_safe(rule_id)}.nq"
-            if rule_id in appends and path.exists():
-                # Safe without a rename: the token that validates the file is written after this.
-                with open(path, "ab") as f:
-                    f.write(b"\n" + b"\n".join(appends[rule_id]))
+            target = self._dir(rule_id)
+            kept = Buckets.open(target)
+            if rule_id in appends and kept is not None:
+                kept.append(appends[rule_id])
+            elif isinstance(quads, Buckets):
+                replace_dir(quads.folder, target)
             else:
-                _atomic_write(path, b"\n".join(quads))
+                shutil.rmtree(target, ignore_errors=True)
+                Buckets.write(target, quads, bucket_count(sum(len(q) + 1 for q in quads)))
         _atomic_write(self.folder / "graphs.txt", "\n".join(sorted(graphs)).encode())
         token = secrets.token_hex(16)
         _atomic_write(self.folder / "state.json",

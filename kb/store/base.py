@@ -131,6 +131,17 @@ class QuadStore(ABC):
             raise answer_too_large(limits)
         return out
 
+    def construct_to_file(self, sparql: str, path: Path, *, union: bool = True,
+                          named_graphs: list[str] | None = None) -> None:
+        """Run a CONSTRUCT and write its answer, N-Triples, to `path`. This default holds the
+        answer in memory on the way; the embedded and endpoint stores stream it to the file."""
+        path.write_bytes(self.query(sparql, union=union, named_graphs=named_graphs).body)
+
+    def load_nquads_file(self, path: Path) -> None:
+        """Add the N-Quads of a file fast (as `bulk_load_nquads`), without reading it whole."""
+        with open(path, "rb") as f:
+            self.bulk_load_nquads(_blocks(f))
+
     @abstractmethod
     def update(self, sparql: str) -> None:
         """Run a SPARQL update atomically."""
@@ -199,3 +210,19 @@ def parse_rdf(data: bytes, fmt: str, source: str, base_iri: str | None = None) -
         raise RdfSyntaxError(f"invalid {fmt}: {exc}", source=source) from None
     except (ValueError, OSError) as exc:
         raise RdfSyntaxError(f"cannot read {fmt}: {exc}", source=source) from None
+
+
+def _blocks(f, size: int = 64 << 20) -> Iterator[bytes]:
+    """A file's bytes in blocks of about `size` that end at a line end (N-Quads stay whole)."""
+    rest = b""
+    while True:
+        block = f.read(size)
+        if not block:
+            break
+        block = rest + block
+        cut = block.rfind(b"\n") + 1
+        rest = block[cut:]
+        if cut:
+            yield block[:cut]
+    if rest:
+        yield rest + b"\n"

@@ -66,6 +66,25 @@ class EmbeddedStore(QuadStore):
         return run_isolated(self.path, sparql, spool, limits, results=results, union=union,
                             default_graphs=default_graphs, named_graphs=named_graphs)
 
+    def construct_to_file(self, sparql, path, *, union=True, named_graphs=None):
+        def run() -> None:
+            dataset: dict = {"use_default_graph_as_union": union}
+            if named_graphs is not None:
+                dataset["named_graphs"] = [ox.NamedNode(g) for g in named_graphs]
+            answer = self._store.query(sparql, **dataset)
+            if not isinstance(answer, ox.QueryTriples):
+                raise QueryError("construct_to_file needs a CONSTRUCT or DESCRIBE query")
+            # Streamed: the answer is written as it is evaluated, never held whole.
+            answer.serialize(output=str(path), format=ox.RdfFormat.N_TRIPLES)
+
+        _translate(run)
+
+    def load_nquads_file(self, path):
+        try:
+            self._store.bulk_load(path=str(path), format=ox.RdfFormat.N_QUADS)
+        except (SyntaxError, OSError) as exc:
+            raise StoreError(f"bulk load failed: {exc}", source=str(path)) from None
+
     def update(self, sparql):
         if self.read_only:
             raise StoreError("this knowledge base was opened read-only", source=str(self.path))

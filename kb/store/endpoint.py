@@ -34,6 +34,7 @@ class EndpointStore(QuadStore):
         self.update_url = update_url or base + "/update"
         self.store_url = store_url or base + "/store"
         self.timeout = timeout
+        self._oxigraph: bool | None = None
 
     def _request(self, url, data=None, headers=None, method="POST", timeout=None) -> tuple[str, bytes]:
         req = urllib.request.Request(url, data=data, headers=headers or {}, method=method)
@@ -96,6 +97,18 @@ class EndpointStore(QuadStore):
         head = path.read_bytes()[:300] if _media(ctype) != _GRAPH_MEDIA else b""
         return _output(results, ctype, head, file=path)
 
+    def construct_to_file(self, sparql, path, *, union=True, named_graphs=None):
+        """Stream the answer to `path` as it arrives: the client holds a block at a time,
+        whatever the size of the answer (issue 33: ~7 GB held at 1M chains before)."""
+        url, data, headers = self._query_request(sparql, union, "json", named_graphs, None)
+        headers["Accept"] = _GRAPH_MEDIA
+        req = urllib.request.Request(url, data=data, headers=headers, method="POST")
+        with self._open(req, self.timeout) as resp, open(path, "wb") as out:
+            if _media(resp.headers.get("Content-Type", "")) != _GRAPH_MEDIA:
+                raise StoreError("the endpoint answered a CONSTRUCT with something other than N-Triples", source=url)
+            while chunk := _read(resp, url, self.timeout):
+                out.write(chunk)
+
     def _query_request(self, sparql, union, results, named_graphs, default_graphs):
         fmt = RESULT_FORMATS[results]
         # An explicit default graph replaces the server's union default graph.
@@ -115,9 +128,22 @@ class EndpointStore(QuadStore):
         self._request(self.update_url, sparql.encode(), {"Content-Type": "application/sparql-update"})
 
     def bulk_load_nquads(self, chunks: Iterable[bytes]) -> None:
+        """Each chunk posted to the Graph Store endpoint; to Oxigraph's server with
+        `no_transaction`, its bulk loader (linear in the data: one transaction per 25k records
+        grew as N^1.31), any other server as an ordinary POST."""
         for chunk in chunks:
             if chunk:
-                self.load_nquads(chunk)
+                url = self.store_url + ("?no_transaction" if self._is_oxigraph() else "")
+                self._request(url, chunk, {"Content-Type": "application/n-quads"})
+
+    def _is_oxigraph(self) -> bool:
+        """Whether the server says it is Oxigraph (its `Server` header), asked once."""
+        if self._oxigraph is None:
+            req = urllib.request.Request(self.query_url + "?query=ASK%7B%7D", method="GET",
+                                         headers={"Accept": "application/sparql-results+json"})
+            with self._open(req, self.timeout) as resp:
+                self._oxigraph = "oxigraph" in resp.headers.get("Server", "").lower()
+        return self._oxigraph
 
     def load_nquads(self, data: bytes) -> None:
         self._request(self.store_url, data, {"Content-Type": "application/n-quads"})
