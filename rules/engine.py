@@ -118,19 +118,27 @@ class Engine:
 
     def _record_batches(self, rule_id: str, sparql: str, graphs: list[str]) -> list[str] | None:
         """The rule's text once per RECORD_BATCH of `graphs`, each with `VALUES ?g { those }`
-        before every `GRAPH ?g {` of its record-graph variable; None when the rule has no such
-        variable, or the text does not show it exactly where the analysis found it (a comment or
-        a string that looks like one)."""
+        first in every `GRAPH ?g { }` of its record-graph variable; None when the rule has no
+        such variable, reads it in one GRAPH block only, or the text does not show it exactly
+        where the analysis found it (a comment or a string that looks like one).
+
+        Only a rule written as many single-pattern subqueries gains: Oxigraph hash-joins their
+        scans, and a named-graph dataset still scans every record (the qualification rule over
+        1,000 new chains at 100k: 0.25 s bound, 0.39 s as a dataset). One pattern block is looked
+        up from its most selective pattern already, and bound it went the other way
+        (unrecovered-boundary: 0.5 s bound, 0.08 s as a dataset)."""
         a = self._by_id[rule_id]
-        if not a.record_var or not graphs:
-            return None if not a.record_var else []
+        if not a.record_var or a.record_reads < 2:
+            return None
+        if not graphs:
+            return []
         pattern = re.compile(r"\bGRAPH\s+\?" + re.escape(a.record_var) + r"\s*\{", re.I)
         if len(pattern.findall(sparql)) != a.record_reads:
             return None
         out = []
         for i in range(0, len(graphs), RECORD_BATCH):
             values = f"VALUES ?{a.record_var} {{ {' '.join(f'<{g}>' for g in graphs[i:i + RECORD_BATCH])} }} "
-            out.append(pattern.sub(lambda m: values + m.group(0), sparql))
+            out.append(pattern.sub(lambda m: m.group(0) + " " + values, sparql))
         return out
 
     def _derived(self, rule_id: str) -> set[bytes]:
@@ -323,10 +331,10 @@ class Engine:
                 held = work / "held.nt"
                 self.kb.store.construct_to_file(f"CONSTRUCT {{ ?s ?p ?o }} WHERE {{ GRAPH <{g}> {{ ?s ?p ?o }} }}",
                                                 held, union=False)
-                before = qb.Buckets.write(work / "before", qb.ntriples_as_quads(held, g), k)
+                before = qb.Buckets.from_ntriples(work / "before", held, g, k)
             elif before.k != k:
                 before = qb.rebucket(before, k, work / "before")
-            after = qb.Buckets.write(work / "after", chain(qb.ntriples_as_quads(answer, g), own), k)
+            after = qb.Buckets.from_ntriples(work / "after", answer, g, k, own)
             answer.unlink()
             diff = qb.compare(before, after, results, work)
             self._apply_files(rule.id, diff, after)

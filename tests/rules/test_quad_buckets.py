@@ -70,8 +70,13 @@ def test_ntriples_become_quads_across_block_ends(tmp_path):
     path.write_bytes(("\n".join(lines) + "\n").encode())  # ~9 MB: the 4 MiB blocks split lines
     got = list(qb.ntriples_as_quads(path, G))
     assert got == [line[:-2].encode() + f" <{G}> .".encode() for line in lines]
+    extra = [b"<urn:a> <urn:b> <urn:c> <urn:g> ."]
+    for k in (1, 4):  # one bucket: rewritten a block at a time; more: line by line
+        kept = qb.Buckets.from_ntriples(tmp_path / f"k{k}", path, G, k, extra)
+        assert sorted(kept.lines()) == sorted(set(got) | set(extra))
     path.write_bytes("\n".join(lines[:3]).encode())  # no newline at the end
     assert len(list(qb.ntriples_as_quads(path, G))) == 3
+    assert len(set(qb.Buckets.from_ntriples(tmp_path / "last", path, G, 1).lines())) == 3
 
 
 def test_bucket_counts_grow_with_the_set_in_powers_of_two():
