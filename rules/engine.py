@@ -108,9 +108,9 @@ class Engine:
         RECORD_BATCH: each pattern is then an index lookup per graph (0.24 s for 1,000 new chains
         at 100k). A named-graph dataset instead makes Oxigraph scan every graph's facts and keep
         those of the dataset (0.5-0.8 s for the same delta), and is what is left when the rule's
-        text cannot be bound (see `_bound`) or the new graphs are many. Such a rule reads nothing
-        outside GRAPH ?g (rules/analysis.py refuses it otherwise), so no union default graph is
-        asked for: `oxigraph serve` refuses one beside named graphs (HTTP 400)."""
+        text cannot be bound (see `_record_batches`) or the new graphs are many. Such a rule
+        reads nothing outside GRAPH ?g (rules/analysis.py refuses it otherwise), so no union
+        default graph is asked for: `oxigraph serve` refuses one beside named graphs (HTTP 400)."""
         batches = self._record_batches(rule_id, sparql, ctx.added) if len(ctx.added) <= DELTA_BOUND_MAX else None
         if batches is None:
             return self.kb.store.query(sparql, named_graphs=ctx.delta_graphs, union=False).body
@@ -313,7 +313,7 @@ class Engine:
         work.mkdir(parents=True)
         try:
             answer = work / "answer.nt"
-            records = [g for g in ctx.asserted if "://" in g] if rule.reads == "records" else []
+            records = [name for name in ctx.asserted if "://" in name] if rule.reads == "records" else []
             batches = self._record_batches(rule.id, sparql, records) if len(records) > self.batch_full_above else None
             if batches is not None:
                 with open(answer, "wb") as out:
@@ -446,7 +446,8 @@ class Engine:
         return out & quads
 
     def _mode(self, rule: Rule, values: dict, prev: RunState, ctx: "_Context", deps, changed: set) -> str:
-        """"skip", "delta" (a `reads: records` rule over the new record graphs) or "full"."""
+        """"skip", "delta" (a `reads: records` rule over the new record graphs), "partition" (a
+        partitioned rule over the keys its upstream changes touch) or "full"."""
         same = prev.valid and prev.rules.get(rule.id, {}).get("activity") == activity_of(rule, values[rule.id])
         if not same:
             return "full"

@@ -38,7 +38,7 @@ MAX_SUBJECTS = 20_000
 MAX_KEYS = 5_000
 
 _ACTIVITY = f"<{ID}derivation/".encode()
-_PREFIX = re.compile(r"^\s*PREFIX\s+[A-Za-z0-9_.-]*:\s*<[^>\s]*>\s*$", re.I | re.M)
+_PREFIX = re.compile(r"^\s*PREFIX\s+[A-Za-z0-9_.-]*:\s*<[^>\s]*>\s*$", re.IGNORECASE | re.MULTILINE)
 # A term as Oxigraph's TSV writes it, and nothing else: an IRI, or a literal with its escapes, a
 # language tag or a datatype IRI. A key goes into a query's VALUES, so anything else (a blank
 # node, a stray quote) makes the run a full one rather than being spliced into SPARQL.

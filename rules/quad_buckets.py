@@ -16,8 +16,8 @@ import os
 import shutil
 import zlib
 from collections.abc import Iterable, Iterator
-from itertools import chain
 from dataclasses import dataclass
+from itertools import chain
 from pathlib import Path
 
 from luma.rules.results import Results
@@ -73,7 +73,7 @@ class Buckets:
         _route(lines, self.k, lambda i: open(self.path(i), "ab"))
 
     @classmethod
-    def open(cls, folder: Path) -> "Buckets | None":
+    def open(cls, folder: Path) -> Buckets | None:
         """The set kept in `folder`, or None when there is none (or not a whole one)."""
         try:
             k = int((folder / "k").read_text())
@@ -82,7 +82,7 @@ class Buckets:
         return cls(folder, k) if k >= 1 else None
 
     @classmethod
-    def write(cls, folder: Path, lines: Iterable[bytes], k: int) -> "Buckets":
+    def write(cls, folder: Path, lines: Iterable[bytes], k: int) -> Buckets:
         """A new set in `folder` (replaced if there) from `lines`. A line may repeat (a CONSTRUCT
         answer can state a triple twice): a bucket is read as a set."""
         out = cls._empty(folder, k)
@@ -91,7 +91,7 @@ class Buckets:
         return out
 
     @classmethod
-    def from_ntriples(cls, folder: Path, path: Path, graph: str, k: int, extra: Iterable[bytes] = ()) -> "Buckets":
+    def from_ntriples(cls, folder: Path, path: Path, graph: str, k: int, extra: Iterable[bytes] = ()) -> Buckets:
         """A new set from an N-Triples file (each triple in `graph`) and `extra` N-Quads lines.
         With one bucket the file is rewritten a block at a time, no Python per line: Oxigraph
         writes one triple per line ending in " .\n", and N-Triples escapes every line break
@@ -116,7 +116,7 @@ class Buckets:
         return out
 
     @classmethod
-    def _empty(cls, folder: Path, k: int) -> "Buckets":
+    def _empty(cls, folder: Path, k: int) -> Buckets:
         if folder.exists():
             shutil.rmtree(folder)
         folder.mkdir(parents=True)

@@ -20,7 +20,9 @@ class RuleRun:
     removed: int = 0  # quads
     rounds: int = 0
     seconds: float = 0.0
-    mode: str = "full"  # "full", "delta" (new record graphs only) or "skip" (nothing it reads changed)
+    #: "full", "delta" (new record graphs only), "partition" (the keys upstream changes touch:
+    #: rules/partition.py) or "skip" (nothing it reads changed)
+    mode: str = "full"
     result_class: str | None = None  # what a result is (rules/analysis.py Analysed.result_class)
     derived: int = 0  # results in the rule's graph after the run
     derived_new: int = 0

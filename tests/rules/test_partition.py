@@ -7,17 +7,17 @@ from __future__ import annotations
 
 import pytest
 
-from luma.errors import RuleError
 from luma.kb.knowledge_base import KnowledgeBase
 from luma.kb.operations import runner_keys
 from luma.kb.records.synthetic import mark_bench_project, write_jsonl
+from luma.kb.vocab import record_graph
 from luma.rules import partition as part
 from luma.rules.analysis import analyse
 from luma.rules.engine import Engine, graph_of
 from luma.rules.loader import parse, render
-from luma.settings import Settings
 
-from luma.kb.vocab import record_graph
+from luma.errors import RuleError
+from luma.settings import Settings
 from tests.conftest import trust_runner
 from tests.rules.test_closed_loop import SoftwareChain, _load, _stale
 

@@ -13,8 +13,8 @@ from luma.rules import engine as engine_module
 from luma.rules.analysis import analyse
 from luma.rules.engine import Engine
 from luma.rules.loader import load_all, parse, render
-from luma.settings import Settings
 
+from luma.settings import Settings
 from tests.rules.test_partition import _derived, _runs
 
 
