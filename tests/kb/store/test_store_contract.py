@@ -144,6 +144,29 @@ def test_construct_answers_ntriples(loaded):
     assert {(t.subject.value, t.object.value) for t in triples} == {(EX + "s1", "one"), (EX + "s2", "zwei")}
 
 
+def test_construct_to_file_writes_the_answer_as_ntriples(loaded, tmp_path):
+    """What a full rule run reads its answer from (rules/quad_buckets.py): the same triples as the
+    answer in memory, and scoped by a named-graph dataset where asked."""
+    query = f"CONSTRUCT {{ ?s ?p ?o }} WHERE {{ GRAPH ?g {{ ?s ?p ?o }} }}"
+    loaded.construct_to_file(query, tmp_path / "a.nt", union=False)
+    assert _spo((tmp_path / "a.nt").read_bytes()) == {(t.subject, t.predicate, t.object) for t in UNION_TRIPLES}
+    loaded.construct_to_file(query, tmp_path / "b.nt", union=False, named_graphs=[EX + "g/2"])
+    assert _spo((tmp_path / "b.nt").read_bytes()) == {(q.subject, q.predicate, q.object) for q in QUADS
+                                                      if q.graph_name.value == EX + "g/2"}
+
+
+def _spo(ntriples: bytes) -> set:
+    return {(t.subject, t.predicate, t.object) for t in ox.parse(ntriples, format=ox.RdfFormat.N_TRIPLES)}
+
+
+def test_load_nquads_file_adds_a_file_without_reading_it_whole(store, tmp_path):
+    path = tmp_path / "q.nq"
+    path.write_bytes(NQUADS)
+    store.load_nquads_file(path)
+    got = store.query("SELECT ?s ?p ?o ?g WHERE { GRAPH ?g { ?s ?p ?o } }", union=False, results="tsv").body
+    assert len(got.decode().strip().splitlines()) - 1 == len(QUADS)
+
+
 def test_union_makes_named_graphs_visible_to_plain_patterns(loaded):
     query = f"SELECT DISTINCT ?s WHERE {{ ?s <{EX}p> ?o }}"
     assert subjects(loaded, query, union=True) == [EX + "s1", EX + "s2"]
