@@ -21,6 +21,7 @@ from tests.rules.test_partition import _derived, _runs
 @pytest.fixture
 def small_batches(monkeypatch):
     monkeypatch.setattr(engine_module, "RECORD_BATCH", 17)
+    monkeypatch.setattr(engine_module, "DELTA_BOUND_SHARE", 1.0)  # bound whatever the share of new graphs
 
 
 def test_batches_of_records_derive_what_the_whole_kb_query_derives(luma_home, runner_key, tmp_path, small_batches):
@@ -37,7 +38,13 @@ def test_batches_of_records_derive_what_the_whole_kb_query_derives(luma_home, ru
 
         kb.ingest([write_jsonl(tmp_path / "b.jsonl", 50, seed=9, signer=runner_key, software_share=0.5)],
                   submitter="t")
-        inc = _runs(Engine(kb).run())  # 50 new graphs in batches of 17
+        calls = []
+        engine = Engine(kb)
+        batches = engine._record_batches
+        engine._record_batches = lambda *a: calls.append(batches(*a)) or calls[-1]
+        inc = _runs(engine.run())  # 50 new graphs in batches of 17
+        # bound: the qualification rule and unqualified-evidence (several GRAPH blocks); not the others (one)
+        assert [len(b) for b in calls if b] == [3, 3]
         assert inc["qualified-boundary"].mode == "delta" and inc["qualified-boundary"].new > 0
         after = _derived(kb)
         full = Engine(kb).run(full=True)
