@@ -138,7 +138,9 @@ class QuadStore(ABC):
         path.write_bytes(self.query(sparql, union=union, named_graphs=named_graphs).body)
 
     def load_nquads_file(self, path: Path) -> None:
-        """Add the N-Quads of a file fast (as `bulk_load_nquads`), without reading it whole."""
+        """Add the N-Quads of a file fast (as `bulk_load_nquads`), 64 MiB at a time: Oxigraph's
+        bulk loader holds what it is given while it sorts it (the qualification rule's 485 MB at
+        300k chains: 1.46 GB peak loaded at once, 0.42 GB in 64 MiB blocks, 18 % slower)."""
         with open(path, "rb") as f:
             self.bulk_load_nquads(_blocks(f))
 

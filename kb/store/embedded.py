@@ -79,12 +79,6 @@ class EmbeddedStore(QuadStore):
 
         _translate(run)
 
-    def load_nquads_file(self, path):
-        try:
-            self._store.bulk_load(path=str(path), format=ox.RdfFormat.N_QUADS)
-        except (SyntaxError, OSError) as exc:
-            raise StoreError(f"bulk load failed: {exc}", source=str(path)) from None
-
     def update(self, sparql):
         if self.read_only:
             raise StoreError("this knowledge base was opened read-only", source=str(self.path))
