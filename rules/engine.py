@@ -45,6 +45,10 @@ RECORD_BATCH = 1000
 #: dataset it follows the whole KB (0.4-0.8 s at 100k, whatever the delta), so past ~1/40 the
 #: dataset is the cheaper.
 DELTA_BOUND_SHARE = 1 / 40
+#: A `reads: records` rule whose new graphs are more than 1/DELTA_FULL_SHARE of all runs in full:
+#: a delta over a dataset of 25,000 of 100,000 record graphs took the qualification rule 75 s,
+#: its full run 8 s.
+DELTA_FULL_SHARE = 4
 #: Record graphs past which a full run of a `reads: records` rule is evaluated a RECORD_BATCH at a
 #: time: the whole-KB query holds every subquery's hash table (1.2 GB for the qualification rule
 #: at 100k chains, ~12 GB at 1M); batches hold one batch's, and cost ~2.5x the time.
@@ -465,6 +469,8 @@ class Engine:
         if any(p in changed for p in deps.predecessors(rule.id)):
             return "full"
         if rule.reads == "records":
+            if ctx.added and len(ctx.added) * DELTA_FULL_SHARE > len(ctx.asserted):
+                return "full"  # most of the KB is new: the whole answer costs less than a delta
             return "full" if ctx.gone else ("delta" if ctx.added else "skip")
         return "full" if ctx.added or ctx.gone else "skip"
 

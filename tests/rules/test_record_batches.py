@@ -36,19 +36,24 @@ def test_batches_of_records_derive_what_the_whole_kb_query_derives(luma_home, ru
         report = batched.run(full=True)
         assert (report.new, report.removed) == (0, 0) and _derived(kb) == whole
 
-        kb.ingest([write_jsonl(tmp_path / "b.jsonl", 50, seed=9, signer=runner_key, software_share=0.5)],
+        kb.ingest([write_jsonl(tmp_path / "b.jsonl", 30, seed=9, signer=runner_key, software_share=0.5)],
                   submitter="t")
         calls = []
         engine = Engine(kb)
         batches = engine._record_batches
         engine._record_batches = lambda *a: calls.append(batches(*a)) or calls[-1]
-        inc = _runs(engine.run())  # 50 new graphs in batches of 17
+        inc = _runs(engine.run())  # 30 new graphs in batches of 17
         # bound: the qualification rule and unqualified-evidence (several GRAPH blocks); not the others (one)
-        assert [len(b) for b in calls if b] == [3, 3]
+        assert [len(b) for b in calls if b] == [2, 2]
         assert inc["qualified-boundary"].mode == "delta" and inc["qualified-boundary"].new > 0
         after = _derived(kb)
         full = Engine(kb).run(full=True)
         assert (full.new, full.removed) == (0, 0) and _derived(kb) == after
+
+        # More than a quarter of the KB new: the record rules run in full, not as a delta.
+        kb.ingest([write_jsonl(tmp_path / "c.jsonl", 100, seed=10, signer=runner_key, software_share=0.5)],
+                  submitter="t")
+        assert _runs(Engine(kb).run())["qualified-boundary"].mode == "full"
 
 
 def test_the_shipped_record_rules_can_be_bound():
