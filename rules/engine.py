@@ -193,6 +193,7 @@ class Engine:
         results: dict[int, list[RuleRun]] = {}
         dropped: set[str] = set()  # partitioned runs: their cached output is no longer whole
         state.begin()
+        shutil.rmtree(self.cache / "work", ignore_errors=True)  # what a run that failed left behind
         with ThreadPoolExecutor(max_workers=workers or default_workers()) as pool:
             todo, running = list(range(len(self.strata))), {}
             while todo or running:
