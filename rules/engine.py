@@ -19,6 +19,7 @@ import re
 import shutil
 import time
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from itertools import chain
 from pathlib import Path
@@ -124,7 +125,7 @@ class Engine:
             return self.kb.store.query(sparql, named_graphs=ctx.delta_graphs, union=False).body
         return b"".join(self.kb.store.query(text, union=False).body for text in batches)
 
-    def _record_batches(self, rule_id: str, sparql: str, graphs: list[str]) -> list[str] | None:
+    def _record_batches(self, rule_id: str, sparql: str, graphs: list[str]) -> Iterator[str] | None:
         """The rule's text once per RECORD_BATCH of `graphs`, each with `VALUES ?g { those }`
         first in every `GRAPH ?g { }` of its record-graph variable; None when the rule has no
         such variable, reads it in one GRAPH block only, or the text does not show it exactly
@@ -138,16 +139,16 @@ class Engine:
         a = self._by_id[rule_id]
         if not a.record_var or a.record_reads < 2:
             return None
-        if not graphs:
-            return []
         pattern = re.compile(r"\bGRAPH\s+\?" + re.escape(a.record_var) + r"\s*\{", re.I)
         if len(pattern.findall(sparql)) != a.record_reads:
             return None
-        out = []
-        for i in range(0, len(graphs), RECORD_BATCH):
-            values = f"VALUES ?{a.record_var} {{ {' '.join(f'<{g}>' for g in graphs[i:i + RECORD_BATCH])} }} "
-            out.append(pattern.sub(lambda m: m.group(0) + " " + values, sparql))
-        return out
+
+        def texts() -> Iterator[str]:  # one at a time: each holds its batch once per GRAPH block
+            for i in range(0, len(graphs), RECORD_BATCH):
+                values = f"VALUES ?{a.record_var} {{ {' '.join(f'<{g}>' for g in graphs[i:i + RECORD_BATCH])} }} "
+                yield pattern.sub(lambda m: m.group(0) + " " + values, sparql)
+
+        return texts()
 
     def _derived(self, rule_id: str) -> set[bytes]:
         out = self.kb.store.query(f"CONSTRUCT {{ ?s ?p ?o }} WHERE {{ GRAPH <{graph_of(rule_id)}> {{ ?s ?p ?o }} }}",
