@@ -18,8 +18,8 @@ import os
 import re
 import shutil
 import time
-from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from collections.abc import Iterator
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from itertools import chain
 from pathlib import Path
