@@ -14,9 +14,10 @@ delta run over new record graphs, or another partitioned run), the engine then:
 3. runs the rule with `VALUES ?key { those keys }` where its body says `${partition}`, and
    writes the difference.
 
-The rule reads only its upstream rules' derived graphs, in every mode (the engine gives the
-store no other graph), so a full run and a partitioned one read the same facts; the tests check
-that they derive the same graph. Past a size (too many changed quads or keys) the full run is
+The rule reads only derived graphs it names by IRI (rules/analysis.py refuses a graph variable
+or the default graph), and the engine gives the store those graphs alone in every mode, so a
+full run and a partitioned one read the same facts; the tests check that they derive the same
+graph. Past a size (too many changed quads or keys) the full run is
 cheaper and is used instead.
 """
 
