@@ -144,19 +144,10 @@ def _route(lines: Iterable[bytes], k: int, opener) -> None:
 def ntriples_as_quads(path: Path, graph: str) -> Iterator[bytes]:
     """The lines of an N-Triples file as N-Quads lines in `graph`, read a block at a time."""
     tail = f" <{graph}> .".encode()
-    with open(path, "rb") as f:
-        rest = b""
-        while True:
-            block = f.read(1 << 22)
-            if not block:
-                break
-            lines = (rest + block).split(b"\n")
-            rest = lines.pop()
-            for line in lines:
-                if line.endswith(b" ."):
-                    yield line[:-2].rstrip() + tail
-        if rest.endswith(b" ."):
-            yield rest[:-2].rstrip() + tail
+    for line in read_lines(path):
+        line = line.rstrip()
+        if line.endswith(b" ."):
+            yield line[:-2].rstrip() + tail
 
 
 @dataclass
