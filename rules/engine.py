@@ -18,10 +18,10 @@ import os
 import re
 import shutil
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
-from itertools import chain
+from itertools import islice
 from pathlib import Path
 
 import pyoxigraph as ox
@@ -292,7 +292,7 @@ class Engine:
                 run.facts, run.new, run.rounds = ctx.prev.rules[r.id]["facts"] + len(new), len(new), 1
                 self._grown(run, ctx.prev.rules[r.id], results[r.id], new)
                 run.seconds = time.perf_counter() - t
-                out.append((run, set(), acts[r.id], new, new if len(new) <= part.MAX_CHANGES else None))
+                out.append((run, set(), acts[r.id], new, _change(new, set())))
                 continue
             if mode[r.id] == "delta":  # no cached output to append to: the old facts and the new
                 before = self._before(ctx.state, r.id, ctx.prev)
@@ -304,8 +304,7 @@ class Engine:
                 run.facts, run.new, run.removed = len(after), len(new), len(gone)
                 run.derived, run.derived_new, run.derived_changed, run.derived_removed = \
                     results[r.id].tally(before, after)
-                out.append((run, after, acts[r.id], None, new | gone if len(new) + len(gone) <= part.MAX_CHANGES
-                            else None))
+                out.append((run, after, acts[r.id], None, _change(new, gone)))
                 continue
             out.append(self._full(r, run, results[r.id], acts[r.id], queries[r.id], own[r.id], ctx))
         return out
@@ -376,19 +375,18 @@ class Engine:
                 if after.path(i).exists():
                     store.load_nquads_file(after.path(i))
             return
-        tail = len(f" <{g}> .")
-        block: list[bytes] = []
-        for line in chain(qb.read_lines(diff.removed_file), [None]):
-            if line is not None:
-                block.append(line[:-tail] + b" .")
-            if block and (line is None or len(block) == 5000):
-                triples = b"\n".join(block).decode()
-                store.update(f"DELETE DATA {{ GRAPH <{g}> {{ {triples} }} }}")
-                block = []
+        self._delete(g, qb.read_lines(diff.removed_file))
         if diff.new > SMALL_WRITE:
             store.load_nquads_file(diff.added_file)
         elif diff.new:  # a bulk load costs ~0.3 s whatever its size; a small transaction much less
             store.load_nquads(diff.added_file.read_bytes())
+
+    def _delete(self, graph: str, lines: Iterable[bytes]) -> None:
+        """Delete N-Quads lines of `graph` from it, 5,000 to a DELETE DATA."""
+        tail, it = len(f" <{graph}> ."), iter(lines)
+        while block := list(islice(it, 5000)):
+            triples = b"\n".join(line[:-tail] + b" ." for line in block).decode()
+            self.kb.store.update(f"DELETE DATA {{ GRAPH <{graph}> {{ {triples} }} }}")
 
     def _partitioned(self, rule: Rule, run: RuleRun, results: Results, activity: str, ctx: "_Context"):
         """A partitioned rule brought up to date for the keys its upstream changes touch (see
@@ -515,11 +513,7 @@ class Engine:
         if whole and len(removed) > len(before) // 2:
             store.update(f"DROP SILENT GRAPH <{g}>")
             removed, added = set(), (before - removed) | added
-        tail = len(f" <{g}> .")
-        gone = sorted(removed)
-        for i in range(0, len(gone), 5000):
-            triples = b"\n".join(line[:-tail] + b" ." for line in gone[i:i + 5000]).decode()
-            store.update(f"DELETE DATA {{ GRAPH <{g}> {{ {triples} }} }}")
+        self._delete(g, sorted(removed))
         if len(added) > SMALL_WRITE:
             store.bulk_load_nquads([b"\n".join(added) + b"\n"])
         elif added:  # a bulk load costs ~0.3 s whatever its size; a small transaction much less
@@ -550,6 +544,12 @@ class _Context:
     def delta_graphs(self) -> list:
         """What a delta run reads: the new graphs, and the graphs of the context it reads in them."""
         return self.added + [g for g in self.context if g not in set(self.added)]
+
+
+def _change(new: set[bytes], gone: set[bytes]) -> set[bytes] | None:
+    """What a run added and removed, for the partitioned rules downstream; None past
+    part.MAX_CHANGES (they then run in full)."""
+    return new | gone if len(new) + len(gone) <= part.MAX_CHANGES else None
 
 
 def default_workers() -> int:

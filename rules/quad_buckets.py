@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from itertools import chain
 from pathlib import Path
 
+from luma.kb.store.base import line_blocks
 from luma.rules.results import Results
 
 #: Bytes of quads per bucket a set aims at (each side of a compared bucket is held as a set, ~3x
@@ -28,6 +29,7 @@ from luma.rules.results import Results
 BUCKET_BYTES = 128 << 20
 MAX_BUCKETS = 1024
 _LINES = 1 << 16  # lines written per batch
+_BLOCK = 1 << 22  # bytes read per block
 
 
 def bucket_count(nbytes: int) -> int:
@@ -93,22 +95,13 @@ class Buckets:
     @classmethod
     def from_ntriples(cls, folder: Path, path: Path, graph: str, k: int, extra: Iterable[bytes] = ()) -> Buckets:
         """A new set from an N-Triples file (each triple in `graph`) and `extra` N-Quads lines.
-        With one bucket the file is rewritten a block at a time, no Python per line: Oxigraph
-        writes one triple per line ending in " .\n", and N-Triples escapes every line break
-        inside a literal, so that byte sequence ends a line and nothing else."""
+        With one bucket the file is rewritten a block at a time, no Python per line."""
         if k > 1:
             return cls.write(folder, chain(ntriples_as_quads(path, graph), extra), k)
         out = cls._empty(folder, 1)
-        tail = f" <{graph}> .\n".encode()
-        with open(path, "rb") as src, open(out.path(0), "wb") as dst:
-            rest = b""
-            while block := src.read(1 << 22):
-                block = rest + block
-                cut = block.rfind(b"\n") + 1
-                rest = block[cut:]
-                dst.write(block[:cut].replace(b" .\n", tail))
-            if rest.rstrip().endswith(b" ."):  # a last line without its line break
-                dst.write(rest.rstrip()[:-2].rstrip() + tail)
+        with open(out.path(0), "wb") as dst:
+            for block in _quad_blocks(path, graph):
+                dst.write(block)
             extra = list(extra)
             if extra:
                 dst.write(b"\n".join(extra) + b"\n")
@@ -141,13 +134,20 @@ def _route(lines: Iterable[bytes], k: int, opener) -> None:
     flush()
 
 
+def _quad_blocks(path: Path, graph: str) -> Iterator[bytes]:
+    """An N-Triples file a block at a time, each triple made an N-Quads line in `graph`.
+    Oxigraph writes one triple per line ending in " .\n", and N-Triples escapes every line
+    break inside a literal, so that byte sequence ends a line and nothing else."""
+    tail = f" <{graph}> .\n".encode()
+    with open(path, "rb") as f:
+        for block in line_blocks(f, _BLOCK):
+            yield block.replace(b" .\n", tail)
+
+
 def ntriples_as_quads(path: Path, graph: str) -> Iterator[bytes]:
     """The lines of an N-Triples file as N-Quads lines in `graph`, read a block at a time."""
-    tail = f" <{graph}> .".encode()
-    for line in read_lines(path):
-        line = line.rstrip()
-        if line.endswith(b" ."):
-            yield line[:-2].rstrip() + tail
+    for block in _quad_blocks(path, graph):
+        yield from (line for line in block.split(b"\n") if line)
 
 
 @dataclass
@@ -202,16 +202,8 @@ def rebucket(source: Buckets, k: int, folder: Path) -> Buckets:
 def read_lines(path: Path) -> Iterator[bytes]:
     """The non-empty lines of a file, a block at a time."""
     with open(path, "rb") as f:
-        rest = b""
-        while True:
-            block = f.read(1 << 22)
-            if not block:
-                break
-            lines = (rest + block).split(b"\n")
-            rest = lines.pop()
-            yield from (line for line in lines if line)
-        if rest:
-            yield rest
+        for block in line_blocks(f, _BLOCK):
+            yield from (line for line in block.split(b"\n") if line)
 
 
 def replace_dir(src: Path, dst: Path) -> None:
