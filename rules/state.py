@@ -167,8 +167,7 @@ class StateStore:
                 kept.append(appends[rule_id])
             elif isinstance(quads, Buckets):
                 replace_dir(quads.folder, target)
-            else:
-                shutil.rmtree(target, ignore_errors=True)
+            else:  # (Buckets.write replaces the folder)
                 Buckets.write(target, quads, bucket_count(sum(len(q) + 1 for q in quads)))
         _atomic_write(self.folder / "graphs.txt", "\n".join(sorted(graphs)).encode())
         token = secrets.token_hex(16)
