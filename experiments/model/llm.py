@@ -6,9 +6,11 @@ precision) and a machine's per-device figures:
 * **Memory per device** = weights / (tp·pp) + KV cache (context × concurrency) / (KV shards·pp)
   + activations + the runtime's own reserve. KV bytes per token = 2 × layers × kv_heads ×
   head_dim × bytes per element (K and V, every layer).
-* **Time** of an engine step = max(FLOPs / (tp · peak · eff_compute), weight bytes / (tp ·
-  bandwidth · eff_bandwidth) + KV bytes / (tp · bandwidth · eff_kv)) + tensor/pipeline-parallel
-  communication + per-step and per-sequence overheads. A step decoding n sequences and
+* **Time** of an engine step = max(GEMM FLOPs / (tp · peak · eff_compute · fill), weight bytes /
+  (tp · bandwidth · eff_bandwidth)) + max(attention FLOPs / (tp · peak · eff_compute), KV bytes /
+  (tp · bandwidth · eff_kv)) (separate kernels, one after the other; fill = M / (M + gemm_half)
+  for a GEMM of M token rows) + tensor/pipeline-parallel communication + per-step and
+  per-sequence overheads. A step decoding n sequences and
   prefilling k prompts of P tokens: 2·N·(n + kP) + 4·layers·n·ctx·attn_dim +
   2·layers·k·P²·attn_dim FLOPs, the weights read once for all of it. Static batching: one
   prefill step for the batch, then decode steps. Continuous batching: n / G new prompts a step,
@@ -81,7 +83,8 @@ def serve(cfg: ModelConfig, s: dict) -> dict:
     (BATCHING code; `waves` True is the same as static), chunk (prefill tokens per step under
     chunked prefill); eff_compute, eff_bandwidth, eff_link, eff_prefill (a factor on eff_compute for
     prompt tokens), eff_low_precision (a factor on eff_compute for 8-bit and smaller weights);
-    runtime_bytes (per device),
+    gemm_half (token rows at which a GEMM reaches half its compute share, default 0),
+    eff_low_precision_bw (a factor on eff_bandwidth for 8-bit and smaller weights); runtime_bytes (per device),
     step_overhead (seconds per engine step), layer_overhead (seconds per layer per step: kernel
     launches), seq_overhead (seconds per sequence per step),
     tp_overhead (seconds per all-reduce per doubling of the tensor-parallel group: kernel launch
@@ -139,7 +142,10 @@ def serve(cfg: ModelConfig, s: dict) -> dict:
     share = np.minimum(f["eff_compute"] * np.where(f["weight_bytes"] <= 1.0, f.get("eff_low_precision", 1.0), 1.0), 1.0)
     peak = tp * f["flops"] * share
     peak_pf = tp * f["flops"] * np.minimum(share * f.get("eff_prefill", 1.0), 1.0)  # prefill GEMMs: their own share
-    bw = tp * f["bandwidth"] * f["eff_bandwidth"]
+    # 8-bit weights stream at their own share of the bandwidth (scales, dequantisation, kernels
+    # other than the 16-bit GEMV's), calibrated like the 8-bit compute factor.
+    bw = tp * f["bandwidth"] * np.minimum(f["eff_bandwidth"] * np.where(f["weight_bytes"] <= 1.0,
+                                                                       f.get("eff_low_precision_bw", 1.0), 1.0), 1.0)
     bw_kv = tp * f["bandwidth"] * f.get("eff_kv", f["eff_bandwidth"])  # attention's KV reads
     link = np.maximum(f["interconnect"] * f.get("eff_link", 1.0), 1e-9)
     links, topo = f.get("links", np.float64(1.0)), f.get("topology", np.float64(0.0))
@@ -156,15 +162,27 @@ def serve(cfg: ModelConfig, s: dict) -> dict:
     ctx = P + G / 2.0  # a running sequence's mean context
     ctx_held = cfg.kv_tokens(ctx)
     moe_layers = float(getattr(cfg, "moe_layers", 0) or 0)
+    gemm_half = f.get("gemm_half", np.float64(0.0))
 
     def step(decode, ptoks, psq):
         """(compute, bytes, link, runtime) seconds of one engine step that decodes `decode`
         sequences and prefills `ptoks` prompt tokens (Σ P² = `psq` for attention): the weights
         are read once for all of it (for MoE, the experts the step's tokens touch)."""
         tokens = decode + ptoks
-        c = (2.0 * Nm * decode + decode * cfg.attention_flops_per_token(ctx)) / peak + \
-            (2.0 * Nm * ptoks + 2.0 * L * psq * cfg.attn_dim * np.minimum(ctx_held / np.maximum(ctx, 1.0), 1.0)) / peak_pf
-        b = (cfg.read_params(tokens) * wb + ptoks * kv_store + tokens * H * wb) / bw + decode * ctx_held * kv_read / bw_kv
+        # A GEMM of M = tokens rows reaches its share of the peak only when M fills the tiles and
+        # the SMs: M / (M + gemm_half) of it (a batch-1 prompt of 128 tokens runs far below
+        # a 2,048-token one, a step of 4,096 tokens near the full share).
+        fill = np.maximum(tokens / np.maximum(tokens + gemm_half, 1e-9), 1e-9)
+        c_gemm = (2.0 * Nm * decode / peak + 2.0 * Nm * ptoks / peak_pf) / fill
+        c_attn = decode * cfg.attention_flops_per_token(ctx) / peak + \
+            2.0 * L * psq * cfg.attn_dim * np.minimum(ctx_held / np.maximum(ctx, 1.0), 1.0) / peak_pf / fill
+        b_weights = (cfg.read_params(tokens) * wb + tokens * H * wb) / bw
+        b_kv = ptoks * kv_store / bw + decode * ctx_held * kv_read / bw_kv
+        # The GEMMs and attention are separate kernels, one after the other: each is bound by its
+        # own compute or bytes, and a step costs their sum (a decode step of many long sequences
+        # pays its GEMMs' compute and then its KV reads; neither hides the other).
+        core = np.maximum(c_gemm, b_weights) + np.maximum(c_attn, b_kv)
+        c, b = c_gemm + c_attn, b_weights + b_kv
         comm = 2.0 * L * all_reduce(tp, tokens * H * ab, link, links, topo, lat) + \
             (pp - 1) * _hop(tokens * H * ab, link, links, topo, lat)
         if moe_layers:  # expert parallelism: each MoE layer's all-to-all dispatch and combine
@@ -173,10 +191,10 @@ def serve(cfg: ModelConfig, s: dict) -> dict:
         run = t0 + ts * (decode + ptoks / np.maximum(P, 1.0)) + np.where(tp > 1, t_tp, 0.0)
         if codec:  # the codec's own time: encoding every KV byte written, a fixed latency per step
             run = run + f.get("step_added", 0.0) * (decode > 0) + (decode + ptoks) * kv_token / kv_shards / enc
-        return c, b, comm, run
+        return c, b, comm, run, run + core + comm
 
     def seconds(t):
-        return t[3] + np.maximum(t[0], t[1]) + t[2]
+        return t[4]
 
     def generation(n):
         """(seconds of a prefill-carrying step, of the mean step, the mean step's terms, the
@@ -194,16 +212,23 @@ def serve(cfg: ModelConfig, s: dict) -> dict:
         pf_whole = step(np.where(waves, 0.0, n), np.where(waves, n, k) * P, np.where(waves, n, k) * P2)
         pf_chunk = step(n, spread, spread * P2 / np.maximum(P, 1.0))
         pf = tuple(np.where(chunked & ~waves, a, b) for a, b in zip(pf_chunk, pf_whole))
-        t_plain, t_pf = seconds(plain), seconds(pf)
+        t_plain, t_mean_pf = seconds(plain), seconds(pf)
         carrying = np.where(waves, 0.0, np.where(chunked, 1.0, p_new / k))
-        t_step = t_plain + carrying * np.maximum(t_pf - t_plain, 0.0)
+        t_step = t_plain + carrying * np.maximum(t_mean_pf - t_plain, 0.0)
         mean = tuple(a + carrying * (b - a) for a, b in zip(plain, pf))
-        # A chunked prompt's first token comes after the steps its chunks ride on.
-        spans = np.where(chunked & ~waves, np.ceil(P / np.maximum(np.minimum(budget, P), 1.0)), 1.0)
-        return t_pf, t_step, mean, pf, spans
+        # A chunked prompt's own tokens ride its steps whole, as many as the step's budget leaves
+        # beside the decodes (the spread above is the mean over steps, what TPOT sees; a prompt's
+        # first token waits for its own chunks), so its first token comes after the steps they span.
+        own = np.minimum(P, np.maximum(budget - n, 1.0))
+        chunk_first = np.minimum(np.maximum(own, spread), np.maximum(budget, own))
+        first = step(n, chunk_first, chunk_first * P2 / np.maximum(P, 1.0))
+        pf = tuple(np.where(chunked & ~waves, a, b) for a, b in zip(first, pf))
+        t_pf = seconds(pf)
+        spans = np.where(chunked & ~waves, np.ceil(P / np.maximum(own, 1.0)), 1.0)
+        return t_pf, t_step, mean, pf, spans, t_plain
 
     def wall(n):
-        t_pf, t_step, _, _, spans = generation(n)
+        t_pf, t_step, _, _, spans, _ = generation(n)
         return spans * t_pf + np.maximum(G - 1.0, 0.0) * t_step
 
     # Open loop: the running sequences n solve n = λ · T_gen(n) (Little's law), at most the slots.
@@ -213,7 +238,7 @@ def serve(cfg: ModelConfig, s: dict) -> dict:
         for _ in range(8):
             guess = np.clip(np.nan_to_num(lam * wall(guess), nan=1.0), 1.0, n)
         n = np.where(open_loop, guess, n)
-    t_pf, t_step, dc, pf, spans = generation(n)
+    t_pf, t_step, dc, pf, spans, t_plain = generation(n)
     t_first = spans * t_pf
     # Prompts arrive as the other sequences finish ((n - 1) / t_gen a second; λ in an open loop)
     # and contend for prefill: a G/D/1 wait of the prefill work (Kingman: (c_a² + 0) / 2 of the
@@ -234,6 +259,12 @@ def serve(cfg: ModelConfig, s: dict) -> dict:
     ttft = np.where(offline & ~waves, t_burst, t_first + np.where(waves, 0.0, 0.5 * t_step) + queue)
     tpot = t_step
     t_gen = ttft + np.maximum(G - 1.0, 0.0) * tpot
+    # Offline, a prompt's prefill is paid once: the first wave's in the burst, then plain decode
+    # steps (nothing replaces a sequence while the first wave runs); the later waves' prompts
+    # ride the carrying steps of the steady state. The mean time per wave is what n requests take.
+    rounds = np.maximum(C / n, 1.0)
+    first = seconds(burst) + np.maximum(G - 1.0, 0.0) * t_plain
+    t_gen = np.where(offline & ~waves, (first + (rounds - 1.0) * np.maximum(G, 1.0) * t_step) / rounds, t_gen)
     throughput = n / np.maximum(t_gen, 1e-12)
     # Requests beyond the KV room wait for a sequence to finish. Closed loop: every request
     # queues behind C - n others, served n per generation (Little's law); offline: the queued

@@ -44,13 +44,14 @@ METRICS = llm_published.METRICS
 #: efficiency for prompt tokens (large GEMMs, attention over the prompt); low_precision: a factor on
 #: it for 8-bit weights (fp8/int8 GEMMs reach their own share of their doubled peak); tp_overhead
 #: seconds per all-reduce per doubling of the tensor-parallel group (launch and synchronisation
-#: beyond the link); amd_* and intel_*:
+#: beyond the link); gemm_half: the token rows at which a GEMM reaches half its compute share (M / (M +
+#: gemm_half)); low_precision_bw: a factor on the weight-read bandwidth for 8-bit weights; amd_* and intel_*:
 #: the share of the compute and bandwidth efficiencies AMD's and Intel's software stacks reach
 #: (the figures are vendor-neutral otherwise; a factor no record informs is not fitted: it stays 1).
 PARAMS = {"compute": (0.6, 0.1, 1.0), "bandwidth": (0.8, 0.2, 1.0), "kv_bandwidth": (0.8, 0.05, 1.0),
           "step_overhead": (2e-3, 0.0, 0.02), "seq_overhead": (0.0, 0.0, 1e-4), "queue_factor": (1.0, 0.0, 5.0),
           "tp_overhead": (0.0, 0.0, 2e-5), "layer_overhead": (0.0, 0.0, 1e-4), "prefill": (1.0, 0.3, 1.5),
-          "low_precision": (1.0, 0.3, 1.2), "amd_compute": (1.0, 0.2, 1.5), "amd_bandwidth": (1.0, 0.2, 1.5),
+          "low_precision": (1.0, 0.3, 1.2), "gemm_half": (64.0, 0.0, 1024.0), "low_precision_bw": (1.0, 0.5, 1.5), "amd_compute": (1.0, 0.2, 1.5), "amd_bandwidth": (1.0, 0.2, 1.5),
           "intel_compute": (1.0, 0.2, 1.5), "intel_bandwidth": (1.0, 0.2, 1.5)}
 #: Per engine (second stage, the global figures held): factors on the compute and bandwidth
 #: efficiencies and the queueing factor, and its own per-step overhead. Each is pulled toward the
@@ -95,7 +96,8 @@ def engine(params: dict, vendors: list[str], engines: list[str | None] | None = 
             "step_overhead": np.array([p.get("step_overhead", params.get("step_overhead", 0.0)) for p in prof]),
             "seq_overhead": params.get("seq_overhead", 0.0), "eff_prefill": params.get("prefill", 1.0),
             "layer_overhead": params.get("layer_overhead", 0.0),
-            "eff_low_precision": params.get("low_precision", 1.0),
+            "eff_low_precision": params.get("low_precision", 1.0), "gemm_half": params.get("gemm_half", 0.0),
+            "eff_low_precision_bw": params.get("low_precision_bw", 1.0),
             "queue_factor": params.get("queue_factor", 1.0) * np.array([p.get("queue", 1.0) for p in prof]),
             "tp_overhead": params.get("tp_overhead", 0.0)}
 
@@ -225,15 +227,18 @@ def fit(records: list[dict], sources: dict | None = None, tail: dict | None = No
     # pair, refine each with Nelder-Mead (restarted from a fresh simplex), keep the best.
     found = []
     if start is not None:
-        x = _nelder_mead(f, _to_unit({k: start[k] for k in PARAMS}), steps=150, scale=0.05)
+        x = _nelder_mead(f, _to_unit({k: start.get(k, v[0]) for k, v in PARAMS.items()}), steps=150, scale=0.05)
         found.append((f(x), tuple(x)))
-    for bw in (0.4, 0.8) if start is None else ():
+    for bw in (0.4, 0.7, 0.95) if start is None else ():
         for t0 in (0.0005, 0.004):
             x = _to_unit({**{k: v[0] for k, v in PARAMS.items()}, "bandwidth": bw, "step_overhead": t0})
             for scale in (0.2, 0.05):
                 x = _nelder_mead(f, x, steps=250, scale=scale)
             found.append((f(x), tuple(x)))
     x = np.array(min(found)[1])
+    if start is None:  # polish the best basin from fresh simplices (Nelder-Mead stalls on ridges)
+        for scale in (0.1, 0.03):
+            x = _nelder_mead(f, x, steps=250, scale=scale)
     params = {k: round(v, 6) for k, v in {**_from_unit(x), **fixed}.items()}
     params["engines"] = _engine_profiles(records, sources, params, extra, (start or {}).get("engines") or {})
     return params

@@ -65,6 +65,67 @@ def test_offline_prompts_arriving_together_wait_for_each_others_prefill():
     assert chunked["ttft"] < offline["ttft"]
 
 
+def test_offline_pays_each_prompt_s_prefill_once():
+    # Compute-bound (bandwidth, overheads and attention out of the way): every request's tokens are
+    # multiplied through the weights once, so 3,000 requests queued at once are served at
+    # peak / (2 N (P + G)) requests a second -- a first wave's burst is not paid again in the
+    # steps that carry the later waves' prompts (that halved a 2,048/128 load's throughput).
+    s = _state(concurrency=3000.0, context=2048.0, new_tokens=128.0, arrival=llm.ARRIVALS["offline"],
+               batching=llm.BATCHING["continuous"], eff_compute=1.0, bandwidth=1e18, step_overhead=0.0,
+               capacity=200e9)
+    cfg = L8
+    out = llm.serve(cfg, s)
+    ideal = 989e12 / (2 * cfg.matmul_params() * (2048 + 128))
+    assert out["throughput"] == pytest.approx(ideal, rel=0.1)
+    # One wave (every request admitted at once): the burst, then plain decode steps.
+    one = llm.serve(cfg, {**s, "concurrency": 64.0})
+    assert one["throughput"] == pytest.approx(ideal, rel=0.1)
+
+
+def test_a_chunked_prompt_waits_for_its_own_chunks_not_the_mean_spread():
+    # At light load a chunked engine spreads little prefill over each step on average (what TPOT
+    # sees), but a new prompt's first token needs all of its own tokens: its TTFT is the whole
+    # prompt's prefill when the prompt fits the step's budget, as without chunking.
+    s = _state(concurrency=2.0, context=2048.0, new_tokens=512.0)
+    chunked = llm.serve(L8, {**s, "batching": llm.BATCHING["chunked"], "chunk": 8192.0})
+    whole = llm.serve(L8, {**s, "batching": llm.BATCHING["continuous"]})
+    prefill = 2 * L8.matmul_params() * 2048 / (989e12 * 0.6)
+    assert chunked["ttft"] >= prefill and chunked["ttft"] == pytest.approx(whole["ttft"], rel=0.15)
+
+
+def test_a_small_gemm_reaches_less_of_the_peak_than_a_large_one():
+    # M / (M + gemm_half) of the compute share: a 128-token prompt's prefill costs more per
+    # token than a 4,096-token one's, and without gemm_half (0) the two cost the same per token.
+    s = _state(concurrency=1.0, new_tokens=2.0, batching=llm.BATCHING["static"], bandwidth=1e18, step_overhead=0.0)
+    per_token = {}
+    for half in (0.0, 128.0):
+        short = llm.serve(L8, {**s, "context": 128.0, "gemm_half": half})["terms"]["ttft"]["compute"]
+        long = llm.serve(L8, {**s, "context": 4096.0, "gemm_half": half})["terms"]["ttft"]["compute"]
+        per_token[half] = (short / 128.0, long / 4096.0)
+    assert per_token[0.0][0] == pytest.approx(per_token[0.0][1], rel=0.1)  # attention's P^2 aside
+    assert per_token[128.0][0] > 1.8 * per_token[128.0][1]
+
+
+def test_gemms_and_attention_do_not_hide_each_other():
+    # A decode step of many long sequences: the GEMMs are compute-bound, attention reads the KV
+    # cache; they are separate kernels, so the step costs both, not the larger of the two.
+    s = _state(concurrency=512.0, context=512.0, new_tokens=64.0, capacity=1e12, step_overhead=0.0)
+    out = llm.serve(L8, s)
+    gemm = 2 * L8.matmul_params() * out["running"] / (989e12 * 0.6)
+    kv = out["running"] * L8.kv_bytes_per_token() * (512 + 32) / (3.35e12 * 0.7)
+    assert out["tpot"] >= 0.95 * (gemm + kv) > 1.3 * max(gemm, kv)
+
+
+def test_8_bit_weights_stream_at_their_own_share_of_the_bandwidth():
+    s = _state(concurrency=1.0, context=128.0, new_tokens=256.0, weight_bytes=1.0, step_overhead=0.0)
+    base = llm.serve(L8, s)["tpot"]
+    slower = llm.serve(L8, {**s, "eff_low_precision_bw": 0.5})["tpot"]
+    assert slower > 1.6 * base
+    # 16-bit weights do not take the 8-bit factor.
+    s16 = {**s, "weight_bytes": 2.0}
+    assert llm.serve(L8, {**s16, "eff_low_precision_bw": 0.5})["tpot"] == llm.serve(L8, s16)["tpot"]
+
+
 def test_an_open_loop_serves_its_rate_until_capacity_then_queues_without_bound():
     s = _state(arrival=llm.ARRIVALS["poisson"], concurrency=1e6, context=512.0, new_tokens=128.0)
     low, mid = llm.serve(L8, {**s, "rate": 1.0}), llm.serve(L8, {**s, "rate": 20.0})
