@@ -207,6 +207,7 @@ class Evaluator:
                                                                    np.where(arrival == llm.ARRIVALS["poisson"], np.inf, C))),
              "arrival": arrival, "rate": rate, "burstiness": self.values(idx, "burstiness", 1.0),
              "batching": batching, "chunk": np.take(self.engine_chunk, e),
+             "scheduler_steps": self.values(idx, "scheduler_steps", 1.0),
              "eff_link": self.eff["interconnect"], "runtime_bytes": self.runtime_bytes, "act_bytes": 2.0,
              "kv_fraction": self.kv_fraction,
              **{k: (np.take(v, pair) if np.ndim(v) else v) for k, v in self.engine.items()}}
@@ -219,6 +220,11 @@ class Evaluator:
              "slot_dimension": "hbm_capacity", "tail": self._tail(),
              "supported": np.broadcast_to(supported, n),
              "terms": {**out["terms"], "latency": out["terms"]["tpot"]}}
+        if self.mixes is not None:  # a latency quantile is that quantile's output length's (judge.value)
+            outs, d = self.mixes, idx["dataset"]
+            m["output_quantile"] = lambda q: np.take(np.array([
+                x.quantile("output", q) if x.quantile("output", 0.01) != x.quantile("output", 0.99) else np.nan
+                for x in outs]), d)
         m["band"] = self._bands(a, e, batching, arrival, C, n)
         m["replicas"] = np.broadcast_to(reps, n)
         cost = np.broadcast_to(cnt * np.take(self.price, a), n)

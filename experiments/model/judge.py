@@ -77,6 +77,11 @@ def value(m: dict, check: Check) -> tuple[np.ndarray, np.ndarray]:
         return np.asarray(m[check.name], dtype=np.float64), np.zeros(1)
     kind = check.kind
     base = m[kind] * float(m["tail"].get(kind, 1.3)) ** exponent(check.quantile)
+    if kind == "latency" and "output_quantile" in m:
+        # Over a length mix whose outputs vary, a request's latency at a quantile is that of a
+        # request of the quantile's output length: the spread is the lengths', not a tail factor.
+        g = m["output_quantile"](check.quantile)
+        base = np.where(np.isfinite(g), m["ttft"] + np.maximum(np.nan_to_num(g) - 1.0, 0.0) * m["tpot"], base)
     if kind in ("ttft", "latency"):
         waits = check.quantile > 1.0 - m["wait_fraction"]
         wait = np.where(waits, m["wait"], 0.0)

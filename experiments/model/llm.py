@@ -84,7 +84,8 @@ def serve(cfg: ModelConfig, s: dict) -> dict:
     chunked prefill); eff_compute, eff_bandwidth, eff_link, eff_prefill (a factor on eff_compute for
     prompt tokens), eff_low_precision (a factor on eff_compute for 8-bit and smaller weights);
     gemm_half (token rows at which a GEMM reaches half its compute share, default 0),
-    eff_low_precision_bw (a factor on eff_bandwidth for 8-bit and smaller weights); runtime_bytes (per device),
+    eff_low_precision_bw (a factor on eff_bandwidth for 8-bit and smaller weights); scheduler_steps
+    (decode steps per scheduling decision, default 1); runtime_bytes (per device),
     step_overhead (seconds per engine step), layer_overhead (seconds per layer per step: kernel
     launches), seq_overhead (seconds per sequence per step),
     tp_overhead (seconds per all-reduce per doubling of the tensor-parallel group: kernel launch
@@ -151,7 +152,11 @@ def serve(cfg: ModelConfig, s: dict) -> dict:
     links, topo = f.get("links", np.float64(1.0)), f.get("topology", np.float64(0.0))
     # A step's fixed cost: the engine's scheduling plus kernel launches, which grow with the layers.
     lat, ts = f["link_latency"], f.get("seq_overhead", 0.0)
-    t0 = f.get("step_overhead", 0.0) + f.get("layer_overhead", 0.0) * L
+    # Multi-step scheduling (vLLM's --num-scheduler-steps k): the engine schedules once every k
+    # steps, so its per-step scheduling cost is paid once per k steps, and a new prompt waits for
+    # the next scheduling point, (k - 1) / 2 steps on average beyond the half step any arrival waits.
+    sched = np.maximum(f.get("scheduler_steps", 1.0), 1.0)
+    t0 = f.get("step_overhead", 0.0) / sched + f.get("layer_overhead", 0.0) * L
     # Kernel launch and synchronisation of the 2 per layer all-reduces, growing with the group.
     t_tp = f.get("tp_overhead", 0.0) * 2.0 * L * np.log2(np.maximum(tp, 1.0))
     ep = np.maximum(f.get("ep", tp), 1.0)
@@ -256,7 +261,7 @@ def serve(cfg: ModelConfig, s: dict) -> dict:
     burst = step(0.0 * n, n * P, n * P2)
     waves_of_burst = np.maximum(np.ceil(n * P / budget_all), 1.0)
     t_burst = seconds(burst) * (waves_of_burst + 1.0) / (2.0 * waves_of_burst)
-    ttft = np.where(offline & ~waves, t_burst, t_first + np.where(waves, 0.0, 0.5 * t_step) + queue)
+    ttft = np.where(offline & ~waves, t_burst, t_first + np.where(waves, 0.0, 0.5 * sched * t_step) + queue)
     tpot = t_step
     t_gen = ttft + np.maximum(G - 1.0, 0.0) * tpot
     # Offline, a prompt's prefill is paid once: the first wave's in the burst, then plain decode

@@ -67,6 +67,8 @@ RIDGE = 0.02
 FIXED = {"interconnect": 0.8, "runtime_memory": 2.0 * 2**30, "kv_fraction": 0.9}
 E99 = math.log10(50.0)  # judge.exponent(0.99): p99 = p50 x tail^E99
 QUANTILE = {"value": None, "mean": None, "median": None, "p90": 0.90, "p95": 0.95, "p99": 0.99}
+#: The probability level of a statistic (a mean has none).
+LEVEL = {"median": 0.5, "p90": 0.90, "p95": 0.95, "p99": 0.99}
 #: Tails used while fitting when the data has no pairs of its own (the shipped figures').
 DEFAULT_TAIL = {"ttft": 1.84, "tpot": 1.23, "latency": 1.23}
 
@@ -114,6 +116,7 @@ def setting(r: dict, sources: dict) -> dict:
     return {"engine": eng, "replicas": float(reps), "pp": float(pp), "ep": float(r.get("ep", r["tp"])),
             "batching": llm.BATCHING[batching], "chunk": float(defaults["chunk"]), "arrival": llm.ARRIVALS[arrival],
             "rate": float(r.get("rate", np.nan)), "burstiness": float(r.get("burstiness", 1.0)),
+            "scheduler_steps": float(r.get("scheduler_steps", 1)),
             "max_batch": float(min(r["concurrency"], defaults.get("max_batch", r["concurrency"]))),
             "context": mix.mean_prompt, "context_sq": mix.mean_prompt_sq, "new_tokens": mix.mean_output,
             "load": llm_error.LOADS[int(llm_error.load_code(llm.ARRIVALS[arrival], r["concurrency"]))],
@@ -143,15 +146,29 @@ def _prepare(records: list[dict], sources: dict) -> list[tuple]:
              "context": st("context"), "context_sq": st("context_sq"), "new_tokens": st("new_tokens"),
              "max_batch": st("max_batch"), "batching": st("batching"), "chunk": st("chunk"),
              "arrival": st("arrival"), "rate": st("rate"), "burstiness": st("burstiness"),
+             "scheduler_steps": st("scheduler_steps"),
              "eff_link": FIXED["interconnect"], "runtime_bytes": FIXED["runtime_memory"], "act_bytes": 2.0,
              "kv_fraction": FIXED["kv_fraction"]}
         metrics = [r["metric"] for r in rows]
         scale = np.array([llm_published.SCALE[r["unit"]] for r in rows])
         q = [QUANTILE[r.get("statistic", "value")] for r in rows]
-        expo = np.array([0.0 if x is None else judge.exponent(x) for x in q])
+        # A whole request's latency at a quantile, over lengths that vary, is the latency of a
+        # request of that quantile's output length: its spread is the lengths' (no tail factor).
+        s["latency_g"] = np.array([_output_at(r) if r["metric"] == "latency" else np.nan for r in rows])
+        expo = np.array([0.0 if x is None or np.isfinite(g) else judge.exponent(x) for x, g in zip(q, s["latency_g"])])
         out.append((np.array(idx), llm_config.PRESETS[model], s, [llm_published.vendor(r["machine"]) for r in rows],
                     [x["engine"] for x in sets], metrics, expo, scale))
     return out
+
+
+def _output_at(r: dict) -> float:
+    """The output length at the record's statistic's probability level when its lengths vary
+    (NaN for a mean, a plain value, or fixed lengths)."""
+    level = LEVEL.get(r.get("statistic", "value"))
+    mix = llm_published.mix(r)
+    if level is None or mix.quantile("output", 0.01) == mix.quantile("output", 0.99):
+        return np.nan
+    return float(mix.quantile("output", level))
 
 
 def _evaluate(prepared: list[tuple], n_records: int, params: dict, tail: dict | None = None) -> np.ndarray:
@@ -165,8 +182,10 @@ def _evaluate(prepared: list[tuple], n_records: int, params: dict, tail: dict | 
                   "total_token_throughput": m["throughput"] * (s["context"] + s["new_tokens"]),
                   "request_throughput": m["throughput"],
                   "ttft": m["ttft"] + m["wait"] * m["wait_fraction"], "tpot": m["tpot"],
-                  "latency": np.where(s["arrival"] == llm.ARRIVALS["poisson"], m["latency"] + m["wait"] * m["wait_fraction"],
-                                      np.maximum(m["running"], 1.0) / m["throughput"] * s["replicas"])}
+                  "latency": np.where(np.isfinite(s["latency_g"]),
+                                      m["ttft"] + m["wait"] * m["wait_fraction"] + np.maximum(s["latency_g"] - 1.0, 0.0) * m["tpot"],
+                                      np.where(s["arrival"] == llm.ARRIVALS["poisson"], m["latency"] + m["wait"] * m["wait_fraction"],
+                                               np.maximum(m["running"], 1.0) / m["throughput"] * s["replicas"]))}
         table = {k: np.broadcast_to(v, shape) for k, v in values.items()}
         raw = np.array([table[metric][k] for k, metric in enumerate(metrics)])
         kinds = [METRICS[x][0] for x in metrics]

@@ -52,7 +52,7 @@ AXES = {
     # Deployment shape, engine and workload of an LLM state (llm.serve, llm_published.ENGINES).
     "replicas": ("count", "llm"), "ep": ("count", "llm"), "engine": ("engine", "llm"),
     "batching": ("batching", "llm"), "arrivals": ("arrivals", "llm"), "rate": ("rate", "llm"),
-    "burstiness": ("positive", "llm"), "dataset": ("mix", "llm"),
+    "burstiness": ("positive", "llm"), "dataset": ("mix", "llm"), "scheduler_steps": ("count", "llm"),
 }
 #: Kinds whose levels are names, not quantities.
 CATEGORICAL = ("accelerator", "precision", "variant", "runtime", "engine", "batching", "arrivals", "mix")

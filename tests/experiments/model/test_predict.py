@@ -155,3 +155,19 @@ def test_a_machine_record_satisfies_the_protocol():
     assert isinstance(m, hardware.MachineLike)
     assert hardware.figures(m, "fp16")["flops"] == 1e15
     assert hardware.figures(m, "fp8")["flops"] != hardware.figures(m, "fp8")["flops"]  # NaN: unsupported
+
+
+def test_a_latency_percentile_over_a_length_mix_is_that_percentile_s_output_length():
+    import numpy as np
+
+    from luma.experiments.model import judge
+
+    m = {"latency": np.array([2.0]), "ttft": np.array([0.1]), "tpot": np.array([0.01]),
+         "wait": np.zeros(1), "wait_fraction": np.zeros(1), "tail": {"latency": 1.23}}
+    check = judge.Check("p95_latency", "<=", 5.0, 0.95)
+    fixed, _ = judge.value(m, check)
+    assert fixed == pytest.approx(2.0 * 1.23 ** judge.exponent(0.95))  # fixed lengths: the tail factor
+    mixed, _ = judge.value({**m, "output_quantile": lambda q: np.array([801.0])}, check)
+    assert mixed == pytest.approx(0.1 + 800 * 0.01)  # the p95 output: 800 more tokens after the first
+    same, _ = judge.value({**m, "output_quantile": lambda q: np.array([np.nan])}, check)
+    assert same == pytest.approx(fixed)  # a mix whose outputs do not vary keeps the tail factor

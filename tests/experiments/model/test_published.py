@@ -220,6 +220,7 @@ def test_a_space_that_overrides_the_fitted_figures_says_the_error_no_longer_appl
     (lambda d: d["records"][0].update(replicas=3), "records[0].count"),
     (lambda d: d["records"][0].update(dataset="nosuchset"), "records[0].dataset"),
     (lambda d: d["records"][0].update(statistic="p42"), "records[0].statistic"),
+    (lambda d: d["records"][0].update(scheduler_steps=0), "records[0].scheduler_steps"),
     (lambda d: d["records"][1].update(id=d["records"][0]["id"]), "records[1].id"),
     (lambda d: d["sources"][next(iter(d["sources"]))].update(url="ftp://x"), "url"),
 ])
@@ -267,3 +268,16 @@ def test_calibrate_llm_refits_with_ones_own_figures_and_records_them(tmp_path, m
     assert bad.exit_code == 2 and "Traceback" not in bad.output
     usage = CliRunner().invoke(cli, ["model", "calibrate", "--quick"])
     assert usage.exit_code == 2 and "--quick goes with --llm" in usage.output
+
+
+def test_a_latency_quantile_over_varying_lengths_is_that_quantile_s_output_length():
+    # Median end-to-end latency over ShareGPT: the median request generates far fewer tokens than
+    # the mean one, so the median latency is the latency of the median output, not of the mean.
+    r = {"metric": "latency", "statistic": "median", "dataset": "sharegpt", "context": 224, "new_tokens": 189}
+    mix = llm_published.mix(r)
+    assert llm_calibrate._output_at(r) == pytest.approx(mix.quantile("output", 0.5))
+    assert llm_calibrate._output_at(r) < mix.mean_output
+    # A mean, or fixed lengths, has no such quantile: the model's mean figure stands.
+    assert np.isnan(llm_calibrate._output_at({**r, "statistic": "mean"}))
+    assert np.isnan(llm_calibrate._output_at({"metric": "latency", "statistic": "median", "context": 128,
+                                              "new_tokens": 128}))

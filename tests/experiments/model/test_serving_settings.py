@@ -126,6 +126,16 @@ def test_8_bit_weights_stream_at_their_own_share_of_the_bandwidth():
     assert llm.serve(L8, {**s16, "eff_low_precision_bw": 0.5})["tpot"] == llm.serve(L8, s16)["tpot"]
 
 
+def test_multi_step_scheduling_amortises_the_step_cost_and_delays_new_prompts():
+    # vLLM's --num-scheduler-steps 10: scheduling once per ten steps pays its cost once per ten
+    # steps (faster decode) while a new prompt waits for the next scheduling point (k / 2 steps).
+    s = _state(arrival=llm.ARRIVALS["poisson"], rate=2.0, concurrency=1e6, context=512.0, new_tokens=256.0,
+               batching=llm.BATCHING["continuous"], step_overhead=2e-3)
+    one, ten = llm.serve(L8, s), llm.serve(L8, {**s, "scheduler_steps": 10.0})
+    assert ten["tpot"] < one["tpot"]
+    assert ten["ttft"] - one["ttft"] == pytest.approx(4.5 * ten["tpot"], rel=0.3)
+
+
 def test_an_open_loop_serves_its_rate_until_capacity_then_queues_without_bound():
     s = _state(arrival=llm.ARRIVALS["poisson"], concurrency=1e6, context=512.0, new_tokens=128.0)
     low, mid = llm.serve(L8, {**s, "rate": 1.0}), llm.serve(L8, {**s, "rate": 20.0})
