@@ -225,11 +225,12 @@ def serve(cfg: ModelConfig, s: dict) -> dict:
         # beside the decodes (the spread above is the mean over steps, what TPOT sees; a prompt's
         # first token waits for its own chunks), so its first token comes after the steps they span.
         own = np.minimum(P, np.maximum(budget - n, 1.0))
-        chunk_first = np.minimum(np.maximum(own, spread), np.maximum(budget, own))
-        first = step(n, chunk_first, chunk_first * P2 / np.maximum(P, 1.0))
+        spans = np.where(chunked & ~waves, np.ceil(P / np.maximum(own, 1.0)), 1.0)
+        # The prompt's tokens split evenly over the steps they span: its work is paid once.
+        chunk_first = np.minimum(np.maximum(P / spans, spread), np.maximum(budget, own))
+        first = step(n, chunk_first, P2 / spans)
         pf = tuple(np.where(chunked & ~waves, a, b) for a, b in zip(first, pf))
         t_pf = seconds(pf)
-        spans = np.where(chunked & ~waves, np.ceil(P / np.maximum(own, 1.0)), 1.0)
         return t_pf, t_step, mean, pf, spans, t_plain
 
     def wall(n):
@@ -261,7 +262,11 @@ def serve(cfg: ModelConfig, s: dict) -> dict:
     burst = step(0.0 * n, n * P, n * P2)
     waves_of_burst = np.maximum(np.ceil(n * P / budget_all), 1.0)
     t_burst = seconds(burst) * (waves_of_burst + 1.0) / (2.0 * waves_of_burst)
-    ttft = np.where(offline & ~waves, t_burst, t_first + np.where(waves, 0.0, 0.5 * sched * t_step) + queue)
+    # An arrival waits for the step in flight only when one is: in an open loop the others in the
+    # system are Poisson with mean λ·T_gen (M/G/∞), so the engine is busy with probability
+    # 1 − exp(−λ·T_gen); a closed loop of one client finds it idle, of more it finds it busy.
+    busy = np.where(open_loop, -np.expm1(-np.nan_to_num(lam) * t_gen0), (C > 1.5).astype(np.float64))
+    ttft = np.where(offline & ~waves, t_burst, t_first + np.where(waves, 0.0, 0.5 * sched * t_step * busy) + queue)
     tpot = t_step
     t_gen = ttft + np.maximum(G - 1.0, 0.0) * tpot
     # Offline, a prompt's prefill is paid once: the first wave's in the burst, then plain decode

@@ -93,6 +93,27 @@ def test_a_chunked_prompt_waits_for_its_own_chunks_not_the_mean_spread():
     assert chunked["ttft"] >= prefill and chunked["ttft"] == pytest.approx(whole["ttft"], rel=0.15)
 
 
+def test_a_long_chunked_prompt_pays_its_prefill_once_over_the_steps_it_spans():
+    # 20,000 tokens at 8,192 a step span three steps, but the prompt's work is 20,000 tokens, not
+    # three full chunks (24,576): compute-bound, its first token costs its own prefill.
+    s = _state(concurrency=1.0, context=20000.0, new_tokens=64.0, batching=llm.BATCHING["chunked"], chunk=8192.0,
+               eff_compute=1.0, bandwidth=1e18, step_overhead=0.0, capacity=1e12)
+    out = llm.serve(L8, s)
+    work = (2 * L8.matmul_params() * 20000 + 2 * L8.layers * 20000 ** 2 * L8.attn_dim) / 989e12
+    assert out["ttft"] == pytest.approx(work, rel=0.05)
+
+
+def test_an_arrival_waits_for_the_step_in_flight_only_when_one_is():
+    # One client alone finds the engine idle: its first token is its prefill step, no half step
+    # before it; with more clients (or a busy open loop) it waits for the running step to end.
+    s = _state(concurrency=1.0, context=512.0, new_tokens=128.0, batching=llm.BATCHING["continuous"])
+    alone = llm.serve(L8, s)
+    two = llm.serve(L8, {**s, "concurrency": 2.0})
+    assert two["ttft"] - alone["ttft"] > 0.4 * two["tpot"]
+    rare = llm.serve(L8, {**s, "arrival": llm.ARRIVALS["poisson"], "rate": 0.01, "concurrency": 1e6})
+    assert rare["ttft"] < alone["ttft"] + 0.05 * rare["tpot"]
+
+
 def test_a_small_gemm_reaches_less_of_the_peak_than_a_large_one():
     # M / (M + gemm_half) of the compute share: a 128-token prompt's prefill costs more per
     # token than a 4,096-token one's, and without gemm_half (0) the two cost the same per token.
