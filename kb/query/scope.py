@@ -136,6 +136,13 @@ class ScopedView:
             left = partners_in_store(self._store) - {self.scope.partner}
             if left:  # never expected; the check costs one scan of the graph names
                 raise StoreError(f"scoped snapshot still holds graphs of {', '.join(sorted(left))}")
+            # Close the writer before any query reads the snapshot: a bounded query opens it
+            # read-only in a child process, and a writer still flushing or compacting after the
+            # drop deletes files under that reader ("IO error ... .sst: No such file", or a
+            # garbled read the child dies of). Read-only from here on, here and there.
+            self._store.close()
+            self._store = None
+            self._store = EmbeddedStore(Path(self._folder) / "kb", read_only=True)
         except BaseException:
             self.__exit__()
             raise
