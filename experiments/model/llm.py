@@ -83,8 +83,7 @@ def serve(cfg: ModelConfig, s: dict) -> dict:
     (BATCHING code; `waves` True is the same as static), chunk (prefill tokens per step under
     chunked prefill); eff_compute, eff_bandwidth, eff_link, eff_prefill (a factor on eff_compute for
     prompt tokens), eff_low_precision (a factor on eff_compute for 8-bit and smaller weights);
-    gemm_half (token rows at which a GEMM reaches half its compute share, default 0),
-    eff_low_precision_bw (a factor on eff_bandwidth for 8-bit and smaller weights); scheduler_steps
+    gemm_half (token rows at which a GEMM reaches half its compute share, default 0); scheduler_steps
     (decode steps per scheduling decision, default 1); runtime_bytes (per device),
     step_overhead (seconds per engine step), layer_overhead (seconds per layer per step: kernel
     launches), seq_overhead (seconds per sequence per step),
@@ -143,10 +142,7 @@ def serve(cfg: ModelConfig, s: dict) -> dict:
     share = np.minimum(f["eff_compute"] * np.where(f["weight_bytes"] <= 1.0, f.get("eff_low_precision", 1.0), 1.0), 1.0)
     peak = tp * f["flops"] * share
     peak_pf = tp * f["flops"] * np.minimum(share * f.get("eff_prefill", 1.0), 1.0)  # prefill GEMMs: their own share
-    # 8-bit weights stream at their own share of the bandwidth (scales, dequantisation, kernels
-    # other than the 16-bit GEMV's), calibrated like the 8-bit compute factor.
-    bw = tp * f["bandwidth"] * np.minimum(f["eff_bandwidth"] * np.where(f["weight_bytes"] <= 1.0,
-                                                                       f.get("eff_low_precision_bw", 1.0), 1.0), 1.0)
+    bw = tp * f["bandwidth"] * f["eff_bandwidth"]
     bw_kv = tp * f["bandwidth"] * f.get("eff_kv", f["eff_bandwidth"])  # attention's KV reads
     link = np.maximum(f["interconnect"] * f.get("eff_link", 1.0), 1e-9)
     links, topo = f.get("links", np.float64(1.0)), f.get("topology", np.float64(0.0))
@@ -176,18 +172,25 @@ def serve(cfg: ModelConfig, s: dict) -> dict:
         tokens = decode + ptoks
         # A GEMM of M = tokens rows reaches its share of the peak only when M fills the tiles and
         # the SMs: M / (M + gemm_half) of it (a batch-1 prompt of 128 tokens runs far below
-        # a 2,048-token one, a step of 4,096 tokens near the full share).
+        # a 2,048-token one, a step of 4,096 tokens near the full share). The rows it wastes cost
+        # at most the weight read: below that an engine runs a memory-bound kernel (GEMV,
+        # split-K) that fills no tile, so a decode of a few sequences stays bandwidth-bound.
         fill = np.maximum(tokens / np.maximum(tokens + gemm_half, 1e-9), 1e-9)
-        c_gemm = (2.0 * Nm * decode / peak + 2.0 * Nm * ptoks / peak_pf) / fill
+        b_weights = (cfg.read_params(tokens) * wb + tokens * H * wb) / bw
+        c_full = 2.0 * Nm * decode / peak + 2.0 * Nm * ptoks / peak_pf
+        pad = np.minimum(c_full * gemm_half / np.maximum(tokens, 1e-9), b_weights)
+        c_gemm = c_full + pad
         c_attn = decode * cfg.attention_flops_per_token(ctx) / peak + \
             2.0 * L * psq * cfg.attn_dim * np.minimum(ctx_held / np.maximum(ctx, 1.0), 1.0) / peak_pf / fill
-        b_weights = (cfg.read_params(tokens) * wb + tokens * H * wb) / bw
         b_kv = ptoks * kv_store / bw + decode * ctx_held * kv_read / bw_kv
         # The GEMMs and attention are separate kernels, one after the other: each is bound by its
         # own compute or bytes, and a step costs their sum (a decode step of many long sequences
         # pays its GEMMs' compute and then its KV reads; neither hides the other).
         core = np.maximum(c_gemm, b_weights) + np.maximum(c_attn, b_kv)
-        c, b = c_gemm + c_attn, b_weights + b_kv
+        # What binds: the tile waste counts as compute only where the GEMM is compute-bound without
+        # it; a GEMM of a few rows is the weight read's (its kernel streams the weights).
+        c = c_full + np.where(c_full >= b_weights, pad, 0.0) + c_attn
+        b = b_weights + b_kv
         comm = 2.0 * L * all_reduce(tp, tokens * H * ab, link, links, topo, lat) + \
             (pp - 1) * _hop(tokens * H * ab, link, links, topo, lat)
         if moe_layers:  # expert parallelism: each MoE layer's all-to-all dispatch and combine

@@ -42,16 +42,17 @@ METRICS = llm_published.METRICS
 #: KV room or a start-up burst, which other terms model, by making every prefill queue absurd);
 #: layer_overhead seconds per layer per step (kernel launches); prefill: a factor on the compute
 #: efficiency for prompt tokens (large GEMMs, attention over the prompt); low_precision: a factor on
-#: it for 8-bit weights (fp8/int8 GEMMs reach their own share of their doubled peak); tp_overhead
+#: it for 8-bit weights (fp8/int8 GEMMs reach their own share of their doubled peak, at most the
+#: 16-bit share: 8-bit tensor cores double the peak, not the share of it a GEMM reaches); tp_overhead
 #: seconds per all-reduce per doubling of the tensor-parallel group (launch and synchronisation
 #: beyond the link); gemm_half: the token rows at which a GEMM reaches half its compute share (M / (M +
-#: gemm_half)); low_precision_bw: a factor on the weight-read bandwidth for 8-bit weights; amd_* and intel_*:
+#: gemm_half)); amd_* and intel_*:
 #: the share of the compute and bandwidth efficiencies AMD's and Intel's software stacks reach
 #: (the figures are vendor-neutral otherwise; a factor no record informs is not fitted: it stays 1).
 PARAMS = {"compute": (0.6, 0.1, 1.0), "bandwidth": (0.8, 0.2, 1.0), "kv_bandwidth": (0.8, 0.05, 1.0),
           "step_overhead": (2e-3, 0.0, 0.02), "seq_overhead": (0.0, 0.0, 1e-4), "queue_factor": (1.0, 0.0, 5.0),
           "tp_overhead": (0.0, 0.0, 2e-5), "layer_overhead": (0.0, 0.0, 1e-4), "prefill": (1.0, 0.3, 1.5),
-          "low_precision": (1.0, 0.3, 1.2), "gemm_half": (64.0, 0.0, 1024.0), "low_precision_bw": (1.0, 0.5, 1.5), "amd_compute": (1.0, 0.2, 1.5), "amd_bandwidth": (1.0, 0.2, 1.5),
+          "low_precision": (1.0, 0.3, 1.0), "gemm_half": (64.0, 0.0, 1024.0), "amd_compute": (1.0, 0.2, 1.5), "amd_bandwidth": (1.0, 0.2, 1.5),
           "intel_compute": (1.0, 0.2, 1.5), "intel_bandwidth": (1.0, 0.2, 1.5)}
 #: Per engine (second stage, the global figures held): factors on the compute and bandwidth
 #: efficiencies and the queueing factor, and its own per-step overhead. Each is pulled toward the
@@ -99,7 +100,6 @@ def engine(params: dict, vendors: list[str], engines: list[str | None] | None = 
             "seq_overhead": params.get("seq_overhead", 0.0), "eff_prefill": params.get("prefill", 1.0),
             "layer_overhead": params.get("layer_overhead", 0.0),
             "eff_low_precision": params.get("low_precision", 1.0), "gemm_half": params.get("gemm_half", 0.0),
-            "eff_low_precision_bw": params.get("low_precision_bw", 1.0),
             "queue_factor": params.get("queue_factor", 1.0) * np.array([p.get("queue", 1.0) for p in prof]),
             "tp_overhead": params.get("tp_overhead", 0.0)}
 

@@ -115,16 +115,21 @@ def test_an_arrival_waits_for_the_step_in_flight_only_when_one_is():
 
 
 def test_a_small_gemm_reaches_less_of_the_peak_than_a_large_one():
-    # M / (M + gemm_half) of the compute share: a 128-token prompt's prefill costs more per
-    # token than a 4,096-token one's, and without gemm_half (0) the two cost the same per token.
-    s = _state(concurrency=1.0, new_tokens=2.0, batching=llm.BATCHING["static"], bandwidth=1e18, step_overhead=0.0)
-    per_token = {}
-    for half in (0.0, 128.0):
-        short = llm.serve(L8, {**s, "context": 128.0, "gemm_half": half})["terms"]["ttft"]["compute"]
-        long = llm.serve(L8, {**s, "context": 4096.0, "gemm_half": half})["terms"]["ttft"]["compute"]
-        per_token[half] = (short / 128.0, long / 4096.0)
-    assert per_token[0.0][0] == pytest.approx(per_token[0.0][1], rel=0.1)  # attention's P^2 aside
-    assert per_token[128.0][0] > 1.8 * per_token[128.0][1]
+    # M / (M + gemm_half) of the compute share: the tile waste slows a 512-token prompt's prefill
+    # by a quarter (gemm_half 128) and a 4,096-token one's by a few per cent.
+    s = _state(concurrency=1.0, new_tokens=2.0, batching=llm.BATCHING["static"], step_overhead=0.0)
+
+    def slowdown(prompt):
+        return llm.serve(L8, {**s, "context": prompt, "gemm_half": 128.0})["ttft"] / \
+            llm.serve(L8, {**s, "context": prompt})["ttft"] - 1.0
+
+    assert slowdown(512.0) == pytest.approx(0.25, abs=0.03) and slowdown(4096.0) < 0.05
+    # The wasted rows cost at most the weight read: a batch-1 decode stays bandwidth-bound even on
+    # a stack that reaches a small share of the peak (a memory-bound kernel fills no tile).
+    d = {**s, "context": 16.0, "new_tokens": 256.0, "eff_compute": 0.05}
+    slow, plain = llm.serve(L8, {**d, "gemm_half": 1000.0}), llm.serve(L8, d)
+    assert slow["tpot"] == pytest.approx(plain["tpot"], rel=0.05)
+    assert slow["terms"]["tpot"]["memory_bandwidth"] > slow["terms"]["tpot"]["compute"]
 
 
 def test_gemms_and_attention_do_not_hide_each_other():
@@ -135,16 +140,6 @@ def test_gemms_and_attention_do_not_hide_each_other():
     gemm = 2 * L8.matmul_params() * out["running"] / (989e12 * 0.6)
     kv = out["running"] * L8.kv_bytes_per_token() * (512 + 32) / (3.35e12 * 0.7)
     assert out["tpot"] >= 0.95 * (gemm + kv) > 1.3 * max(gemm, kv)
-
-
-def test_8_bit_weights_stream_at_their_own_share_of_the_bandwidth():
-    s = _state(concurrency=1.0, context=128.0, new_tokens=256.0, weight_bytes=1.0, step_overhead=0.0)
-    base = llm.serve(L8, s)["tpot"]
-    slower = llm.serve(L8, {**s, "eff_low_precision_bw": 0.5})["tpot"]
-    assert slower > 1.6 * base
-    # 16-bit weights do not take the 8-bit factor.
-    s16 = {**s, "weight_bytes": 2.0}
-    assert llm.serve(L8, {**s16, "eff_low_precision_bw": 0.5})["tpot"] == llm.serve(L8, s16)["tpot"]
 
 
 def test_multi_step_scheduling_amortises_the_step_cost_and_delays_new_prompts():
