@@ -166,9 +166,10 @@ def serve(cfg: ModelConfig, s: dict) -> dict:
     gemm_half = f.get("gemm_half", np.float64(0.0))
 
     def step(decode, ptoks, psq):
-        """(compute, bytes, link, runtime) seconds of one engine step that decodes `decode`
-        sequences and prefills `ptoks` prompt tokens (Σ P² = `psq` for attention): the weights
-        are read once for all of it (for MoE, the experts the step's tokens touch)."""
+        """(compute, bytes, link, runtime, total) seconds of one engine step that decodes
+        `decode` sequences and prefills `ptoks` prompt tokens (Σ P² = `psq` for attention): the
+        weights are read once for all of it (for MoE, the experts the step's tokens touch). The
+        first four are the terms that name the binding resource; total is the step's time."""
         tokens = decode + ptoks
         # A GEMM of M = tokens rows reaches its share of the peak only when M fills the tiles and
         # the SMs: M / (M + gemm_half) of it (a batch-1 prompt of 128 tokens runs far below
@@ -205,8 +206,9 @@ def serve(cfg: ModelConfig, s: dict) -> dict:
         return t[4]
 
     def generation(n):
-        """(seconds of a prefill-carrying step, of the mean step, the mean step's terms, the
-        carrying step's terms, the steps a prompt's prefill spans) with n sequences running. Static batching: the batch's prompts
+        """(seconds of the step that carries a new prompt's prefill, of the mean step, the mean
+        step's terms, the carrying step's terms, the steps a prompt's prefill spans, seconds of a
+        plain decode step) with n sequences running. Static batching: the batch's prompts
         prefill together, then decode steps of n. Continuous: every step decodes the n running
         sequences; n / G new prompts a step replace the finished ones, k = max(n / G, 1) of them
         prefilled together in the share (n / G) / k of steps that carry prefill (TPOT: the mean
@@ -276,8 +278,8 @@ def serve(cfg: ModelConfig, s: dict) -> dict:
     # steps (nothing replaces a sequence while the first wave runs); the later waves' prompts
     # ride the carrying steps of the steady state. The mean time per wave is what n requests take.
     rounds = np.maximum(C / n, 1.0)
-    first = seconds(burst) + np.maximum(G - 1.0, 0.0) * t_plain
-    t_gen = np.where(offline & ~waves, (first + (rounds - 1.0) * np.maximum(G, 1.0) * t_step) / rounds, t_gen)
+    first_wave = seconds(burst) + np.maximum(G - 1.0, 0.0) * t_plain
+    t_gen = np.where(offline & ~waves, (first_wave + (rounds - 1.0) * np.maximum(G, 1.0) * t_step) / rounds, t_gen)
     throughput = n / np.maximum(t_gen, 1e-12)
     # Requests beyond the KV room wait for a sequence to finish. Closed loop: every request
     # queues behind C - n others, served n per generation (Little's law); offline: the queued

@@ -52,8 +52,8 @@ METRICS = llm_published.METRICS
 PARAMS = {"compute": (0.6, 0.1, 1.0), "bandwidth": (0.8, 0.2, 1.0), "kv_bandwidth": (0.8, 0.05, 1.0),
           "step_overhead": (2e-3, 0.0, 0.02), "seq_overhead": (0.0, 0.0, 1e-4), "queue_factor": (1.0, 0.0, 5.0),
           "tp_overhead": (0.0, 0.0, 2e-5), "layer_overhead": (0.0, 0.0, 1e-4), "prefill": (1.0, 0.3, 1.5),
-          "low_precision": (1.0, 0.3, 1.0), "gemm_half": (64.0, 0.0, 1024.0), "amd_compute": (1.0, 0.2, 1.5), "amd_bandwidth": (1.0, 0.2, 1.5),
-          "intel_compute": (1.0, 0.2, 1.5), "intel_bandwidth": (1.0, 0.2, 1.5)}
+          "low_precision": (1.0, 0.3, 1.0), "gemm_half": (64.0, 0.0, 1024.0), "amd_compute": (1.0, 0.2, 1.5),
+          "amd_bandwidth": (1.0, 0.2, 1.5), "intel_compute": (1.0, 0.2, 1.5), "intel_bandwidth": (1.0, 0.2, 1.5)}
 #: Per engine (second stage, the global figures held): factors on the compute and bandwidth
 #: efficiencies and the queueing factor, and its own per-step overhead. Each is pulled toward the
 #: global figure (a ridge on the log factor) so an engine with few records stays near it.
@@ -229,9 +229,9 @@ def _from_unit(x: np.ndarray, table: dict = PARAMS) -> dict:
 
 def fit(records: list[dict], sources: dict | None = None, tail: dict | None = None, start: dict | None = None) -> dict:
     """The PARAMS that minimise the weighted squared log error on `records` (Nelder-Mead on the
-    box-scaled figures from four starts: deterministic, NumPy only), then each engine with
-    ENGINE_MIN_RECORDS records or more its own profile with the global figures held. `start`
-    (a fit on more records, for leave-one-out folds): one refinement from it instead of four."""
+    box-scaled figures from six starts and a polish of the best: deterministic, NumPy only), then
+    each engine with ENGINE_MIN_RECORDS records or more its own profile with the global figures
+    held. `start` (a fit on more records, for leave-one-out folds): one refinement from it instead."""
     sources = sources or {}
     prepared = _prepare(records, sources)
     measured = np.array([r["value"] for r in records], dtype=np.float64)
@@ -242,8 +242,8 @@ def fit(records: list[dict], sources: dict | None = None, tail: dict | None = No
     fixed = {f"{v}_{k}": 1.0 for v in VENDORS if v not in seen for k in ("compute", "bandwidth")}
     f = lambda u: _loss(prepared, measured, weights, {**_from_unit(u), **fixed, **extra})  # noqa: E731
     # Weight-read efficiency and per-step overhead trade off against each other (both slow a
-    # small-batch step), so the surface has more than one basin: start from each corner of the
-    # pair, refine each with Nelder-Mead (restarted from a fresh simplex), keep the best.
+    # small-batch step), so the surface has more than one basin: start from three bandwidths by
+    # two overheads, refine each with Nelder-Mead (restarted from a fresh simplex), keep the best.
     found = []
     if start is not None:
         x = _nelder_mead(f, _to_unit({k: start.get(k, v[0]) for k, v in PARAMS.items()}), steps=150, scale=0.05)
