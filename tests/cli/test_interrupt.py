@@ -29,9 +29,11 @@ def test_any_command_interrupted_prints_one_error_line(luma_home, monkeypatch):
 
 
 def test_an_interrupted_sprint_says_what_it_kept(luma_home):
+    # A terminal's foreground job takes Ctrl-C; a suite started in the background (`cmd &` in a
+    # script) runs with SIGINT ignored, which the child would inherit: give it the default back.
     proc = subprocess.Popen([sys.executable, "-m", "luma.cli.main", "sprint", "run", "matvec-memory"],
                             env=dict(os.environ), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)
+                            start_new_session=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.time() + 120
     # Interrupt at the first kept trial: the sprint's 15 trials take ~3 s, and on a loaded host a
     # later trigger could arrive after the last one (the run then ends 0, not interrupted).
