@@ -82,6 +82,11 @@ class Marginal:
         return float(np.interp(q, _levels()[0], self.values))
 
     @property
+    def fixed(self) -> bool:
+        """Whether the length never varies."""
+        return bool(self.values[0] == self.values[-1])
+
+    @property
     def mean(self) -> float:
         return float(self.values.mean())
 
@@ -91,7 +96,7 @@ class Marginal:
 
     def bins(self) -> tuple[np.ndarray, np.ndarray, tuple[float, ...]]:
         """(bin means, bin probabilities, probability edges); one bin where the length is fixed."""
-        edges = (0.0, 1.0) if self.values[0] == self.values[-1] else BIN_EDGES
+        edges = (0.0, 1.0) if self.fixed else BIN_EDGES
         idx = [round(e * GRID) for e in edges]
         means = np.array([self.values[a:b].mean() for a, b in zip(idx, idx[1:])])
         return means, np.diff(edges), edges

@@ -125,7 +125,8 @@ def setting(r: dict, sources: dict) -> dict:
 
 def _prepare(records: list[dict], sources: dict) -> list[tuple]:
     """Per model preset: (record indices, the serve() keys that do not depend on the fitted
-    figures, vendors, engines, metric, statistic multiplier exponent and unit scale per record)."""
+    figures, vendors, engines, metric, statistic multiplier exponent, unit scale and the output
+    length a latency quantile is read at (_output_at) per record)."""
     groups: dict[str, list[int]] = {}
     for i, r in enumerate(records):
         groups.setdefault(r["model"], []).append(i)
@@ -154,10 +155,10 @@ def _prepare(records: list[dict], sources: dict) -> list[tuple]:
         q = [QUANTILE[r.get("statistic", "value")] for r in rows]
         # A whole request's latency at a quantile, over lengths that vary, is the latency of a
         # request of that quantile's output length: its spread is the lengths' (no tail factor).
-        s["latency_g"] = np.array([_output_at(r) if r["metric"] == "latency" else np.nan for r in rows])
-        expo = np.array([0.0 if x is None or np.isfinite(g) else judge.exponent(x) for x, g in zip(q, s["latency_g"])])
+        latency_g = np.array([_output_at(r) if r["metric"] == "latency" else np.nan for r in rows])
+        expo = np.array([0.0 if x is None or np.isfinite(g) else judge.exponent(x) for x, g in zip(q, latency_g)])
         out.append((np.array(idx), llm_config.PRESETS[model], s, [llm_published.vendor(r["machine"]) for r in rows],
-                    [x["engine"] for x in sets], metrics, expo, scale))
+                    [x["engine"] for x in sets], metrics, expo, scale, latency_g))
     return out
 
 
@@ -166,7 +167,7 @@ def _output_at(r: dict) -> float:
     (NaN for a mean, a plain value, or fixed lengths)."""
     level = LEVEL.get(r.get("statistic", "value"))
     mix = llm_published.mix(r)
-    if level is None or mix.quantile("output", 0.01) == mix.quantile("output", 0.99):
+    if level is None or mix.output_dist.fixed:
         return np.nan
     return float(mix.quantile("output", level))
 
@@ -174,7 +175,7 @@ def _output_at(r: dict) -> float:
 def _evaluate(prepared: list[tuple], n_records: int, params: dict, tail: dict | None = None) -> np.ndarray:
     out = np.empty(n_records)
     tail = {**DEFAULT_TAIL, **(tail or params.get("_tail") or {})}
-    for idx, cfg, s, vendors, engines, metrics, expo, scale in prepared:
+    for idx, cfg, s, vendors, engines, metrics, expo, scale, latency_g in prepared:
         m = llm.serve(cfg, {**s, **engine(params, vendors, engines)})
         shape = (len(idx),)
         values = {"token_throughput": m["token_throughput"],
@@ -182,8 +183,8 @@ def _evaluate(prepared: list[tuple], n_records: int, params: dict, tail: dict | 
                   "total_token_throughput": m["throughput"] * (s["context"] + s["new_tokens"]),
                   "request_throughput": m["throughput"],
                   "ttft": m["ttft"] + m["wait"] * m["wait_fraction"], "tpot": m["tpot"],
-                  "latency": np.where(np.isfinite(s["latency_g"]),
-                                      m["ttft"] + m["wait"] * m["wait_fraction"] + np.maximum(s["latency_g"] - 1.0, 0.0) * m["tpot"],
+                  "latency": np.where(np.isfinite(latency_g),
+                                      m["ttft"] + m["wait"] * m["wait_fraction"] + np.maximum(latency_g - 1.0, 0.0) * m["tpot"],
                                       np.where(s["arrival"] == llm.ARRIVALS["poisson"], m["latency"] + m["wait"] * m["wait_fraction"],
                                                np.maximum(m["running"], 1.0) / m["throughput"] * s["replicas"]))}
         table = {k: np.broadcast_to(v, shape) for k, v in values.items()}
