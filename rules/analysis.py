@@ -210,31 +210,35 @@ _CODE = hashlib.sha256(Path(__file__).read_bytes() + Path(query_safety.__file__)
 
 
 def analyse_cached(rule: Rule, cache: Path | None) -> Analysed:
-    """`analyse`, remembered in `cache` (one JSON file per rule text): rdflib parses a rule in
-    0.1-0.3 s, which every `luma rules run` would otherwise pay again for the same files (2 s of a
-    4 s incremental run at 100k chains). A rule that does not analyse is never cached, so its
-    error is raised every time; an unreadable cache file is analysed again."""
-    if cache is None:
-        return analyse(rule)
+    """`analyse`, remembered in `cache` (one JSON file per rule text) and in this process: rdflib
+    parses a rule in 0.1-0.3 s, which every `luma rules run` would otherwise pay again for the same
+    files (2 s of a 4 s incremental run at 100k chains), and every fresh project (each test's) for
+    the same shipped rules. A rule that does not analyse is never cached, so its error is raised
+    every time; an unreadable cache file is analysed again."""
     key = hashlib.sha256(json.dumps([_CODE, rule.id, rule.path, render(rule), rule.derives, rule.reads,
                                      list(rule.context), repr(rule.partition)]).encode()).hexdigest()
-    path = cache / f"{rule.id}-{key[:24]}.json"
-    try:
-        data = json.loads(path.read_text())
-        return Analysed(rule, writes=_keys_in(data["writes"]), reads=_keys_in(data["reads"]),
-                        negative=_keys_in(data["negative"]), outside_graph=data["outside_graph"],
-                        outside=[(_key_in(k), neg) for k, neg in data["outside"]],
-                        result_class=data["result_class"], absent=_keys_in(data["absent"]),
-                        graphs=set(data["graphs"]), record_var=data["record_var"],
-                        record_reads=data["record_reads"])
-    except (OSError, ValueError, KeyError, TypeError):
-        pass
-    out = analyse(rule)
-    data = {"writes": _keys_out(out.writes), "reads": _keys_out(out.reads), "negative": _keys_out(out.negative),
-            "outside_graph": out.outside_graph, "outside": [[_key_out(k), neg] for k, neg in out.outside],
-            "result_class": out.result_class, "absent": _keys_out(out.absent), "graphs": sorted(out.graphs),
-            "record_var": out.record_var, "record_reads": out.record_reads}
-    try:
+    path = cache / f"{rule.id}-{key[:24]}.json" if cache is not None else None
+    data = _ANALYSED.get(key)
+    if data is None and path is not None:
+        try:
+            data = json.loads(path.read_text())
+            out = _analysed_from(rule, data)
+            _ANALYSED[key] = data
+            return out
+        except (OSError, ValueError, KeyError, TypeError):
+            data = None
+    if data is not None:
+        out = _analysed_from(rule, data)
+    else:
+        out = analyse(rule)
+        data = {"writes": _keys_out(out.writes), "reads": _keys_out(out.reads), "negative": _keys_out(out.negative),
+                "outside_graph": out.outside_graph, "outside": [[_key_out(k), neg] for k, neg in out.outside],
+                "result_class": out.result_class, "absent": _keys_out(out.absent), "graphs": sorted(out.graphs),
+                "record_var": out.record_var, "record_reads": out.record_reads}
+        _ANALYSED[key] = json.loads(json.dumps(data))  # a copy: the caller's Analysed may be changed
+    if path is None or path.is_file():
+        return out
+    try:  # the project's cache too, for the next process
         cache.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(f".{os.getpid()}.tmp")
         tmp.write_text(json.dumps(data, sort_keys=True))
@@ -242,6 +246,20 @@ def analyse_cached(rule: Rule, cache: Path | None) -> Analysed:
     except OSError:  # a read-only project still runs, it only parses again next time
         pass
     return out
+
+
+#: What `analyse_cached` found in this process, by the digest of the rule and the analysing code.
+_ANALYSED: dict[str, dict] = {}
+
+
+def _analysed_from(rule: Rule, data: dict) -> Analysed:
+    """The analysis `analyse_cached` keeps as JSON, for `rule`."""
+    return Analysed(rule, writes=_keys_in(data["writes"]), reads=_keys_in(data["reads"]),
+                    negative=_keys_in(data["negative"]), outside_graph=data["outside_graph"],
+                    outside=[(_key_in(k), neg) for k, neg in data["outside"]],
+                    result_class=data["result_class"], absent=_keys_in(data["absent"]),
+                    graphs=set(data["graphs"]), record_var=data["record_var"],
+                    record_reads=data["record_reads"])
 
 
 def _key_out(key: tuple) -> list:
@@ -278,19 +296,26 @@ def check_rule_text(rule: Rule, text: str) -> CheckedQuery:
     return checked
 
 
+#: Digests of the rule texts that passed `check_rule_text` in this process (see `check_rule_cached`).
+_PASSED: set[str] = set()
+
+
 def check_rule_cached(rule: Rule, text: str, cache: Path | None) -> None:
     """`check_rule_text` on the text the engine is about to run, remembered in `cache` by a digest
     of that exact text (and of the checking code): rdflib parses a rule in 0.1-0.3 s, which every
     run with the same parameters would otherwise pay again. Only a text that passed is remembered,
-    so a refused one is refused every time."""
-    if cache is None:
+    so a refused one is refused every time. A text that passed is also remembered in this process:
+    a fresh project (every test's, a `--home` of one's own) re-runs the same shipped rules."""
+    digest = hashlib.sha256(f"{_CODE}\0{text}".encode()).hexdigest()[:40]
+    mark = cache / digest if cache is not None else None
+    if digest not in _PASSED:
+        if mark is not None and mark.is_file():
+            return
         check_rule_text(rule, text)
+        _PASSED.add(digest)
+    if mark is None or mark.is_file():
         return
-    mark = cache / hashlib.sha256(f"{_CODE}\0{text}".encode()).hexdigest()[:40]
-    if mark.is_file():
-        return
-    check_rule_text(rule, text)
-    try:
+    try:  # the project's cache too, for the next process
         cache.mkdir(parents=True, exist_ok=True)
         mark.write_text(f"{rule.id}\n")
     except OSError:  # a read-only project still runs, it only checks again next time

@@ -1,6 +1,7 @@
 """The rule analysis is cached per rule text (rules/analysis.py `analyse_cached`): the cached
 analysis equals a fresh one, a changed rule is analysed again, a broken cache file is ignored,
-and a rule that does not analyse raises every time."""
+and a rule that does not analyse raises every time. A process keeps what it analysed and the
+texts that passed the checks, for every project it opens, and still writes each project's cache."""
 
 from __future__ import annotations
 
@@ -9,8 +10,16 @@ import dataclasses
 import pytest
 
 from luma.errors import RuleError
-from luma.rules.analysis import analyse, analyse_cached
-from luma.rules.loader import load_all, parse
+from luma.rules import analysis
+from luma.rules.analysis import analyse, analyse_cached, check_rule_cached
+from luma.rules.loader import load_all, parse, render
+
+
+@pytest.fixture(autouse=True)
+def fresh_process(monkeypatch):
+    """Each test starts with nothing remembered in this process (as a new process would)."""
+    monkeypatch.setattr(analysis, "_ANALYSED", {})
+    monkeypatch.setattr(analysis, "_PASSED", set())
 
 
 def _fields(a):
@@ -55,3 +64,27 @@ def test_a_rule_that_does_not_analyse_is_never_cached(tmp_path):
         with pytest.raises(RuleError):
             analyse_cached(rule, tmp_path)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_second_project_in_one_process_parses_no_rule_again_and_gets_its_cache(tmp_path, monkeypatch):
+    rule = next(r for r in load_all() if r.id == "binds-before")
+    text = render(rule)
+    first = analyse_cached(rule, tmp_path / "a")
+    check_rule_cached(rule, text, tmp_path / "a" / "checked")
+    calls = []
+    monkeypatch.setattr(analysis, "analyse", lambda r: calls.append(r.id))
+    monkeypatch.setattr(analysis, "check_rule_text", lambda r, t: calls.append(r.id))
+    again = analyse_cached(rule, tmp_path / "b")
+    check_rule_cached(rule, text, tmp_path / "b" / "checked")
+    assert calls == [] and _fields(again) == _fields(first)
+    assert len(list((tmp_path / "b").glob("binds-before-*.json"))) == 1  # the next process's
+    assert len(list((tmp_path / "b" / "checked").iterdir())) == 1
+
+
+def test_a_refused_text_is_checked_every_time_in_one_process(tmp_path):
+    rule = parse("# id: svc\n# version: 1\n# description: d\n# derives: ?x\nPREFIX luma: <https://w3id.org/luma/ns#>\n"
+                 "CONSTRUCT { ?x a luma:A } WHERE { SERVICE <http://127.0.0.1:9/q> { ?x a luma:B } }\n", "svc.rq")
+    for _ in range(2):
+        with pytest.raises(RuleError, match="SERVICE"):
+            check_rule_cached(rule, render(rule), tmp_path)
+    assert analysis._PASSED == set() and list(tmp_path.iterdir()) == []

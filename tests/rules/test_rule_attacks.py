@@ -152,6 +152,10 @@ def test_the_sandbox_alone_stops_a_rule_that_passed_the_checks(project, listener
 
         return CheckedQuery(text, "graph", form="construct", tree=parseQuery(text))
 
+    # The verdicts this process remembers (analysis._PASSED, _ANALYSED) start empty and are put
+    # back after the test, so the planted ones never reach another test.
+    monkeypatch.setattr(analysis, "_PASSED", set())
+    monkeypatch.setattr(analysis, "_ANALYSED", {})
     with monkeypatch.context() as patch:
         patch.setattr(analysis, "check_rule_text", unchecked)
         with KnowledgeBase.open(Settings.from_env(home=project)) as kb:
@@ -159,6 +163,8 @@ def test_the_sandbox_alone_stops_a_rule_that_passed_the_checks(project, listener
     assert listener.seen, "the control: in this process, without the sandbox, the rule calls out"
     assert LEAKED.decode() in json.dumps(_derived(project))
     listener.seen.clear()
+    analysis._PASSED.clear()  # the run below finds the planted verdicts on disk, as a new process would
+    analysis._ANALYSED.clear()
     result = CliRunner().invoke(cli, ["rules", "run", "--full"])
     assert result.exit_code == 0, result.output
     assert listener.seen == []
