@@ -137,6 +137,7 @@ def _marked(mark: str):
                                 "sprint": c.sprint.model_copy(update={"intervention": None})})
 
 
+@pytest.mark.slow  # a real server killed mid-trial (~15 s)
 def test_killing_the_server_mid_trial_is_a_fail_with_cause_error_and_the_sprint_goes_on(cache):
     mark, kills = uuid.uuid4().hex, []
     c = _marked(mark)
@@ -156,6 +157,7 @@ def test_killing_the_server_mid_trial_is_a_fail_with_cause_error_and_the_sprint_
     assert json.dumps(first.telemetry)  # telemetry stays JSON (the sprint's summary file)
 
 
+@pytest.mark.slow  # a sprint of real trials at several memory levels (~25 s)
 def test_the_kv_budget_binds_the_generation_contract_and_a_q8_0_kv_cache_recovers(tmp_path_factory):
     """The generation contract on the small Llama trained here: at 192 KiB an F16 KV cache buys
     256 tokens and every 300-token stream is cut short (kv-capacity); a Q8_0 one buys 512."""
