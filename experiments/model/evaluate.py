@@ -222,8 +222,7 @@ class Evaluator:
              "terms": {**out["terms"], "latency": out["terms"]["tpot"]}}
         if self.mixes is not None:  # a latency quantile is that quantile's output length's (judge.value)
             outs, d = self.mixes, idx["dataset"]
-            m["output_quantile"] = lambda q: np.take(np.array([
-                np.nan if x.output_dist.fixed else x.quantile("output", q) for x in outs]), d)
+            m["output_quantile"] = lambda q: np.take(np.array([x.latency_output(q) for x in outs]), d)
         m["band"] = self._bands(a, e, batching, arrival, C, n)
         m["replicas"] = np.broadcast_to(reps, n)
         cost = np.broadcast_to(cnt * np.take(self.price, a), n)

@@ -323,6 +323,12 @@ class LengthMix:
             raise ContractError(f"{q} is not a probability level (0..1)", field="q")
         return dist.quantile(q)
 
+    def latency_output(self, q: float) -> float:
+        """The output length a whole request's latency at probability level q is read at: the
+        q-quantile of the output lengths, NaN when they never vary (a fixed-length load's latency
+        quantile comes from the tail factor instead)."""
+        return np.nan if self.output_dist.fixed else self.quantile("output", q)
+
     def describe(self) -> str:
         """The mix in a few lines: source, stated vs fitted figures, points, assumptions."""
         lines = [f"length mix {self.name}"]

@@ -166,10 +166,7 @@ def _output_at(r: dict) -> float:
     """The output length at the record's statistic's probability level when its lengths vary
     (NaN for a mean, a plain value, or fixed lengths)."""
     level = LEVEL.get(r.get("statistic", "value"))
-    mix = llm_published.mix(r)
-    if level is None or mix.output_dist.fixed:
-        return np.nan
-    return float(mix.quantile("output", level))
+    return np.nan if level is None else llm_published.mix(r).latency_output(level)
 
 
 def _evaluate(prepared: list[tuple], n_records: int, params: dict, tail: dict | None = None) -> np.ndarray:
