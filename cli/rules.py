@@ -124,7 +124,8 @@ def run_cmd(params: tuple[str, ...], full: bool, exploratory: bool, workers: int
         click.echo(json.dumps({"rules": [{k.replace(" ", "_"): v for k, v in row.items()} for row in rows],
                                "new": report.derived_new, "changed": report.derived_changed,
                                "removed": report.derived_removed, "quads_new": report.new,
-                               "quads_removed": report.removed, "seconds": round(report.seconds, 3)}, indent=2))
+                               "quads_removed": report.removed, "seconds": round(report.seconds, 3),
+                               "changes_from": report.changes_from}, indent=2))
         return
     print_rows(rows, ["stratum", "rule", "derives", "derived", "new", "changed", "removed", "quads", "how", "rounds",
                       "seconds"], "table", title="rules run")

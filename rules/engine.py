@@ -170,9 +170,11 @@ class Engine:
         rules = [a.rule for a in self.analysed]
         values = resolve_params(rules, overrides or {}, exploratory=exploratory)
         report, t0 = RunReport(), time.perf_counter()
-        state = StateStore(self.kb.store, self.cache, tuple(p for a in self.analysed for p in a.rule.context))
+        state = StateStore(self.kb.store, self.cache, tuple(p for a in self.analysed for p in a.rule.context),
+                           ledger=getattr(self.kb, "ledger", None))
         prev = RunState() if full else state.load()
-        graphs = state.asserted_graphs()
+        graphs = state.asserted_graphs(prev)
+        report.changes_from = state.changes_from
         # The text each rule runs, parameter values in place, checked as a user's query is: all of
         # them here, before anything is written, and on this thread (rdflib's parser is not
         # thread-safe: two strata parsing at once broke each other's parse).

@@ -53,7 +53,7 @@ from luma.kb.store.embedded import EmbeddedStore
 from luma.kb.vocab import ID
 from luma.rules import exploratory as explore
 from luma.rules.run_report import RunReport
-from luma.rules.state import DERIVED, StateStore
+from luma.rules.state import DERIVED, LOOKUP_MAX, LedgerRows, StateStore, cached_through
 from luma.settings import Settings
 
 #: The node whose facts (in the default graph) are the rules' cache token (rules/state.py).
@@ -159,7 +159,7 @@ def run_rules(kb, limits: RunLimits, overrides: dict[str, str] | None = None, *,
     snapshot = None if exploratory else access.publish_snapshot(store.raw, home)
     cache_before = _listing(cache)
     spec = {"path": str(path), "settings": _settings_out(kb.settings), "overrides": overrides, "full": full,
-            "workers": workers, "exploratory": exploratory}
+            "workers": workers, "exploratory": exploratory, "ledger": None if full else _new_records(kb, cache)}
     store.close()  # one process may open the store for writing: the child, while it runs
     process = process or RuleProcess()
     try:
@@ -176,6 +176,18 @@ def run_rules(kb, limits: RunLimits, overrides: dict[str, str] | None = None, *,
         raise _failure(status, limits, None)
     undone = _put_back(kb.store, home, snapshot, cache, cache_before, exploratory)
     raise _failure(status, limits, undone)
+
+
+def _new_records(kb, cache: Path) -> dict | None:
+    """The ledger's records since the last run, for the child (which reaches no database server)
+    to learn its new graphs from (rules/state.py); None when there is no last run or too many."""
+    since = cached_through(cache)
+    if since is None:
+        return None
+    rows = kb.ledger.hashes_after(since, LOOKUP_MAX + 1)
+    if len(rows) > LOOKUP_MAX:
+        return None
+    return {"since": since, "rows": [[i, h] for i, h, _ in rows]}
 
 
 def _failure(status: dict, limits: RunLimits, undone: str | None) -> LumaError:
@@ -266,10 +278,12 @@ def _settings_in(data: dict) -> Settings:
 
 @dataclass
 class _Project:
-    """What the engine needs of a knowledge base: its store and settings."""
+    """What the engine needs of a knowledge base: its store, settings and (when the parent read
+    them) the ledger's records since the last run."""
 
     store: object
     settings: Settings
+    ledger: LedgerRows | None = None
 
 
 def _error_out(exc: LumaError) -> dict:
@@ -288,7 +302,8 @@ def _child(spec: dict) -> dict:
     resource.setrlimit(resource.RLIMIT_DATA, (vm_data() + spec["memory_bytes"], resource.RLIM_INFINITY))
     from luma.rules.engine import Engine  # main() imported it already; the parent never does
 
-    kb, written = _Project(store, settings), False
+    rows = spec.get("ledger")
+    kb, written = _Project(store, settings, LedgerRows(rows["since"], rows["rows"]) if rows else None), False
     try:
         if spec["exploratory"]:
             written = True  # the copy

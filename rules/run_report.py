@@ -36,6 +36,9 @@ class RunReport:
 
     runs: list[RuleRun] = field(default_factory=list)
     seconds: float = 0.0
+    #: How the run found the graphs that came and went: "ledger" (the ledger's records since the
+    #: last run, the store's graph count agreeing) or "listing" (every graph listed: rules/state.py).
+    changes_from: str = "listing"
 
     @property
     def new(self) -> int:
@@ -58,8 +61,8 @@ class RunReport:
         return sum(r.derived_removed for r in self.runs)
 
     def to_json(self) -> dict:
-        return {"runs": [asdict(run) for run in self.runs], "seconds": self.seconds}
+        return {"runs": [asdict(run) for run in self.runs], "seconds": self.seconds, "changes_from": self.changes_from}
 
     @classmethod
     def from_json(cls, data: dict) -> "RunReport":
-        return cls([RuleRun(**run) for run in data["runs"]], data["seconds"])
+        return cls([RuleRun(**run) for run in data["runs"]], data["seconds"], data.get("changes_from", "listing"))

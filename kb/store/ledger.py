@@ -207,12 +207,13 @@ class Ledger:
                 yield LedgerEntry(**{**m, "ingested_at": as_utc(m["ingested_at"])})
             last_id = rows[-1].id
 
-    def hashes_after(self, last_id: int) -> list[tuple[int, str, str]]:
-        """(id, content hash, kind) of every record with id > last_id, in id order (no payloads)."""
+    def hashes_after(self, last_id: int, limit: int | None = None) -> list[tuple[int, str, str]]:
+        """(id, content hash, kind) of every record with id > last_id (the first `limit` of them), in
+        id order (no payloads)."""
         c = self._table.c
+        query = select(c.id, c.content_hash, c.kind).where(c.id > last_id).order_by(c.id)
         with self.engine.connect() as conn:
-            return [tuple(r) for r in conn.execute(select(c.id, c.content_hash, c.kind).where(c.id > last_id)
-                                                   .order_by(c.id))]
+            return [tuple(r) for r in conn.execute(query if limit is None else query.limit(limit))]
 
     def entries(self, hashes: Iterable[str]) -> list[LedgerEntry]:
         """The records with these content hashes, in id order."""

@@ -5,14 +5,19 @@ benchmark (`bench_key`), so that the would-be measured ones are measured and qua
 
 from __future__ import annotations
 
+import json
+
 import pytest
+from click.testing import CliRunner
 
 from luma.errors import RuleError
+from luma.cli.main import cli
 from luma.kb.knowledge_base import KnowledgeBase
 from luma.kb.records.synthetic import mark_bench_project, write_jsonl
 from luma.rules.analysis import analyse
 from luma.rules.engine import Engine, graph_of
 from luma.rules.loader import parse
+from luma.rules.state import StateStore
 from luma.settings import Settings
 
 from tests.conftest import _clear_server, trust_runner
@@ -140,3 +145,83 @@ def test_an_incremental_run_ends_where_a_full_run_ends_on_every_store(backend, t
         full = Engine(kb).run(full=True)
         assert (full.new, full.removed) == (0, 0)
         assert _derived(kb) == after_delta
+
+
+def _state(kb):
+    """The engine's state store of the project (its rules' context predicates too)."""
+    engine = Engine(kb)
+    return StateStore(kb.store, engine.cache, tuple(p for a in engine.analysed for p in a.rule.context),
+                      ledger=kb.ledger)
+
+
+def test_a_run_learns_its_new_graphs_from_the_ledger_when_the_graph_count_agrees(luma_home, bench_key, tmp_path,
+                                                                                   monkeypatch):
+    with _open(luma_home) as kb:
+        kb.ingest([write_jsonl(tmp_path / "a.jsonl", 12, signer=bench_key)], submitter="t")
+        Engine(kb).run()
+        kb.ingest([write_jsonl(tmp_path / "b.jsonl", 5, seed=8, signer=bench_key)], submitter="t")
+        state = _state(kb)
+        truth = state.asserted_graphs()  # without the last run's state: every graph listed
+        prev = state.load()
+        assert prev.valid and len(truth - prev.graphs) == 5
+        # the graphs are not listed: the ledger's five new records and the count say it all
+        monkeypatch.setattr(StateStore, "_listed", lambda self: pytest.fail("listed every graph"))
+        assert state.asserted_graphs(prev) == truth
+        monkeypatch.undo()
+        inc = Engine(kb).run()
+        assert _modes(inc)["qualified-boundary"] == "delta"
+        full = Engine(kb).run(full=True)
+        assert (full.new, full.removed) == (0, 0)
+
+
+@pytest.mark.parametrize("change", ["drop", "foreign"])
+def test_a_graph_that_came_or_went_outside_the_ledger_is_found_by_listing(luma_home, bench_key, tmp_path, change):
+    with _open(luma_home) as kb:
+        kb.ingest([write_jsonl(tmp_path / "a.jsonl", 12, signer=bench_key)], submitter="t")
+        Engine(kb).run()
+        old = kb.store.select("SELECT ?g WHERE { GRAPH ?g { ?g <https://w3id.org/luma/ns#recordKind> \"pex-chain\" } } "
+                              "LIMIT 1", union=False)[0]["g"]
+        kb.ingest([write_jsonl(tmp_path / "b.jsonl", 3, seed=8, signer=bench_key)], submitter="t")
+        if change == "drop":
+            kb.store.update(f"DROP GRAPH <{old}>")
+        else:
+            kb.store.update("INSERT DATA { GRAPH <urn:x:foreign> { <urn:x:s> <urn:x:p> 1 } }")
+        state = _state(kb)
+        got = state.asserted_graphs(state.load())
+        assert got == state.asserted_graphs()
+        assert (old in got) == (change == "foreign") and ("urn:x:foreign" in got) == (change == "foreign")
+        if change == "drop":
+            assert _modes(Engine(kb).run())["qualified-boundary"] == "full"  # a record went: recomputed
+
+
+def test_a_raw_update_that_swaps_graphs_is_healed_by_a_full_run(luma_home, bench_key, tmp_path):
+    # The limit the docs state: a graph dropped and another added outside the ledger between two
+    # runs keep the count; like an edit in place, only --full sees them.
+    with _open(luma_home) as kb:
+        kb.ingest([write_jsonl(tmp_path / "a.jsonl", 12, signer=bench_key)], submitter="t")
+        Engine(kb).run()
+        old = kb.store.select("SELECT ?g WHERE { GRAPH ?g { ?g <https://w3id.org/luma/ns#recordKind> \"pex-chain\" } } "
+                              "LIMIT 1", union=False)[0]["g"]
+        kb.store.update(f"DROP GRAPH <{old}> ; INSERT DATA {{ GRAPH <urn:x:foreign> {{ <urn:x:s> <urn:x:p> 1 }} }}")
+        Engine(kb).run(full=True)
+        after = _derived(kb)
+        fresh = Engine(kb).run(full=True)
+        assert (fresh.new, fresh.removed) == (0, 0) and _derived(kb) == after
+        state = _state(kb)
+        assert state.asserted_graphs(state.load()) == state.asserted_graphs()
+
+
+def test_luma_rules_run_in_its_sandboxed_child_learns_the_new_graphs_from_the_ledger(luma_home, bench_key, tmp_path):
+    # The child reaches no database server: the parent reads the ledger's new records for it.
+    runner = CliRunner()
+    with _open(luma_home) as kb:
+        kb.ingest([write_jsonl(tmp_path / "a.jsonl", 12, signer=bench_key)], submitter="t")
+    first = json.loads(runner.invoke(cli, ["rules", "run", "--format", "json"]).output)
+    assert first["changes_from"] == "listing"  # no last run to start from
+    with _open(luma_home) as kb:
+        kb.ingest([write_jsonl(tmp_path / "b.jsonl", 4, seed=8, signer=bench_key)], submitter="t")
+    second = json.loads(runner.invoke(cli, ["rules", "run", "--format", "json"]).output)
+    assert second["changes_from"] == "ledger"
+    assert {r["rule"]: r["how"] for r in second["rules"]}["qualified-boundary"] == "delta"
+    full = json.loads(runner.invoke(cli, ["rules", "run", "--full", "--format", "json"]).output)
+    assert full["changes_from"] == "listing" and (full["quads_new"], full["quads_removed"]) == (0, 0)

@@ -101,6 +101,7 @@ def test_hashes_after_matches_after_without_payloads(ledger):
     assert ledger.hashes_after(0) == full
     assert ledger.hashes_after(full[2][0]) == full[3:]
     assert ledger.hashes_after(full[-1][0]) == []
+    assert ledger.hashes_after(full[2][0], limit=2) == full[3:5]
 
 
 def test_entries_by_hash_in_id_order(ledger):
