@@ -6,8 +6,8 @@ Variables: `LUMA_HOME`, `LUMA_DB_URL`, `LUMA_KB_URL` (and `LUMA_KB_QUERY_URL`,
 `LUMA_QUERY_MEMORY`, `LUMA_QUERY_MAX_ANSWER_BYTES`, `LUMA_QUERY_REQUIRE_SANDBOX`,
 `LUMA_RULES_TIMEOUT`, `LUMA_RULES_MEMORY`,
 `LUMA_RUNNER_KEY`, the input-file limits `LUMA_MAX_*_FILE_BYTES` (kb/records/input_files.py) and, for the
-machine rather than a project, `LUMA_ENGINE_CACHE` (`engine_cache`) and `LUMA_KERNEL_CACHE`
-(`kernel_cache`)."""
+machine rather than a project, `LUMA_ENGINE_CACHE` (`engine_cache`), `LUMA_KERNEL_CACHE`
+(`kernel_cache`) and `LUMA_RULES_CACHE` (`rules_cache`)."""
 
 from __future__ import annotations
 
@@ -145,6 +145,17 @@ def kernel_cache(environ: Mapping[str, str] | None = None) -> Path:
         return Path(env["LUMA_KERNEL_CACHE"]).absolute()
     base = Path(env["XDG_CACHE_HOME"]) if env.get("XDG_CACHE_HOME") else Path.home() / ".cache"
     return (base / "luma").absolute()
+
+
+def rules_cache(environ: Mapping[str, str] | None = None) -> Path:
+    """Where the rules engine keeps its analyses of rule texts and the texts that passed its checks,
+    by digest (rules/analysis.py; shared by every project: they all run the shipped rules):
+    `LUMA_RULES_CACHE`, else $XDG_CACHE_HOME/luma/rules, else ~/.cache/luma/rules."""
+    env = os.environ if environ is None else environ
+    if env.get("LUMA_RULES_CACHE"):
+        return Path(env["LUMA_RULES_CACHE"]).absolute()
+    base = Path(env["XDG_CACHE_HOME"]) if env.get("XDG_CACHE_HOME") else Path.home() / ".cache"
+    return (base / "luma" / "rules").absolute()
 
 
 def parse_count(text: str, what: str) -> int:

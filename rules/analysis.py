@@ -209,43 +209,57 @@ def _result_class(rule: Rule, template) -> str | None:
 _CODE = hashlib.sha256(Path(__file__).read_bytes() + Path(query_safety.__file__).read_bytes()).hexdigest()
 
 
-def analyse_cached(rule: Rule, cache: Path | None) -> Analysed:
-    """`analyse`, remembered in `cache` (one JSON file per rule text) and in this process: rdflib
-    parses a rule in 0.1-0.3 s, which every `luma rules run` would otherwise pay again for the same
-    files (2 s of a 4 s incremental run at 100k chains), and every fresh project (each test's) for
-    the same shipped rules. A rule that does not analyse is never cached, so its error is raised
-    every time; an unreadable cache file is analysed again."""
+def analyse_cached(rule: Rule, cache: Path | None, shared: Path | None = None) -> Analysed:
+    """`analyse`, remembered in `cache` (the project's: one JSON file per rule text), in `shared`
+    (the machine's, `luma.settings.rules_cache`: every project runs the same shipped rules) and in
+    this process: rdflib parses a rule in 0.1-0.3 s, which every `luma rules run` would otherwise
+    pay again for the same files (2 s of a 4 s incremental run at 100k chains), and every fresh
+    project's first run in its sandboxed child (a new process: ~3 s for the 14 shipped rules). A
+    rule that does not analyse is never cached, so its error is raised every time; an unreadable
+    cache file is analysed again."""
     key = hashlib.sha256(json.dumps([_CODE, rule.id, rule.path, render(rule), rule.derives, rule.reads,
                                      list(rule.context), repr(rule.partition)]).encode()).hexdigest()
-    path = cache / f"{rule.id}-{key[:24]}.json" if cache is not None else None
-    data = _ANALYSED.get(key)
-    if data is None and path is not None:
-        try:
-            data = json.loads(path.read_text())
-            out = _analysed_from(rule, data)
-            _ANALYSED[key] = data
-            return out
-        except (OSError, ValueError, KeyError, TypeError):
-            data = None
-    if data is not None:
-        out = _analysed_from(rule, data)
-    else:
+    name = f"{rule.id}-{key[:24]}.json"
+    folders = [f for f in (cache, shared) if f is not None]
+    data, out, broken = _ANALYSED.get(key), None, set()
+    if data is None:
+        for folder in folders:
+            try:
+                data = json.loads((folder / name).read_text())
+                out = _analysed_from(rule, data)
+                break
+            except OSError:
+                data = None
+            except (ValueError, KeyError, TypeError):
+                data = None
+                broken.add(folder)
+    if data is None:
         out = analyse(rule)
         data = {"writes": _keys_out(out.writes), "reads": _keys_out(out.reads), "negative": _keys_out(out.negative),
                 "outside_graph": out.outside_graph, "outside": [[_key_out(k), neg] for k, neg in out.outside],
                 "result_class": out.result_class, "absent": _keys_out(out.absent), "graphs": sorted(out.graphs),
                 "record_var": out.record_var, "record_reads": out.record_reads}
-        _ANALYSED[key] = json.loads(json.dumps(data))  # a copy: the caller's Analysed may be changed
-    if path is None or path.is_file():
-        return out
-    try:  # the project's cache too, for the next process
-        cache.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(data, sort_keys=True))
-        tmp.replace(path)
-    except OSError:  # a read-only project still runs, it only parses again next time
-        pass
+    elif out is None:
+        out = _analysed_from(rule, data)
+    _ANALYSED[key] = json.loads(json.dumps(data))  # a copy: the caller's Analysed may be changed
+    for folder in folders:  # for the next process
+        _keep(folder / name, json.dumps(data, sort_keys=True), replace=folder in broken)
     return out
+
+
+def _keep(path: Path, text: str, replace: bool = False) -> None:
+    """Write a cache file unless it is there (or `replace`: it did not read), atomically: a reader
+    never sees half of one; a folder that cannot be written (a read-only project) only means
+    parsing again next time."""
+    if path.is_file() and not replace:
+        return
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(text)
+        tmp.replace(path)
+    except OSError:
+        pass
 
 
 #: What `analyse_cached` found in this process, by the digest of the rule and the analysing code.
@@ -300,26 +314,20 @@ def check_rule_text(rule: Rule, text: str) -> CheckedQuery:
 _PASSED: set[str] = set()
 
 
-def check_rule_cached(rule: Rule, text: str, cache: Path | None) -> None:
-    """`check_rule_text` on the text the engine is about to run, remembered in `cache` by a digest
-    of that exact text (and of the checking code): rdflib parses a rule in 0.1-0.3 s, which every
-    run with the same parameters would otherwise pay again. Only a text that passed is remembered,
-    so a refused one is refused every time. A text that passed is also remembered in this process:
-    a fresh project (every test's, a `--home` of one's own) re-runs the same shipped rules."""
+def check_rule_cached(rule: Rule, text: str, cache: Path | None, shared: Path | None = None) -> None:
+    """`check_rule_text` on the text the engine is about to run, remembered in `cache` (the
+    project's), `shared` (the machine's) and this process by a digest of that exact text (and of
+    the checking code): rdflib parses a rule in 0.1-0.3 s, which every run with the same
+    parameters, and every fresh project (every test's, a `--home` of one's own) would otherwise
+    pay again. Only a text that passed is remembered, so a refused one is refused every time."""
     digest = hashlib.sha256(f"{_CODE}\0{text}".encode()).hexdigest()[:40]
-    mark = cache / digest if cache is not None else None
+    marks = [f / digest for f in (cache, shared) if f is not None]
     if digest not in _PASSED:
-        if mark is not None and mark.is_file():
-            return
-        check_rule_text(rule, text)
+        if not any(mark.is_file() for mark in marks):
+            check_rule_text(rule, text)
         _PASSED.add(digest)
-    if mark is None or mark.is_file():
-        return
-    try:  # the project's cache too, for the next process
-        cache.mkdir(parents=True, exist_ok=True)
-        mark.write_text(f"{rule.id}\n")
-    except OSError:  # a read-only project still runs, it only checks again next time
-        pass
+    for mark in marks:  # for the next process
+        _keep(mark, f"{rule.id}\n")
 
 
 LUMA_RECORD_KIND = "https://w3id.org/luma/ns#recordKind"

@@ -36,6 +36,7 @@ from luma.rules.results import Results
 from luma.rules.run_report import RuleRun, RunReport
 from luma.rules.sealing import refuse_unsealed
 from luma.rules.state import DERIVED, RunState, StateStore
+from luma.settings import rules_cache
 
 MAX_ROUNDS = 50
 #: Record graphs bound with VALUES per query of a `reads: records` rule. Oxigraph looks each up
@@ -101,7 +102,10 @@ class Engine:
         #: Where a run keeps what it derived (to skip unchanged work next time).
         self.cache = cache or kb.settings.home / "cache" / "rules"
         rules = rules if rules is not None else load_all(kb.settings.home / "rules")
-        self.analysed: list[Analysed] = [analyse_cached(r, self.cache / "analysis") for r in rules]
+        #: The machine's cache of rule analyses and checked texts, beside the project's.
+        self.shared_cache = rules_cache()
+        self.analysed: list[Analysed] = [analyse_cached(r, self.cache / "analysis", self.shared_cache / "analysis")
+                                         for r in rules]
         self._by_id = {a.rule.id: a for a in self.analysed}
         #: Record graphs past which a full run of a `reads: records` rule goes a batch of records at
         #: a time (memory bounded by the batch, not the KB: see `_full`).
@@ -181,7 +185,7 @@ class Engine:
         queries = {}
         for r in rules:
             queries[r.id] = _with_provenance(r, render(r, values[r.id]), activity_of(r, values[r.id]))
-            check_rule_cached(r, queries[r.id], self.cache / "checked")
+            check_rule_cached(r, queries[r.id], self.cache / "checked", self.shared_cache / "checked")
         deps = dependency_graph(self.analysed)
         ctx = _Context(values, prev, sorted(graphs - prev.graphs), prev.graphs - graphs, state, state.context_graphs(),
                        queries, upstream={a.rule.id: sorted(a.graphs) for a in self.analysed if a.rule.partition},

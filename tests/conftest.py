@@ -230,6 +230,18 @@ def kernel_cache(tmp_path_factory) -> Path:
     patch.undo()
 
 
+@pytest.fixture(scope="session", autouse=True)
+def rules_cache(tmp_path_factory) -> Path:
+    """The rules engine's machine-wide cache of rule analyses and checked texts (rules/analysis.py)
+    is a temporary folder shared by the whole session (every test project runs the shipped rules),
+    never the user's ~/.cache/luma/rules (children inherit the variable)."""
+    folder = tmp_path_factory.mktemp("rules-cache")
+    patch = pytest.MonkeyPatch()
+    patch.setenv("LUMA_RULES_CACHE", str(folder))
+    yield folder
+    patch.undo()
+
+
 @pytest.fixture
 def luma_home(tmp_path, monkeypatch) -> Path:
     """An empty project directory as LUMA_HOME, with the default ledger and KB inside it."""

@@ -138,3 +138,11 @@ def test_moving_settings_moves_only_the_embedded_stores(tmp_path):
     assert local.db_url == f"sqlite:///{tmp_path / 'b' / 'ledger.sqlite'}" and local.kb_url == f"oxigraph:{tmp_path / 'b' / 'kb'}"
     served = Settings.from_env(environ={"LUMA_DB_URL": "postgresql+psycopg://u@h/db"}, home=tmp_path / "a")
     assert served.at(tmp_path / "b").db_url == "postgresql+psycopg://u@h/db"
+
+
+def test_the_rules_cache_is_the_machine_s_and_follows_its_variables(tmp_path):
+    from luma.settings import rules_cache
+
+    assert rules_cache({"LUMA_RULES_CACHE": str(tmp_path / "r")}) == tmp_path / "r"
+    assert rules_cache({"XDG_CACHE_HOME": str(tmp_path / "x")}) == tmp_path / "x" / "luma" / "rules"
+    assert rules_cache({}) == Path.home() / ".cache" / "luma" / "rules"

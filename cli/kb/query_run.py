@@ -23,7 +23,7 @@ from luma.kb.store import isolated_query
 from luma.kb.store.base import QueryLimits
 from luma.rules.derivations import require as require_derived
 from luma.rules.loader import load_all
-from luma.settings import MIN_QUERY_MEMORY, parse_size
+from luma.settings import MIN_QUERY_MEMORY, parse_size, rules_cache
 
 
 def run(sparql, query_file, query_name, list_names, timeout, memory, scope, exploratory, limit, offset, fmt) -> None:
@@ -109,7 +109,8 @@ def _analysed(view) -> list:
     from luma.rules.analysis import analyse_cached  # rdflib and networkx: only for an empty answer
 
     home = view.settings.home
-    return [analyse_cached(r, home / "cache" / "rules" / "analysis") for r in load_all(home / "rules")]
+    return [analyse_cached(r, home / "cache" / "rules" / "analysis", rules_cache() / "analysis")
+            for r in load_all(home / "rules")]
 
 
 def _no_rows(answer, results: str) -> bool:

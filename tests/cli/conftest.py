@@ -33,6 +33,8 @@ def run_luma(args: list[str], home: Path, block: Path | None = None, cwd: Path |
     env = {k: v for k, v in os.environ.items() if not k.startswith("LUMA_")}
     env["LUMA_HOME"] = str(home)
     env["LUMA_KERNEL_CACHE"] = str(home / ".kernel-cache")  # never the user's measured GEMM choices
+    # the session's rule verdicts (tests/conftest.py rules_cache), never the user's
+    env["LUMA_RULES_CACHE"] = os.environ.get("LUMA_RULES_CACHE") or str(home / ".rules-cache")
     if block is not None:
         env["PYTHONPATH"] = os.pathsep.join([str(block), *filter(None, [env.get("PYTHONPATH")])])
     code = "import sys; from luma.cli.main import main; sys.argv = ['luma', *sys.argv[1:]]; main()"

@@ -86,5 +86,33 @@ def test_a_refused_text_is_checked_every_time_in_one_process(tmp_path):
                  "CONSTRUCT { ?x a luma:A } WHERE { SERVICE <http://127.0.0.1:9/q> { ?x a luma:B } }\n", "svc.rq")
     for _ in range(2):
         with pytest.raises(RuleError, match="SERVICE"):
-            check_rule_cached(rule, render(rule), tmp_path)
+            check_rule_cached(rule, render(rule), tmp_path / "project", tmp_path / "machine")
     assert analysis._PASSED == set() and list(tmp_path.iterdir()) == []
+
+
+def test_a_new_process_in_a_new_project_finds_the_machine_s_verdicts(tmp_path, monkeypatch):
+    rule = next(r for r in load_all() if r.id == "binds-before")
+    text = render(rule)
+    first = analyse_cached(rule, tmp_path / "a", tmp_path / "machine" / "analysis")
+    check_rule_cached(rule, text, tmp_path / "a" / "checked", tmp_path / "machine" / "checked")
+    monkeypatch.setattr(analysis, "_ANALYSED", {})  # a new process
+    monkeypatch.setattr(analysis, "_PASSED", set())
+    calls = []
+    monkeypatch.setattr(analysis, "analyse", lambda r: calls.append(r.id))
+    monkeypatch.setattr(analysis, "check_rule_text", lambda r, t: calls.append(r.id))
+    again = analyse_cached(rule, tmp_path / "b", tmp_path / "machine" / "analysis")
+    check_rule_cached(rule, text, tmp_path / "b" / "checked", tmp_path / "machine" / "checked")
+    assert calls == [] and _fields(again) == _fields(first)
+    assert len(list((tmp_path / "b").glob("binds-before-*.json"))) == 1  # and the project's own
+    assert len(list((tmp_path / "b" / "checked").iterdir())) == 1
+
+
+def test_a_broken_machine_cache_file_is_analysed_again_and_replaced(tmp_path):
+    rule = next(r for r in load_all() if r.id == "binds-before")
+    analyse_cached(rule, None, tmp_path)
+    (cached,) = tmp_path.glob("binds-before-*.json")
+    good = cached.read_text()
+    cached.write_text('{"writes": 1}')
+    analysis._ANALYSED.clear()
+    assert _fields(analyse_cached(rule, None, tmp_path)) == _fields(analyse(rule))
+    assert cached.read_text() == good

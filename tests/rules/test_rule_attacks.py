@@ -140,7 +140,7 @@ def test_a_parameter_value_is_checked_in_place(project, listener):
 
 
 @pytest.mark.slow
-def test_the_sandbox_alone_stops_a_rule_that_passed_the_checks(project, listener, monkeypatch):
+def test_the_sandbox_alone_stops_a_rule_that_passed_the_checks(project, listener, monkeypatch, tmp_path):
     """The second wall, with the checks bypassed: their verdicts are planted in the project's
     cache by a run in this process, which is also the control (it does reach the listener);
     `luma rules run` then finds them and runs the rule in its sandboxed child, which cannot."""
@@ -153,7 +153,9 @@ def test_the_sandbox_alone_stops_a_rule_that_passed_the_checks(project, listener
         return CheckedQuery(text, "graph", form="construct", tree=parseQuery(text))
 
     # The verdicts this process remembers (analysis._PASSED, _ANALYSED) start empty and are put
-    # back after the test, so the planted ones never reach another test.
+    # back after the test, and the machine's cache of them is this test's own, so the planted
+    # ones never reach another test.
+    monkeypatch.setenv("LUMA_RULES_CACHE", str(tmp_path / "rules-cache"))
     monkeypatch.setattr(analysis, "_PASSED", set())
     monkeypatch.setattr(analysis, "_ANALYSED", {})
     with monkeypatch.context() as patch:
