@@ -189,7 +189,7 @@ class Engine:
         deps = dependency_graph(self.analysed)
         ctx = _Context(values, prev, sorted(graphs - prev.graphs), prev.graphs - graphs, state, state.context_graphs(),
                        queries, upstream={a.rule.id: sorted(a.graphs) for a in self.analysed if a.rule.partition},
-                       asserted=sorted(graphs))
+                       asserted=graphs)
         index = {a.rule.id: i for i, stratum in enumerate(self.strata) for a in stratum}
         needs = {i: {index[p] for a in stratum for p in deps.predecessors(a.rule.id)} - {i}
                  for i, stratum in enumerate(self.strata)}
@@ -228,7 +228,8 @@ class Engine:
                         kept[run.rule] = {"activity": activity, "facts": run.facts, "derived": run.derived}
                         results[i].append(run)
         report.runs = [run for i in sorted(results) for run in results[i]]
-        state.commit(graphs, kept, outputs, appends, dropped)
+        # The graph list grows by the new graphs alone when none went (1M names: ~100 MB to rewrite).
+        state.commit(graphs, kept, outputs, appends, dropped, grown_by=ctx.added if prev.valid and not ctx.gone else None)
         shutil.rmtree(self.cache / "work", ignore_errors=True)  # full runs' answers and differences
         report.seconds = time.perf_counter() - t0
         return report
@@ -328,7 +329,7 @@ class Engine:
         work.mkdir(parents=True)
         try:
             answer = work / "answer.nt"
-            records = [name for name in ctx.asserted if "://" in name] if rule.reads == "records" else []
+            records = sorted(name for name in ctx.asserted if "://" in name) if rule.reads == "records" else []
             batches = self._record_batches(rule.id, sparql, records) if len(records) > self.batch_full_above else None
             if batches is not None:
                 with open(answer, "wb") as out:
@@ -538,7 +539,7 @@ class _Context:
     context: list = field(default_factory=list)  # the graphs that state the rules' `# context:` facts
     queries: dict = field(default_factory=dict)  # rule id -> the checked text it runs
     upstream: dict = field(default_factory=dict)  # partitioned rule id -> the derived graphs it reads
-    asserted: list = field(default_factory=list)  # every asserted graph (and digest) this run sees
+    asserted: set = field(default_factory=set)  # every asserted graph (and digest) this run sees
     #: rule id -> the quads its run this time added and removed (None: not known, or too many).
     changes: dict = field(default_factory=dict)
 

@@ -208,12 +208,14 @@ class StateStore:
         self._set_token(None)
 
     def commit(self, graphs: set[str], rules: dict[str, dict], outputs: dict[str, "set[bytes] | Buckets"],
-               appends: dict[str, set[bytes]] | None = None, dropped: set[str] = frozenset()) -> None:
+               appends: dict[str, set[bytes]] | None = None, dropped: set[str] = frozenset(),
+               grown_by: list[str] | None = None) -> None:
         """Write the cache (changed rule outputs: a set of quads, or Buckets a full run wrote and
         that move into place; those in `appends` only grew by its quads; those `dropped` are no
-        longer cached: the next run reads their graph from the store), then the matching token in
-        the store. Safe without renames of the whole: the token that validates the cache is
-        written after it, and `begin` cleared the old one."""
+        longer cached: the next run reads their graph from the store; `graphs`, or when it is the
+        loaded list plus `grown_by`, only those appended), then the matching token in the store.
+        Safe without renames of the whole: the token that validates the cache is written after it,
+        and `begin` cleared the old one."""
         self.folder.mkdir(parents=True, exist_ok=True)
         appends = appends or {}
         for old in self.folder.glob("*.nq"):  # the cache of LUMA before format 2: one file a rule
@@ -229,7 +231,13 @@ class StateStore:
                 replace_dir(quads.folder, target)
             else:  # (Buckets.write replaces the folder)
                 Buckets.write(target, quads, bucket_count(sum(len(q) + 1 for q in quads)))
-        _atomic_write(self.folder / "graphs.txt", "\n".join(sorted(graphs)).encode())
+        listed = self.folder / "graphs.txt"
+        if grown_by is not None and listed.is_file():
+            if grown_by:
+                with open(listed, "ab") as out:
+                    out.write(("\n" + "\n".join(grown_by)).encode())
+        else:
+            _atomic_write(listed, "\n".join(sorted(graphs)).encode())
         token = secrets.token_hex(16)
         # Counted after every write of the run: the next run compares the store's count with it.
         meta = {"format": _FORMAT, "token": token, "rules": rules, "graph_count": self.graph_count(),

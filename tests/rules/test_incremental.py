@@ -169,7 +169,9 @@ def test_a_run_learns_its_new_graphs_from_the_ledger_when_the_graph_count_agrees
         assert state.asserted_graphs(prev) == truth
         monkeypatch.undo()
         inc = Engine(kb).run()
-        assert _modes(inc)["qualified-boundary"] == "delta"
+        assert _modes(inc)["qualified-boundary"] == "delta" and inc.changes_from == "ledger"
+        # the cached list grew by the new graphs alone, and is what a listing finds
+        assert {g for g in (state.folder / "graphs.txt").read_text().split("\n") if g} == truth
         full = Engine(kb).run(full=True)
         assert (full.new, full.removed) == (0, 0)
 
