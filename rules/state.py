@@ -131,12 +131,14 @@ class StateStore:
         if rows is None or len(rows) > LOOKUP_MAX:
             return None  # not known, or as many lookups as a listing costs: list
         hashes = [row[1] for row in rows if row[0] <= through]
+        if not all(h.isalnum() for h in hashes):
+            return None  # not content hashes (hex): never spliced into a query
         new: set[str] = set()
         for i in range(0, len(hashes), _LOOKUP_BATCH):
-            values = " ".join(_literal(h) for h in hashes[i:i + _LOOKUP_BATCH])
-            rows = self.store.select(f"SELECT DISTINCT ?g WHERE {{ VALUES ?h {{ {values} }} "
-                                     f"GRAPH ?g {{ ?g <{LUMA}contentHash> ?h }} }}", union=False)
-            new.update(row["g"] for row in rows)
+            values = " ".join(f'"{h}"' for h in hashes[i:i + _LOOKUP_BATCH])
+            found = self.store.select(f"SELECT DISTINCT ?g WHERE {{ VALUES ?h {{ {values} }} "
+                                      f"GRAPH ?g {{ ?g <{LUMA}contentHash> ?h }} }}", union=False)
+            new.update(row["g"] for row in found)
         old = {g for g in prev.graphs if not g.startswith(_DIGESTS)}  # the digests are recomputed
         new = {g for g in new if not g.startswith(DERIVED)} - old
         if count != prev.graph_count + len(new):
@@ -276,13 +278,6 @@ _DIGESTS = ("ontology-digest:", "context-digest:")
 #: New records looked up by content hash per query, and past how many a listing is cheaper.
 _LOOKUP_BATCH = 1_000
 LOOKUP_MAX = 20_000
-
-
-def _literal(text: str) -> str:
-    """A content hash (hex) as a SPARQL string literal; anything else cannot be one."""
-    if not text.isalnum():
-        raise ValueError(f"not a content hash: {text!r}")
-    return f'"{text}"'
 
 
 def _safe(rule_id: str) -> str:
