@@ -33,6 +33,12 @@ def _derived(kb) -> set[str]:
     return set(out.body.decode().splitlines())
 
 
+def _a_chain_graph(kb) -> str:
+    """The graph of one PEX-chain record in the store."""
+    return kb.store.select("SELECT ?g WHERE { GRAPH ?g { ?g <https://w3id.org/luma/ns#recordKind> \"pex-chain\" } } "
+                           "LIMIT 1", union=False)[0]["g"]
+
+
 def _modes(report) -> dict[str, str]:
     return {r.rule: r.mode for r in report.runs}
 
@@ -90,8 +96,7 @@ def test_a_removed_record_graph_makes_records_rules_run_in_full(luma_home, bench
     with _open(luma_home) as kb:
         kb.ingest([write_jsonl(tmp_path / "a.jsonl", 120, signer=bench_key)], submitter="t")
         Engine(kb).run()
-        graph = kb.store.select("SELECT ?g WHERE { GRAPH ?g { ?g <https://w3id.org/luma/ns#recordKind> \"pex-chain\" } } "
-                                "LIMIT 1", union=False)[0]["g"]
+        graph = _a_chain_graph(kb)
         kb.store.update(f"DROP GRAPH <{graph}>")
         again = Engine(kb).run()
         assert _modes(again)["qualified-boundary"] == "full"
@@ -181,8 +186,7 @@ def test_a_graph_that_came_or_went_outside_the_ledger_is_found_by_listing(luma_h
     with _open(luma_home) as kb:
         kb.ingest([write_jsonl(tmp_path / "a.jsonl", 12, signer=bench_key)], submitter="t")
         Engine(kb).run()
-        old = kb.store.select("SELECT ?g WHERE { GRAPH ?g { ?g <https://w3id.org/luma/ns#recordKind> \"pex-chain\" } } "
-                              "LIMIT 1", union=False)[0]["g"]
+        old = _a_chain_graph(kb)
         kb.ingest([write_jsonl(tmp_path / "b.jsonl", 3, seed=8, signer=bench_key)], submitter="t")
         if change == "drop":
             kb.store.update(f"DROP GRAPH <{old}>")
@@ -202,8 +206,7 @@ def test_a_raw_update_that_swaps_graphs_is_healed_by_a_full_run(luma_home, bench
     with _open(luma_home) as kb:
         kb.ingest([write_jsonl(tmp_path / "a.jsonl", 12, signer=bench_key)], submitter="t")
         Engine(kb).run()
-        old = kb.store.select("SELECT ?g WHERE { GRAPH ?g { ?g <https://w3id.org/luma/ns#recordKind> \"pex-chain\" } } "
-                              "LIMIT 1", union=False)[0]["g"]
+        old = _a_chain_graph(kb)
         kb.store.update(f"DROP GRAPH <{old}> ; INSERT DATA {{ GRAPH <urn:x:foreign> {{ <urn:x:s> <urn:x:p> 1 }} }}")
         Engine(kb).run(full=True)
         after = _derived(kb)
