@@ -143,8 +143,7 @@ def kernel_cache(environ: Mapping[str, str] | None = None) -> Path:
     env = os.environ if environ is None else environ
     if env.get("LUMA_KERNEL_CACHE"):
         return Path(env["LUMA_KERNEL_CACHE"]).absolute()
-    base = Path(env["XDG_CACHE_HOME"]) if env.get("XDG_CACHE_HOME") else Path.home() / ".cache"
-    return (base / "luma").absolute()
+    return _machine_cache(env)
 
 
 def rules_cache(environ: Mapping[str, str] | None = None) -> Path:
@@ -154,8 +153,13 @@ def rules_cache(environ: Mapping[str, str] | None = None) -> Path:
     env = os.environ if environ is None else environ
     if env.get("LUMA_RULES_CACHE"):
         return Path(env["LUMA_RULES_CACHE"]).absolute()
+    return _machine_cache(env) / "rules"
+
+
+def _machine_cache(env: Mapping[str, str]) -> Path:
+    """LUMA's folder in the user's cache: $XDG_CACHE_HOME/luma, else ~/.cache/luma."""
     base = Path(env["XDG_CACHE_HOME"]) if env.get("XDG_CACHE_HOME") else Path.home() / ".cache"
-    return (base / "luma" / "rules").absolute()
+    return (base / "luma").absolute()
 
 
 def parse_count(text: str, what: str) -> int:

@@ -239,9 +239,10 @@ def analyse_cached(rule: Rule, cache: Path | None, shared: Path | None = None) -
                 "outside_graph": out.outside_graph, "outside": [[_key_out(k), neg] for k, neg in out.outside],
                 "result_class": out.result_class, "absent": _keys_out(out.absent), "graphs": sorted(out.graphs),
                 "record_var": out.record_var, "record_reads": out.record_reads}
-    elif out is None:
+    elif out is None:  # remembered in this process
         out = _analysed_from(rule, data)
-    _ANALYSED[key] = json.loads(json.dumps(data))  # a copy: the caller's Analysed may be changed
+    if key not in _ANALYSED:
+        _ANALYSED[key] = json.loads(json.dumps(data))  # a copy: the caller's Analysed may be changed
     for folder in folders:  # for the next process
         _keep(folder / name, json.dumps(data, sort_keys=True), replace=folder in broken)
     return out

@@ -65,11 +65,11 @@ class StateStore:
         self.folder = folder
         #: The KB's ledger (`hashes_after`), through which a run learns which records came in.
         self.ledger = ledger
-        self._seen_through: int | None = None  # the watermark read before the graphs were
         #: How the last `asserted_graphs` found them: "ledger" or "listing".
         self.changes_from = "listing"
         #: The `# context:` predicates of the rule set (see context_digest).
         self.context = tuple(sorted(set(context)))
+        #: The ledger watermark this run read, before its graphs: what it saw of the KB.
         self._through: int | None = None
 
     # -- the store side --------------------------------------------------------------------
@@ -103,8 +103,8 @@ class StateStore:
         ontology's digest. With the last run's state, from it and the ledger's new records when the
         store's graph count says nothing else changed (see the module's docstring)."""
         # Read before the graphs: a record committed meanwhile is looked up again by the next run.
-        self._seen_through = self.watermark()
-        out = self._since(prev, self._seen_through) if prev is not None else None
+        self._through = self.watermark()
+        out = self._since(prev, self._through) if prev is not None else None
         self.changes_from = "listing" if out is None else "ledger"
         if out is None:
             out = self._listed()
@@ -148,11 +148,11 @@ class StateStore:
     def _with_digests(self, out: set[str]) -> set[str]:
         # The ontology is reloaded in place when its files change: its digest stands for it.
         for row in self.store.select(f"SELECT ?h WHERE {{ <{_KB}> <{LUMA}ontologyHash> ?h }}", union=False):
-            out.add("ontology-digest:" + row["h"])
+            out.add(ONTOLOGY_DIGEST + row["h"])
         # Context facts (`# context:` predicates, e.g. a runner key's revocation) bear on every
         # record at once: their digest stands for them, so that a change reads as a graph gone
         # and the rules that read them run in full.
-        out.add("context-digest:" + self.context_digest())
+        out.add(CONTEXT_DIGEST + self.context_digest())
         return out
 
     def context_digest(self) -> str:
@@ -206,7 +206,8 @@ class StateStore:
 
     def begin(self) -> None:
         """Called before the first write: a run killed half-way leaves no valid cache behind."""
-        self._through = self.watermark()  # what this run reads: the KB as it is now
+        if self._through is None:  # (asserted_graphs read it with the graphs)
+            self._through = self.watermark()
         self._set_token(None)
 
     def commit(self, graphs: set[str], rules: dict[str, dict], outputs: dict[str, "set[bytes] | Buckets"],
@@ -243,7 +244,7 @@ class StateStore:
         token = secrets.token_hex(16)
         # Counted after every write of the run: the next run compares the store's count with it.
         meta = {"format": _FORMAT, "token": token, "rules": rules, "graph_count": self.graph_count(),
-                "through": self._seen_through}
+                "through": self._through}
         _atomic_write(self.folder / "state.json", json.dumps(meta, indent=1).encode())
         self._set_token(token, self._through)
 
@@ -274,7 +275,8 @@ class LedgerRows:
 
 
 #: The entries of the graph list that stand for facts, not graphs (recomputed by every run).
-_DIGESTS = ("ontology-digest:", "context-digest:")
+ONTOLOGY_DIGEST, CONTEXT_DIGEST = "ontology-digest:", "context-digest:"
+_DIGESTS = (ONTOLOGY_DIGEST, CONTEXT_DIGEST)
 #: New records looked up by content hash per query, and past how many a listing is cheaper.
 _LOOKUP_BATCH = 1_000
 LOOKUP_MAX = 20_000
