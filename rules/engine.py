@@ -21,7 +21,7 @@ import time
 from collections.abc import Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
-from itertools import islice
+from itertools import chain, islice
 from pathlib import Path
 
 import pyoxigraph as ox
@@ -55,6 +55,10 @@ DELTA_FULL_SHARE = 4
 #: time: the whole-KB query holds every subquery's hash table (1.2 GB for the qualification rule
 #: at 100k chains, ~12 GB at 1M); batches hold one batch's, and cost ~2.5x the time.
 BATCH_FULL_ABOVE = 250_000
+#: Record graphs below which a delta stays one batch: a batch of the qualification rule is
+#: evaluated on one core, so 1,000 new graphs go as two batches of 500 on two threads (0.70 ->
+#: 0.35-0.38 s at 100k chains); a small delta is not worth the second query's fixed cost.
+MIN_SPLIT = 200
 #: Up to this many quads are added in one transaction rather than by the bulk loader.
 SMALL_WRITE = 20_000
 _CONSTRUCT = re.compile(r"\bCONSTRUCT\s*\{", re.I)
@@ -110,27 +114,44 @@ class Engine:
         #: Record graphs past which a full run of a `reads: records` rule goes a batch of records at
         #: a time (memory bounded by the batch, not the KB: see `_full`).
         self.batch_full_above = BATCH_FULL_ABOVE
+        #: Threads for independent strata and for the batches of one rule (`run` may set it).
+        self.workers = default_workers()
         refuse_unsealed(self.analysed)  # a project's own rule reads sealed terms only where they are stated
         self.strata = strata(self.analysed)  # refuses cycles through negation before anything runs
 
     def _delta_query(self, rule_id: str, sparql: str, ctx) -> bytes:
         """A `reads: records` rule's answer over the new record graphs alone.
 
-        Their IRIs are bound to the rule's record-graph variable with VALUES, in batches of
-        RECORD_BATCH: each pattern is then an index lookup per graph (0.24 s for 1,000 new chains
-        at 100k). A named-graph dataset instead makes Oxigraph scan every graph's facts and keep
+        Their IRIs are bound to the rule's record-graph variable with VALUES, in batches of at
+        most RECORD_BATCH, one per worker (MIN_SPLIT): each pattern is then an index lookup per
+        graph. A named-graph dataset instead makes Oxigraph scan every graph's facts and keep
         those of the dataset (0.5-0.8 s for the same delta), and is what is left when the rule's
         text cannot be bound (see `_record_batches`) or the new graphs are many. Such a rule
         reads nothing outside GRAPH ?g (rules/analysis.py refuses it otherwise), so no union
         default graph is asked for: `oxigraph serve` refuses one beside named graphs (HTTP 400)."""
         few = len(ctx.added) <= max(2 * RECORD_BATCH, DELTA_BOUND_SHARE * len(ctx.asserted))
-        batches = self._record_batches(rule_id, sparql, ctx.added) if few else None
+        size = min(RECORD_BATCH, max(MIN_SPLIT, -(-len(ctx.added) // self.workers)))
+        batches = self._record_batches(rule_id, sparql, ctx.added, size) if few else None
         if batches is None:
             return self.kb.store.query(sparql, named_graphs=ctx.delta_graphs, union=False).body
-        return b"".join(self.kb.store.query(text, union=False).body for text in batches)
+        return b"".join(self._each(batches, lambda text: self.kb.store.query(text, union=False).body))
 
-    def _record_batches(self, rule_id: str, sparql: str, graphs: list[str]) -> Iterator[str] | None:
-        """The rule's text once per RECORD_BATCH of `graphs`, each with `VALUES ?g { those }`
+    def _each(self, texts: Iterable, fn) -> Iterator:
+        """`fn` of every text, in order, `workers` at a time (a query of the store runs without
+        the GIL, on one core); the next texts are taken only when the last ones' answers were."""
+        it = iter(texts)
+        first = list(islice(it, 2))
+        it = chain(first, it)
+        if self.workers == 1 or len(first) < 2:
+            yield from map(fn, it)
+            return
+        with ThreadPoolExecutor(max_workers=self.workers) as pool:
+            while window := list(islice(it, self.workers)):
+                yield from pool.map(fn, window)
+
+    def _record_batches(self, rule_id: str, sparql: str, graphs: list[str],
+                        size: int = RECORD_BATCH) -> Iterator[str] | None:
+        """The rule's text once per `size` (at most RECORD_BATCH) of `graphs`, each with `VALUES ?g { those }`
         first in every `GRAPH ?g { }` of its record-graph variable; None when the rule has no
         such variable, reads it in one GRAPH block only, or the text does not show it exactly
         where the analysis found it (a comment or a string that looks like one).
@@ -148,8 +169,8 @@ class Engine:
             return None
 
         def texts() -> Iterator[str]:  # one at a time: each holds its batch once per GRAPH block
-            for i in range(0, len(graphs), RECORD_BATCH):
-                values = f"VALUES ?{a.record_var} {{ {' '.join(f'<{g}>' for g in graphs[i:i + RECORD_BATCH])} }} "
+            for i in range(0, len(graphs), size):
+                values = f"VALUES ?{a.record_var} {{ {' '.join(f'<{g}>' for g in graphs[i:i + size])} }} "
                 yield pattern.sub(lambda m: m.group(0) + " " + values, sparql)
 
         return texts()
@@ -201,7 +222,8 @@ class Engine:
         dropped: set[str] = set()  # partitioned runs: their cached output is no longer whole
         state.begin()
         shutil.rmtree(self.cache / "work", ignore_errors=True)  # what a run that failed left behind
-        with ThreadPoolExecutor(max_workers=workers or default_workers()) as pool:
+        self.workers = workers or default_workers()
+        with ThreadPoolExecutor(max_workers=self.workers) as pool:
             todo, running = list(range(len(self.strata))), {}
             while todo or running:
                 for i in [i for i in todo if needs[i] <= results.keys()]:
@@ -332,11 +354,16 @@ class Engine:
             records = sorted(name for name in ctx.asserted if "://" in name) if rule.reads == "records" else []
             batches = self._record_batches(rule.id, sparql, records) if len(records) > self.batch_full_above else None
             if batches is not None:
+                def evaluate(numbered: tuple[int, str]) -> Path:
+                    path = work / f"part-{numbered[0]}.nt"
+                    self.kb.store.construct_to_file(numbered[1], path, union=False)
+                    return path
+
                 with open(answer, "wb") as out:
-                    for text in batches:
-                        self.kb.store.construct_to_file(text, work / "part.nt", union=False)
-                        with open(work / "part.nt", "rb") as part_file:
+                    for path in self._each(enumerate(batches), evaluate):
+                        with open(path, "rb") as part_file:
                             shutil.copyfileobj(part_file, out)
+                        path.unlink()
             elif rule.partition is None:
                 self.kb.store.construct_to_file(sparql, answer)
             else:  # its upstream graphs alone, in this mode as in a partitioned run (rules/partition.py)

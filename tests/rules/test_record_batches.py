@@ -5,6 +5,8 @@ analysis found it falls back to the named-graph dataset."""
 
 from __future__ import annotations
 
+import threading
+
 import pytest
 
 from luma.kb.knowledge_base import KnowledgeBase
@@ -61,6 +63,41 @@ def test_batches_of_records_derive_what_the_whole_kb_query_derives(luma_home, ru
                   submitter="t")
         assert _runs(Engine(kb).run())["qualified-boundary"].mode == "full"
 
+
+
+def test_a_delta_split_over_the_workers_derives_what_one_batch_derives(luma_home, runner_key, tmp_path, monkeypatch):
+    # 20 new graphs, two workers, batches of at least 5: each bound rule answers in 10-graph halves
+    # evaluated at the same time, and the derived graphs are those of a full run.
+    monkeypatch.setattr(engine_module, "MIN_SPLIT", 5)
+    monkeypatch.setattr(engine_module, "DELTA_BOUND_SHARE", 1.0)
+    mark_bench_project(luma_home)
+    with KnowledgeBase.open(Settings.from_env(home=luma_home)) as kb:
+        kb.ingest([write_jsonl(tmp_path / "a.jsonl", 100, signer=runner_key, software_share=0.5)], submitter="t")
+        Engine(kb).run()
+        kb.ingest([write_jsonl(tmp_path / "b.jsonl", 20, seed=9, signer=runner_key, software_share=0.5)],
+                  submitter="t")
+        engine, sizes, threads = Engine(kb), [], set()
+        batches, query = engine._record_batches, kb.store.query
+
+        def counted(*args):
+            texts = batches(*args)
+            sizes.append(None if texts is None else args[3])
+            return texts
+
+        def seen(*args, **kwargs):
+            threads.add(threading.current_thread().name)
+            return query(*args, **kwargs)
+
+        engine._record_batches = counted
+        monkeypatch.setattr(kb.store, "query", seen)
+        inc = _runs(engine.run(workers=2))
+        monkeypatch.setattr(kb.store, "query", query)
+        assert [s for s in sizes if s] == [10, 10]
+        assert len({t for t in threads if "ThreadPoolExecutor" in t}) >= 3  # the strata's pool and the batches'
+        assert inc["qualified-boundary"].mode == "delta" and inc["qualified-boundary"].new > 0
+        after = _derived(kb)
+        full = Engine(kb).run(full=True)
+        assert (full.new, full.removed) == (0, 0) and _derived(kb) == after
 
 def test_the_shipped_record_rules_can_be_bound():
     for rule in load_all():
