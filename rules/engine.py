@@ -14,14 +14,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
 import shutil
 import time
 from collections.abc import Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
-from itertools import chain, islice
+from itertools import islice
 from pathlib import Path
 
 import pyoxigraph as ox
@@ -34,6 +33,7 @@ from luma.rules.analysis import Analysed, analyse_cached, check_rule_cached, dep
 from luma.rules.loader import Rule, load_all, render, resolve_params
 from luma.rules.results import Results
 from luma.rules.run_report import RuleRun, RunReport
+from luma.rules.schedule import default_workers, each, priority
 from luma.rules.sealing import refuse_unsealed
 from luma.rules.state import DERIVED, RunState, StateStore
 from luma.settings import rules_cache
@@ -134,20 +134,7 @@ class Engine:
         batches = self._record_batches(rule_id, sparql, ctx.added, size) if few else None
         if batches is None:
             return self.kb.store.query(sparql, named_graphs=ctx.delta_graphs, union=False).body
-        return b"".join(self._each(batches, lambda text: self.kb.store.query(text, union=False).body))
-
-    def _each(self, texts: Iterable, fn) -> Iterator:
-        """`fn` of every text, in order, `workers` at a time (a query of the store runs without
-        the GIL, on one core); the next texts are taken only when the last ones' answers were."""
-        it = iter(texts)
-        first = list(islice(it, 2))
-        it = chain(first, it)
-        if self.workers == 1 or len(first) < 2:
-            yield from map(fn, it)
-            return
-        with ThreadPoolExecutor(max_workers=self.workers) as pool:
-            while window := list(islice(it, self.workers)):
-                yield from pool.map(fn, window)
+        return b"".join(each(batches, lambda text: self.kb.store.query(text, union=False).body, self.workers))
 
     def _record_batches(self, rule_id: str, sparql: str, graphs: list[str],
                         size: int = RECORD_BATCH) -> Iterator[str] | None:
@@ -214,6 +201,8 @@ class Engine:
         index = {a.rule.id: i for i, stratum in enumerate(self.strata) for a in stratum}
         needs = {i: {index[p] for a in stratum for p in deps.predecessors(a.rule.id)} - {i}
                  for i, stratum in enumerate(self.strata)}
+        first = priority(needs, {i: sum(prev.rules.get(a.rule.id, {}).get("seconds", 0.0) for a in stratum)
+                                  for i, stratum in enumerate(self.strata)})
         changed: set[str] = set()
         kept: dict[str, dict] = {}
         outputs: dict[str, set[bytes]] = {}
@@ -226,7 +215,8 @@ class Engine:
         with ThreadPoolExecutor(max_workers=self.workers) as pool:
             todo, running = list(range(len(self.strata))), {}
             while todo or running:
-                for i in [i for i in todo if needs[i] <= results.keys()]:
+                ready = sorted((i for i in todo if needs[i] <= results.keys()), key=first)
+                for i in ready[:self.workers - len(running)]:
                     todo.remove(i)
                     # Decided here, once every stratum it reads from has finished.
                     modes = {a.rule.id: self._mode(a.rule, values, prev, ctx, deps, changed) for a in self.strata[i]}
@@ -247,7 +237,8 @@ class Engine:
                             outputs[run.rule] = after
                             if grown is not None:  # the cache file grows by the new facts alone
                                 appends[run.rule] = grown
-                        kept[run.rule] = {"activity": activity, "facts": run.facts, "derived": run.derived}
+                        kept[run.rule] = {"activity": activity, "facts": run.facts, "derived": run.derived,
+                                          "seconds": round(run.seconds, 3)}
                         results[i].append(run)
         report.runs = [run for i in sorted(results) for run in results[i]]
         # The graph list grows by the new graphs alone when none went (1M names: ~100 MB to rewrite).
@@ -360,7 +351,7 @@ class Engine:
                     return path
 
                 with open(answer, "wb") as out:
-                    for path in self._each(enumerate(batches), evaluate):
+                    for path in each(enumerate(batches), evaluate, self.workers):
                         with open(path, "rb") as part_file:
                             shutil.copyfileobj(part_file, out)
                         path.unlink()
@@ -584,11 +575,6 @@ def _change(new: set[bytes], gone: set[bytes]) -> set[bytes] | None:
     """What a run added and removed, for the partitioned rules downstream; None past
     part.MAX_CHANGES (they then run in full)."""
     return new | gone if len(new) + len(gone) <= part.MAX_CHANGES else None
-
-
-def default_workers() -> int:
-    """Threads for independent strata: the cores this process may use (at most 4)."""
-    return max(1, min(4, len(os.sched_getaffinity(0))))
 
 
 def _recursive(stratum: list[Analysed]) -> bool:

@@ -1,0 +1,54 @@
+"""The order ready strata take a worker in, and batches evaluated a few at a time
+(rules/schedule.py)."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from hypothesis import given, strategies as st
+
+from luma.rules.schedule import each, priority
+
+
+def test_strata_others_wait_on_go_first_then_the_longest_then_file_order():
+    # 0 <- 1, 0 <- 2 <- 3 <- 4; 5 and 6 are leaves on 0; 5 ran longest last time.
+    needs = {0: set(), 1: {0}, 2: {0}, 3: {2}, 4: {3}, 5: {0}, 6: {0}}
+    key = priority(needs, {5: 0.9, 6: 0.6, 1: 0.1})
+    assert sorted([1, 2, 5, 6], key=key) == [2, 5, 6, 1]  # 2 has two waiting on it; then by time
+    assert sorted([4, 3], key=key) == [3, 4]
+
+
+def test_a_stratum_waited_on_by_many_goes_before_a_long_leaf():
+    needs = {0: set(), 1: {0}, 2: {1}, 3: {0}}
+    key = priority(needs, {3: 100.0, 1: 0.01})
+    assert sorted([1, 3], key=key) == [1, 3]
+
+
+@given(st.lists(st.integers(), max_size=30), st.integers(min_value=1, max_value=4))
+def test_each_answers_every_text_in_order(texts, workers):
+    assert list(each(texts, lambda x: x * 3, workers)) == [x * 3 for x in texts]
+
+
+def test_each_runs_workers_at_a_time_and_takes_no_text_before_it_is_needed():
+    taken, active, most = [], [0], [0]
+    lock = threading.Lock()
+
+    def source():
+        for i in range(6):
+            taken.append(i)
+            yield i
+
+    def slow(x):
+        with lock:
+            active[0] += 1
+            most[0] = max(most[0], active[0])
+        time.sleep(0.05)
+        with lock:
+            active[0] -= 1
+        return x
+
+    answers = each(source(), slow, 2)
+    assert next(answers) == 0 and len(taken) <= 3  # the first window (and one more looked at)
+    assert list(answers) == [1, 2, 3, 4, 5]
+    assert most[0] == 2
