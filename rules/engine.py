@@ -237,8 +237,10 @@ class Engine:
                             outputs[run.rule] = after
                             if grown is not None:  # the cache file grows by the new facts alone
                                 appends[run.rule] = grown
+                        # How long it took when it ran (a skipped rule keeps its last time).
+                        took = run.seconds if run.mode != "skip" else prev.rules.get(run.rule, {}).get("seconds", 0.0)
                         kept[run.rule] = {"activity": activity, "facts": run.facts, "derived": run.derived,
-                                          "seconds": round(run.seconds, 3)}
+                                          "seconds": round(took, 3)}
                         results[i].append(run)
         report.runs = [run for i in sorted(results) for run in results[i]]
         # The graph list grows by the new graphs alone when none went (1M names: ~100 MB to rewrite).

@@ -8,7 +8,12 @@ import time
 
 from hypothesis import given, strategies as st
 
+from luma.kb.knowledge_base import KnowledgeBase
+from luma.kb.records.synthetic import mark_bench_project, write_jsonl
+from luma.rules.engine import Engine
 from luma.rules.schedule import each, priority
+from luma.settings import Settings
+from tests.rules.test_incremental import _state
 
 
 def test_strata_others_wait_on_go_first_then_the_longest_then_file_order():
@@ -52,3 +57,16 @@ def test_each_runs_workers_at_a_time_and_takes_no_text_before_it_is_needed():
     assert next(answers) == 0 and len(taken) <= 3  # the first window (and one more looked at)
     assert list(answers) == [1, 2, 3, 4, 5]
     assert most[0] == 2
+
+
+def test_a_run_keeps_each_rules_time_and_a_skipped_rule_its_last(luma_home, runner_key, tmp_path):
+    mark_bench_project(luma_home)
+    with KnowledgeBase.open(Settings.from_env(home=luma_home)) as kb:
+        kb.ingest([write_jsonl(tmp_path / "a.jsonl", 20, signer=runner_key)], submitter="t")
+        first = Engine(kb).run()
+        took = {r: s["seconds"] for r, s in _state(kb).load().rules.items()}
+        assert took["qualified-boundary"] == round(next(r.seconds for r in first.runs
+                                                         if r.rule == "qualified-boundary"), 3) > 0
+        again = Engine(kb).run()
+        assert {r.mode for r in again.runs} == {"skip"}
+        assert {r: s["seconds"] for r, s in _state(kb).load().rules.items()} == took
