@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import threading
-import time
 
 from hypothesis import given, strategies as st
 
@@ -36,27 +35,21 @@ def test_each_answers_every_text_in_order(texts, workers):
 
 
 def test_each_runs_workers_at_a_time_and_takes_no_text_before_it_is_needed():
-    taken, active, most = [], [0], [0]
-    lock = threading.Lock()
+    taken = []
+    together = threading.Barrier(2, timeout=10)  # passes only when two answers are under way at once
 
     def source():
         for i in range(6):
             taken.append(i)
             yield i
 
-    def slow(x):
-        with lock:
-            active[0] += 1
-            most[0] = max(most[0], active[0])
-        time.sleep(0.05)
-        with lock:
-            active[0] -= 1
+    def both(x):
+        together.wait()
         return x
 
-    answers = each(source(), slow, 2)
-    assert next(answers) == 0 and len(taken) <= 3  # the first window (and one more looked at)
-    assert list(answers) == [1, 2, 3, 4, 5]
-    assert most[0] == 2
+    answers = each(source(), both, 2)
+    assert next(answers) == 0 and taken == [0, 1]  # the first window, nothing past it
+    assert list(answers) == [1, 2, 3, 4, 5] and taken == list(range(6))
 
 
 def test_a_run_keeps_each_rules_time_and_a_skipped_rule_its_last(luma_home, runner_key, tmp_path):
