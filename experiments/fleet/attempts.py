@@ -9,9 +9,12 @@ GCS key-value store is reachable from every worker and the driver alike.
 from __future__ import annotations
 
 import json
+import socket
 import time
 
 NAMESPACE = "luma"
+#: Seconds a listed node's manager gets to take a connection before the node counts as gone.
+PROBE_S = 1.0
 
 
 def _key(campaign_id: str, unit: str) -> bytes:
@@ -46,6 +49,23 @@ def clear(campaign_id: str, unit: str) -> None:
     from ray.experimental import internal_kv as kv  # the fleet extra
 
     kv._internal_kv_del(_key(campaign_id, unit), namespace=NAMESPACE)
+
+
+def answering(listed: list[dict], alive: set[str], suspects: set[str]) -> set[str]:
+    """`alive` less those of `suspects` whose node manager (raylet) no longer takes a TCP
+    connection. `listed`: `ray.nodes()`. A killed node stays listed alive until Ray's health
+    checks give up on it (~15 s), time enough for Ray to re-run its unit elsewhere and for that
+    run to finish; its node manager's port is closed at once."""
+    gone = set()
+    for n in listed:
+        address, port = n.get("NodeManagerAddress"), n.get("NodeManagerPort")
+        if n.get("NodeID") in suspects & alive and address and port:
+            try:
+                with socket.create_connection((address, int(port)), timeout=PROBE_S):
+                    pass
+            except OSError:  # refused, unreachable or silent past PROBE_S
+                gone.add(n["NodeID"])
+    return alive - gone
 
 
 def describe(attempts: list[dict], alive: set[str]) -> dict:

@@ -272,10 +272,13 @@ class Head:
                                                                  f"{unit.machine_class} for {wait:g} s")
                 self.note(f"{unit.key}: lost: {self.units[unit.key]['note']}")
 
-    def _attempts(self, unit: Unit, alive: set[str], running: bool = False) -> None:
+    def _attempts(self, unit: Unit, alive: set[str], running: bool = False, listed: list | None = None) -> None:
         """Note in the unit's entry how many attempts Ray made of it, and why the earlier ones
-        ended; while it runs, on which node it is."""
+        ended; while it runs, on which node it is. With `listed` (`ray.nodes()`, as a unit ends:
+        its last word) an earlier attempt's node that Ray still lists alive is asked whether it is."""
         seen = attempts.read(self.campaign.id, unit.key)
+        if listed is not None and len(seen) > 1:
+            alive = attempts.answering(listed, alive, {a["node"] for a in seen[:-1]})
         entry = self.units[unit.key]
         described = attempts.describe(seen, alive)
         entry.update(described)
@@ -289,7 +292,8 @@ class Head:
 
         entry = self.units[unit.key]
         try:
-            self._attempts(unit, {n["NodeID"] for n in ray.nodes() if n.get("Alive")})
+            listed = ray.nodes()
+            self._attempts(unit, {n["NodeID"] for n in listed if n.get("Alive")}, listed=listed)
         except Exception:  # noqa: BLE001 - the attempts are a note: a cluster gone now loses only them
             pass
         try:

@@ -123,6 +123,28 @@ def test_the_plan_tells_an_untrusted_machine_from_no_machine(tmp_path):
     assert [r["note"] for r in none if r["class"] == "avx2"] == ["no machine of this class"]
 
 
+
+def test_a_node_ray_still_lists_alive_but_whose_manager_is_gone_counts_as_died():
+    import socket
+
+    from luma.experiments.fleet import attempts
+
+    up = socket.create_server(("127.0.0.1", 0))  # a node manager that still listens
+    closed = socket.create_server(("127.0.0.1", 0))
+    gone_port = closed.getsockname()[1]
+    closed.close()  # one killed: its port refuses
+    try:
+        listed = [{"NodeID": name, "Alive": True, "NodeManagerAddress": "127.0.0.1", "NodeManagerPort": port}
+                  for name, port in (("up", up.getsockname()[1]), ("gone", gone_port), ("unasked", gone_port))]
+        alive = {"up", "gone", "unasked"}
+        # Only the suspects (earlier attempts' nodes) are asked; the rest keep Ray's word.
+        assert attempts.answering(listed, alive, {"up", "gone"}) == {"up", "unasked"}
+        seen = [{"node": "gone", "host": "h1"}, {"node": "up", "host": "h2"}]
+        described = attempts.describe(seen, attempts.answering(listed, alive, {"gone"}))
+        assert described["retried_after"][0]["ended"] == "died"
+    finally:
+        up.close()
+
 def test_a_unit_run_twice_names_the_node_that_died():
     from luma.experiments.fleet import attempts
 
