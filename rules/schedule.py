@@ -10,7 +10,9 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from itertools import chain, islice
+from itertools import islice
+
+import networkx as nx
 
 
 def default_workers() -> int:
@@ -24,28 +26,19 @@ def priority(needs: dict[int, set[int]], seconds: dict[int, float]) -> Callable[
     them, not ahead), then file order. Submitting every ready stratum at once queued the rules the
     rest waited on behind leaves (+1,000 chains at 100k: hardware-requirement behind
     binds-before). `needs`: {stratum: the strata it reads from}."""
-    waiting = dict.fromkeys(needs, 0)
-    for direct in needs.values():
-        seen, todo = set(), list(direct)
-        while todo:
-            j = todo.pop()
-            if j not in seen:
-                seen.add(j)
-                todo.extend(needs[j])
-        for j in seen:
-            waiting[j] += 1
+    graph = nx.DiGraph((j, i) for i, direct in needs.items() for j in direct)
+    graph.add_nodes_from(needs)
+    waiting = {i: len(nx.descendants(graph, i)) for i in needs}
     return lambda i: (-waiting[i], -seconds.get(i, 0.0), i)
 
 
 def each(texts: Iterable, fn: Callable, workers: int) -> Iterator:
     """`fn` of every text, in order, `workers` at a time; the next texts are taken only when the
     last ones' answers were (a full run's batches are many: never all held at once)."""
-    it = iter(texts)
-    head = list(islice(it, 2))
-    it = chain(head, it)
-    if workers == 1 or len(head) < 2:
-        yield from map(fn, it)
+    if workers == 1:
+        yield from map(fn, texts)
         return
+    it = iter(texts)
     with ThreadPoolExecutor(max_workers=workers) as pool:
         while window := list(islice(it, workers)):
             yield from pool.map(fn, window)

@@ -56,10 +56,10 @@ def answering(listed: list[dict], alive: set[str], suspects: set[str]) -> set[st
     connection. `listed`: `ray.nodes()`. A killed node stays listed alive until Ray's health
     checks give up on it (~15 s), time enough for Ray to re-run its unit elsewhere and for that
     run to finish; its node manager's port is closed at once."""
-    gone = set()
+    asked, gone = suspects & alive, set()
     for n in listed:
         address, port = n.get("NodeManagerAddress"), n.get("NodeManagerPort")
-        if n.get("NodeID") in suspects & alive and address and port:
+        if n.get("NodeID") in asked and address and port:
             try:
                 with socket.create_connection((address, int(port)), timeout=PROBE_S):
                     pass
