@@ -16,6 +16,9 @@ from __future__ import annotations
 #: Where a CV used for a marginal stated by its mean alone comes from (lengths.ASSUMED_CV).
 SHAREGPT4_FILE = ("https://github.com/microsoft/sarathi-serve/blob/72339db5b120614033b317880ad3a05a5e4c9415/"
                   "data/processed_traces/sharegpt_8k_filtered_stats_llama2_tokenizer.csv")
+_DATACRUNCH = ("https://github.com/datacrunch-research/h200-benchmarks/tree/"
+               "c091ef530a525d2e788bc41c39a4450b09c9f2ad/sglang/outputs (llama_3_3_70b_online_output.jsonl, "
+               "llama_405b_online_output.jsonl)")
 _VIDUR = "https://github.com/microsoft/vidur/blob/7d47513363ec447a741ac5e47241580b47724fbf/data/processed_traces/"
 
 PRESETS: dict[str, dict] = {
@@ -25,10 +28,16 @@ PRESETS: dict[str, dict] = {
         "url": "https://github.com/vllm-project/vllm/pull/18566",
         "notes": ["means = the run's 'Total input tokens: 229711' and 'Total generated tokens: 203068' "
                   "over 'Successful requests: 1000' (chat endpoint, so prompts include the chat template)",
-                  "the spread is not stated: each marginal takes the coefficient of variation of the "
-                  "openchat-sharegpt4 preset's file (prompt 0.89, output 0.61)"],
+                  "output median = 0.617 x the mean: the median of (median_e2e_latency_ms - median_ttft_ms) / "
+                  "(mean_e2e_latency_ms - median_ttft_ms) over the four ShareGPT runs (4 and 8 requests/s, "
+                  "Llama-3.3-70B and Llama-3.1-405B; ratios 0.613, 0.615, 0.618, 0.632) in sglang.bench_serving's "
+                  "own result lines, " + _DATACRUNCH + " (the same sampling, outputs of the dataset's length): "
+                  "a request's decode time is its output length times a per-token time that varies little "
+                  "below saturation, so the ratio is the outputs' median over their mean",
+                  "the prompt's spread is not stated: it takes the coefficient of variation of the "
+                  "openchat-sharegpt4 preset's file (0.89)"],
         "prompt": {"mean": 229.711, "cv": 0.89},
-        "output": {"mean": 203.068, "cv": 0.61},
+        "output": {"mean": 203.068, "p50": 125.3},
     },
     "openchat-sharegpt4": {
         "title": "Sarathi-Serve (OSDI'24) openchat_sharegpt4 trace, Llama-2 tokenizer, 8k-filtered: "

@@ -280,6 +280,9 @@ def serve(cfg: ModelConfig, s: dict) -> dict:
     rounds = np.maximum(C / n, 1.0)
     first_wave = seconds(burst) + np.maximum(G - 1.0, 0.0) * t_plain
     t_gen = np.where(offline & ~waves, (first_wave + (rounds - 1.0) * np.maximum(G, 1.0) * t_step) / rounds, t_gen)
+    # The time per output token follows the same waves: the first wave's tokens come from plain
+    # decode steps, the later waves' from steps that also carry the replacing prompts.
+    tpot = np.where(offline & ~waves, (t_plain + (rounds - 1.0) * t_step) / rounds, tpot)
     throughput = n / np.maximum(t_gen, 1e-12)
     # Requests beyond the KV room wait for a sequence to finish. Closed loop: every request
     # queues behind C - n others, served n per generation (Little's law); offline: the queued

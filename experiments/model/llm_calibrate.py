@@ -62,6 +62,8 @@ ENGINE_PARAMS = {"compute": (1.0, 0.5, 1.6), "bandwidth": (1.0, 0.5, 1.6), "queu
 #: Records an engine needs in the calibration set for its own profile.
 ENGINE_MIN_RECORDS = 6
 RIDGE = 0.02
+#: The log error beyond which a figure's pull on the fit grows linearly, not quadratically (Huber).
+HUBER = 0.1
 #: Held fixed: the link efficiency (NCCL, see evaluate.py), the runtime's own memory, and the
 #: share of the memory left after weights that the engine gives the KV cache (TensorRT-LLM's
 #: kv_cache_free_gpu_mem_fraction and vLLM's gpu_memory_utilization default to 0.90).
@@ -117,7 +119,9 @@ def setting(r: dict, sources: dict) -> dict:
             "batching": llm.BATCHING[batching], "chunk": float(defaults["chunk"]), "arrival": llm.ARRIVALS[arrival],
             "rate": float(r.get("rate", np.nan)), "burstiness": float(r.get("burstiness", 1.0)),
             "scheduler_steps": float(r.get("scheduler_steps", 1)),
-            "max_batch": float(min(r["concurrency"], defaults.get("max_batch", r["concurrency"]))),
+            # The engine's cap on running sequences: the source's own (max_num_seqs) where it states
+            # one, else the engine's documented default.
+            "max_batch": float(min(r["concurrency"], r.get("max_batch", defaults.get("max_batch", r["concurrency"])))),
             "context": mix.mean_prompt, "context_sq": mix.mean_prompt_sq, "new_tokens": mix.mean_output,
             "load": llm_error.LOADS[int(llm_error.load_code(llm.ARRIVALS[arrival], r["concurrency"]))],
             "batch_class": llm_error.BATCH_CLASSES[int(llm_error.batch_code(llm.BATCHING[batching]))]}
@@ -212,8 +216,11 @@ def _loss(prepared, measured, weights, params) -> float:
         e = np.log(pred / measured)
     # A figure the model cannot reach (an open loop it predicts past capacity) counts as a miss
     # by a factor e^2, no more: one such figure must not outweigh every other in the fit.
-    e = np.where(np.isfinite(e), np.clip(e, -2.0, 2.0), 2.0)
-    return float(np.sum(weights * e * e) / np.sum(weights))
+    e = np.abs(np.where(np.isfinite(e), np.clip(e, -2.0, 2.0), 2.0))
+    # Huber: beyond a miss of HUBER (log) a figure pulls linearly, so a source the model cannot
+    # explain (start-up effects, an untuned stack) does not bend the figures every source shares.
+    loss = np.where(e <= HUBER, e * e, 2.0 * HUBER * e - HUBER * HUBER)
+    return float(np.sum(weights * loss) / np.sum(weights))
 
 
 def _to_unit(params: dict, table: dict = PARAMS) -> np.ndarray:

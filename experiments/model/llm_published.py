@@ -171,7 +171,7 @@ def _check(r: dict, where: str, sources: dict, path: str) -> None:
     for f in ("count", "tp", "concurrency", "context", "new_tokens"):
         if not isinstance(r.get(f), int) or isinstance(r.get(f), bool) or r[f] < 1:
             bad(f, f"must be a whole number >= 1, not {r.get(f)!r}")
-    for f in ("pp", "replicas", "ep", "scheduler_steps"):
+    for f in ("pp", "replicas", "ep", "scheduler_steps", "max_batch"):
         if f in r and (not isinstance(r[f], int) or isinstance(r[f], bool) or r[f] < 1):
             bad(f, f"must be a whole number >= 1, not {r[f]!r}")
     shape = r["tp"] * r.get("pp", 1) * r.get("replicas", 1)

@@ -78,6 +78,16 @@ def test_a_mean_alone_assumes_and_says_its_spread():
     assert not any("assumed" in a for a in stated.assumptions)
 
 
+def test_a_mean_and_one_percentile_fix_the_spread_and_assume_none():
+    # A log-normal runs through both: its spread follows from them, so nothing is said to be assumed.
+    mix = lengths.from_stats({"mean": 203, "p50": 125}, 64)
+    assert mix.quantile("prompt", 0.5) == pytest.approx(125, rel=1e-2)
+    assert mix.mean_prompt == pytest.approx(203, rel=1e-3)
+    assert not any("prompt: spread not stated" in a for a in mix.assumptions)
+    alone = lengths.from_stats({"p50": 125}, 64)
+    assert any("prompt: spread not stated" in a for a in alone.assumptions)
+
+
 def test_min_and_max_clip():
     mix = lengths.from_stats({"mean": 300, "p50": 250, "max": 1024, "min": 4}, 64)
     assert mix.prompt_dist.values.max() <= 1024 and mix.prompt_dist.values.min() >= 4

@@ -209,6 +209,30 @@ def test_a_space_that_overrides_the_fitted_figures_says_the_error_no_longer_appl
     assert not p.calibrated and any("stated error was measured with the fitted figures" in n for n in p.notes)
 
 
+def test_a_record_s_own_sequence_cap_replaces_the_engine_default(doc):
+    r = next(r for r in doc["records"] if llm_published.engine(r, doc["sources"]) == "vllm"
+             and r["scenario"] == "max-throughput" and r["concurrency"] > 256)
+    stated = {**r, "max_batch": r["concurrency"]}
+    default = {k: v for k, v in r.items() if k != "max_batch"}
+    assert llm_calibrate.setting(default, doc["sources"])["max_batch"] == 256  # vLLM's max_num_seqs
+    assert llm_calibrate.setting(stated, doc["sources"])["max_batch"] == r["concurrency"]
+    p_default, p_stated = llm_calibrate.predict([default, stated], llm_calibrate.shipped()["fitted"], doc["sources"])
+    assert p_stated > p_default
+
+
+def test_the_fit_s_pull_grows_linearly_past_the_huber_miss(monkeypatch):
+    h = llm_calibrate.HUBER
+
+    def loss(e):
+        """_loss of one record whose prediction misses by a factor exp(e)."""
+        monkeypatch.setattr(llm_calibrate, "_evaluate", lambda *a, **k: np.array([math.exp(e)]))
+        return llm_calibrate._loss([], np.array([1.0]), np.array([1.0]), {})
+
+    assert loss(h / 2) == pytest.approx((h / 2) ** 2)
+    assert loss(4 * h) - loss(3 * h) == pytest.approx(loss(3 * h) - loss(2 * h)) == pytest.approx(2 * h * h)
+    assert loss(-4 * h) == pytest.approx(loss(4 * h)) and loss(50.0) == pytest.approx(loss(2.0))  # clipped at e^2
+
+
 @pytest.mark.parametrize("change, field", [
     (lambda d: d["records"][0].update(source="nowhere"), "records[0].source"),
     (lambda d: d["records"][0].update(unit="GB"), "records[0].unit"),
@@ -221,6 +245,7 @@ def test_a_space_that_overrides_the_fitted_figures_says_the_error_no_longer_appl
     (lambda d: d["records"][0].update(dataset="nosuchset"), "records[0].dataset"),
     (lambda d: d["records"][0].update(statistic="p42"), "records[0].statistic"),
     (lambda d: d["records"][0].update(scheduler_steps=0), "records[0].scheduler_steps"),
+    (lambda d: d["records"][0].update(max_batch=2.5), "records[0].max_batch"),
     (lambda d: d["records"][1].update(id=d["records"][0]["id"]), "records[1].id"),
     (lambda d: d["sources"][next(iter(d["sources"]))].update(url="ftp://x"), "url"),
 ])

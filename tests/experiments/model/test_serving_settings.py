@@ -82,6 +82,22 @@ def test_offline_pays_each_prompt_s_prefill_once():
     assert one["throughput"] == pytest.approx(ideal, rel=0.1)
 
 
+def test_offline_tokens_of_a_wave_nothing_replaces_come_from_plain_decode_steps():
+    # Every request admitted at once: no prompt joins while they decode, so their time per output
+    # token is the plain decode step's; a closed loop of as many clients carries a new prompt in
+    # some steps. With many waves the steps carrying the later waves' prompts dominate.
+    s = _state(concurrency=64.0, context=512.0, new_tokens=64.0, batching=llm.BATCHING["continuous"],
+               capacity=200e9)
+    closed = llm.serve(L8, s)
+    one_wave = llm.serve(L8, {**s, "arrival": llm.ARRIVALS["offline"]})
+    assert one_wave["running"] == 64.0 and one_wave["tpot"] < closed["tpot"]
+    plain = llm.serve(L8, {**s, "arrival": llm.ARRIVALS["offline"], "batching": llm.BATCHING["static"]})
+    assert one_wave["tpot"] == pytest.approx(plain["tpot"], rel=1e-6)
+    many = llm.serve(L8, {**s, "arrival": llm.ARRIVALS["offline"], "concurrency": 64.0 * 50, "max_batch": 64.0})
+    assert one_wave["tpot"] < many["tpot"] <= closed["tpot"] * (1 + 1e-9)
+    assert many["tpot"] == pytest.approx((plain["tpot"] + 49 * closed["tpot"]) / 50, rel=1e-6)
+
+
 def test_a_chunked_prompt_waits_for_its_own_chunks_not_the_mean_spread():
     # At light load a chunked engine spreads little prefill over each step on average (what TPOT
     # sees), but a new prompt's first token needs all of its own tokens: its TTFT is the whole
