@@ -6,7 +6,7 @@ with its source and setting, and a frozen split: whole `holdout` sources and eve
 of each (source, metric) of the others are never fitted. Calibration fits the figures a datasheet
 cannot give -- the compute and memory-bandwidth efficiency serving reaches, per-step and
 per-sequence overheads, the prefill queueing factor, tensor-parallel launch cost, AMD's and Intel's
-stack factors -- on the rest (least squares on log ratios, each source and metric weighted alike),
+stack factors -- on the rest (a Huber loss on log ratios, each source and metric weighted alike),
 then per engine with enough records its own profile (factors on those figures, its own step
 overhead; a ridge keeps a thin engine near the global figures). It states the relative error per
 metric on the held-out records and the frozen sources, and, refitting once per source, engine and
@@ -233,7 +233,7 @@ def _from_unit(x: np.ndarray, table: dict = PARAMS) -> dict:
 
 
 def fit(records: list[dict], sources: dict | None = None, tail: dict | None = None, start: dict | None = None) -> dict:
-    """The PARAMS that minimise the weighted squared log error on `records` (Nelder-Mead on the
+    """The PARAMS that minimise the weighted Huber loss of the log errors on `records` (Nelder-Mead on the
     box-scaled figures from six starts and a polish of the best: deterministic, NumPy only), then
     each engine with ENGINE_MIN_RECORDS records or more its own profile with the global figures
     held. `start` (a fit on more records, for leave-one-out folds): one refinement from it instead."""
