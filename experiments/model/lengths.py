@@ -205,7 +205,8 @@ def stats_marginal(stats: Mapping, field: str, which: str = "prompt") -> Margina
     mean = lambda a, b, lam=0.0: _table(zs, vs, a, b, lam, lo, hi).mean()  # noqa: E731
     if len(pct) == 1 and not spread_stated and mean(0, 0) <= target <= mean(_SLOPE_MAX, _SLOPE_MAX):
         x = _bisect(lambda x: mean(x, x) - target, 0.0, _SLOPE_MAX)   # a log-normal through both
-        return Marginal(_table(zs, vs, x, x, 0, lo, hi), tuple(s.items()))   # its spread follows: none assumed
+        notes.clear()  # its spread follows from the two: none assumed
+        return done(_table(zs, vs, x, x, 0, lo, hi))
     # The mean decides the tails: the upper one first; then how the values between two stated
     # percentiles lean towards the upper (or lower) one; then the lower tail.
     if mean(s_lo, 0) <= target <= mean(s_lo, _SLOPE_MAX):

@@ -64,7 +64,6 @@ def test_batches_of_records_derive_what_the_whole_kb_query_derives(luma_home, ru
         assert _runs(Engine(kb).run())["qualified-boundary"].mode == "full"
 
 
-
 def test_a_delta_split_over_the_workers_derives_what_one_batch_derives(luma_home, runner_key, tmp_path, monkeypatch):
     # 20 new graphs, two workers, batches of at least 5: each bound rule answers in 10-graph halves
     # evaluated at the same time, and the derived graphs are those of a full run.
@@ -98,6 +97,7 @@ def test_a_delta_split_over_the_workers_derives_what_one_batch_derives(luma_home
         after = _derived(kb)
         full = Engine(kb).run(full=True)
         assert (full.new, full.removed) == (0, 0) and _derived(kb) == after
+
 
 def test_the_shipped_record_rules_can_be_bound():
     for rule in load_all():

@@ -123,7 +123,6 @@ def test_the_plan_tells_an_untrusted_machine_from_no_machine(tmp_path):
     assert [r["note"] for r in none if r["class"] == "avx2"] == ["no machine of this class"]
 
 
-
 def test_a_node_ray_still_lists_alive_but_whose_manager_is_gone_counts_as_died():
     import socket
 
@@ -144,6 +143,7 @@ def test_a_node_ray_still_lists_alive_but_whose_manager_is_gone_counts_as_died()
         assert described["retried_after"][0]["ended"] == "died"
     finally:
         up.close()
+
 
 def test_a_unit_run_twice_names_the_node_that_died():
     from luma.experiments.fleet import attempts
