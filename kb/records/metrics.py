@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 from luma.kb.records import units
 
@@ -89,8 +90,10 @@ _PERCENTILE = re.compile(rf"p(\d{{1,2}}(?:\.\d{{1,3}})?)_(?:{'|'.join(PERCENTILE
 BOUNDS = (".ci_low", ".ci_high")
 
 
+@lru_cache(maxsize=4096)
 def kind_of(metric: str) -> Kind | None:
     """The kind of a registered metric; None for an unknown name."""
+    # Cached: every observation of every trial asks, a batch names a few dozen metrics.
     if metric in METRICS:
         return METRICS[metric]
     m = _PERCENTILE.fullmatch(metric)
@@ -116,6 +119,7 @@ def impossible(metric: str, value: float) -> str | None:
     return f"{metric} is {kind.description}: it cannot be negative, got {value:g}"
 
 
+@lru_cache(maxsize=4096)
 def misfit(metric: str, unit: str) -> str | None:
     """Why `unit` (one that converts) does not fit `metric` or the metric whose confidence bound it
     is; None when it fits or the metric is unknown."""

@@ -33,3 +33,29 @@ def test_json_yaml_json_lines_and_dimension_order_give_the_same_identity(tmp_pat
     reordered = tmp_path / "reordered.json"
     reordered.write_text(json.dumps(doc, indent=1))  # the general path
     assert {_hash(DATA / "valid_chain.yaml"), _hash(jsonl), _hash(reordered)} == {EXAMPLE_HASH}
+
+
+def test_every_signed_kind_declares_its_attestation_last():
+    # The loader appends the attestation to the canonical JSON instead of serialising the whole
+    # record twice; that is the record's own JSON only while the block is its last field.
+    from luma.kb.records.kinds import KINDS
+
+    signed = [k for k in KINDS if "attestation" in k.model_class().model_fields]
+    assert len(signed) >= 6
+    for kind in signed:
+        assert list(kind.model_class().model_fields)[-1] == "attestation", kind.name
+
+
+def test_the_stored_payload_is_the_record_s_own_json_with_its_attestation(tmp_path):
+    from luma.kb.records.loader import _with_attestation
+
+    doc = json.loads((DATA / "valid_chain.json").read_text())
+    doc["attestation"] = {"key": "ab" * 16, "algorithm": "ed25519",
+                          "signature": "QUJD" * 21 + "QQ=="}
+    path = tmp_path / "signed.jsonl"
+    path.write_text(json.dumps(doc) + "\n")
+    rec = next(iter_records([path]))
+    assert rec.content_hash == EXAMPLE_HASH  # the attestation stays out of the identity
+    assert rec.payload == rec.model.model_dump_json(exclude_none=True)
+    assert json.loads(rec.payload)["attestation"] == doc["attestation"]
+    assert _with_attestation(rec.model, rec.canonical) == rec.payload

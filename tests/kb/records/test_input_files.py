@@ -19,6 +19,8 @@ from pathlib import Path
 
 import pytest
 import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from click.testing import CliRunner
 
 from luma.cli.main import cli
@@ -227,6 +229,34 @@ def test_nesting_is_counted_outside_strings():
     with pytest.raises(RecordError, match=f"x.json: nested deeper than {MAX_DEPTH} levels"):
         parse_json("[" + at_limit + "]", "x.json")
     assert parse_json(json.dumps({"text": "[{" * 500}), "x.json") == {"text": "[{" * 500}
+
+
+def _depth(doc) -> int:
+    if isinstance(doc, dict):
+        return 1 + max(map(_depth, doc.values()), default=0)
+    if isinstance(doc, list):
+        return 1 + max(map(_depth, doc), default=0)
+    return 0
+
+
+_TRICKY_TEXT = st.text(alphabet='[]{}"\\\nab:,', max_size=12)
+
+
+@given(st.recursive(st.none() | st.integers() | _TRICKY_TEXT,
+                    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_TRICKY_TEXT, inner, max_size=3),
+                    max_leaves=40),
+       st.integers(0, 70), st.booleans())
+@settings(max_examples=300, deadline=None)
+def test_the_depth_check_counts_the_brackets_of_any_document_exactly(doc, wrap, in_object):
+    # Brackets, quotes and backslashes inside keys and strings, escaped or not, never count.
+    for _ in range(wrap):
+        doc = {"k\\\"[": doc} if in_object else [doc, "]\\"]
+    text = json.dumps(doc, ensure_ascii=in_object)
+    if _depth(doc) <= MAX_DEPTH:
+        assert parse_json(text, "x.json") == doc
+    else:
+        with pytest.raises(RecordError, match="nested deeper"):
+            parse_json(text, "x.json")
 
 
 # -- duplicate keys --------------------------------------------------------------------------------
