@@ -101,8 +101,8 @@ def child_luma(n: int, workdir: Path, repeat: int) -> dict:
     # Baselines: the same quads bulk-loaded by pyoxigraph alone, timed to the store's close as the
     # ingest is. Into an empty store, Oxigraph puts the first loaded files in the bottom level and
     # compacts little; into the store the ingest started from, what it holds already makes the
-    # loaded files overlap it, and RocksDB compacts them before the close returns (47 s of 177 s
-    # at 100k chains, measured 2026-12-06).
+    # loaded files overlap it, and RocksDB compacts them before the close returns (36-47 s of
+    # 170-177 s at 100k chains, docs/benchmarks.md).
     raw_s = _raw_load(workdir / "raw", dump)
     raw_into_start_s = _raw_load(start_store, dump)
     shutil.rmtree(start_store, ignore_errors=True)

@@ -68,8 +68,8 @@ def _json_depth_ok(text: str) -> bool:
         return True
     # Outside strings only: in valid JSON every escape is two characters, so dropping the
     # escaped backslashes, then the escaped quotes, leaves quotes that all delimit strings, and
-    # every other piece between them lies outside one. C-speed passes: half the time of
-    # matching each string with a pattern (50 us a record).
+    # every other piece between them lies outside one. C-speed passes: about half the time of
+    # matching each string with a pattern (33-37 against 47-73 us for a 100k-bench record).
     outside = "".join(text.replace("\\\\", "").replace('\\"', "").split('"')[::2])
     nest = _NOT_BRACKET.sub("", outside).translate(_SAME_BRACKETS)
     for _ in range(MAX_DEPTH):  # each pass removes the innermost pairs: one level
