@@ -105,7 +105,9 @@ def child_luma(n: int, workdir: Path, repeat: int) -> dict:
     # 170-177 s at 100k chains, docs/benchmarks.md).
     raw_s = _raw_load(workdir / "raw", dump)
     raw_into_start_s = _raw_load(start_store, dump)
-    shutil.rmtree(start_store, ignore_errors=True)
+    # The ingest checks each IRI itself and loads without the parser's IRI validation
+    # (kb/ingest/nquads.py IriCheck); this baseline skips it too.
+    raw_lenient_s = _raw_load(workdir / "raw-lenient", dump, lenient=True)
     return {
         "records": n,
         "note": BENCH_NOTE,
@@ -123,6 +125,8 @@ def child_luma(n: int, workdir: Path, repeat: int) -> dict:
         "ratio_vs_raw": ingest_s / raw_s,
         "raw_into_start_s": raw_into_start_s,
         "ratio_vs_raw_into_start": ingest_s / raw_into_start_s,
+        "raw_lenient_s": raw_lenient_s,
+        "ratio_vs_raw_lenient": ingest_s / raw_lenient_s,
         "peak_rss_mb": rss_ingest,
         "rss_before_mb": rss0,
         "rules_s": rules_s,
@@ -131,14 +135,16 @@ def child_luma(n: int, workdir: Path, repeat: int) -> dict:
     }
 
 
-def _raw_load(path: Path, dump: Path) -> float:
+def _raw_load(path: Path, dump: Path, lenient: bool = False) -> float:
     """Seconds to bulk-load the N-Quads file `dump` into the store at `path`, flushed and closed."""
     t0 = time.perf_counter()
     raw = ox.Store(str(path))
-    raw.bulk_load(path=str(dump), format=ox.RdfFormat.N_QUADS)
+    raw.bulk_load(path=str(dump), format=ox.RdfFormat.N_QUADS, lenient=lenient)
     raw.flush()
     del raw
-    return time.perf_counter() - t0
+    seconds = time.perf_counter() - t0
+    shutil.rmtree(path, ignore_errors=True)  # a 100k-record store is gigabytes; three of them are timed
+    return seconds
 
 
 #: The named query a user pages and exports (issue 15: first page < 0.5 s, export >= 20k rows/s at 100k).

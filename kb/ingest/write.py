@@ -25,10 +25,10 @@ from datetime import datetime, timezone
 from itertools import islice
 from pathlib import Path
 
-from luma.errors import StoreError
+from luma.errors import RecordError, StoreError
 from luma.kb.ingest.evidence_gate import MeasuredGate
 from luma.kb.ingest.ingest_report import IngestReport, default_submitter
-from luma.kb.ingest.nquads import Batch
+from luma.kb.ingest.nquads import Batch, IriCheck, QuadWriter
 from luma.kb.ingest.projection import LedgerMeta, project
 from luma.kb.records.input_files import RECORD_FILE, read_bytes
 from luma.kb.records.kinds import BY_NAME
@@ -43,6 +43,10 @@ from luma.kb.store.partner_graphs import drop_retracted
 from luma.kb.vocab import ONTOLOGY_GRAPH
 
 #: Records validated and projected per chunk (the first chunk is smaller: the load starts sooner).
+#: Each chunk is one bulk load. Smaller chunks shorten the last load (the one after the Python
+#: work ends) and the peak memory, but each load into a growing store makes RocksDB compact more:
+#: at 100k records 25,000 took 356 s (623 CPU-s), 10,000 378 s (686), 5,000 383 s (693), though
+#: 5,000 was the fastest at 20k (docs/benchmarks.md, 2026-12-07).
 CHUNK_RECORDS = 25_000
 FIRST_CHUNK_RECORDS = 2_000
 
@@ -95,7 +99,8 @@ class _BackgroundLoader:
     def submit(self, data: bytes) -> None:
         self.wait()
         self.quads += data.count(b"\n")
-        self._last = self._pool.submit(self.store.bulk_load_nquads, [data])
+        # Every IRI in `data` was checked (IriCheck): the store need not check them again.
+        self._last = self._pool.submit(self.store.bulk_load_nquads, [data], checked=True)
 
     def wait(self, raise_errors: bool = True) -> None:
         last, self._last = self._last, None
@@ -151,6 +156,16 @@ def load_rdf(kb, path: Path, fmt: str, evidence_class: str, submitter: str | Non
     return commit(kb, [rec], submitter or default_submitter())
 
 
+def _check_iris(iris: IriCheck, w: QuadWriter, source: str) -> None:
+    """Every IRI the record projects to is valid (its chunk then loads without the store
+    checking them again); a record that projects an invalid one is refused before anything loads."""
+    bad = iris.first_invalid(w.graph, w.triples)
+    if bad is None:
+        bad = iris.first_invalid(w.entity_graph, ())
+    if bad is not None:
+        raise RecordError(f"the record projects to an invalid IRI {bad[:200]!r}; nothing was loaded", source=source)
+
+
 def commit(kb, records: Iterable[LoadedRecord], submitter: str) -> IngestReport:
     """Validate, project and shape-check chunk by chunk while earlier chunks load in the
     background; then the ledger commits (while the last chunk loads).
@@ -162,7 +177,7 @@ def commit(kb, records: Iterable[LoadedRecord], submitter: str) -> IngestReport:
     spent = report.seconds = {"validate": 0.0, "project+shapes": 0.0, "ledger": 0.0, "kb": 0.0}
     now = datetime.now(timezone.utc).replace(microsecond=0)
     home = kb.settings.home
-    batch, checker = Batch(), kb.checker
+    batch, checker, iris = Batch(), kb.checker, IriCheck()
     seen: set[str] = set()
     loader: _BackgroundLoader | None = None
     marker = pending.PendingIngest(home)
@@ -179,11 +194,13 @@ def commit(kb, records: Iterable[LoadedRecord], submitter: str) -> IngestReport:
             fresh = [r for r in fresh if r.content_hash not in existing]
             data: list[bytes] = []
             subjects: set[str] = set()
+            iris.clear()
             for rec in fresh:
                 check_text("source", rec.source, source=rec.source[:200])
                 gate.check(rec)  # `measured` is earned: a trusted signature, trials that agree
                 w = project(rec.model, LedgerMeta(rec.content_hash, submitter, now), kb.dimensions, batch)
                 checker.check(w.triples, rec.source, w.known)
+                _check_iris(iris, w, rec.source)
                 data.append(w.data())
                 subjects |= w.entity_subjects()
             report.added += fresh

@@ -149,8 +149,10 @@ class QuadStore(ABC):
         """Run a SPARQL update atomically."""
 
     @abstractmethod
-    def bulk_load_nquads(self, chunks: Iterable[bytes]) -> None:
-        """Add N-Quads fast. Not atomic across chunks: the ledger is the commit point."""
+    def bulk_load_nquads(self, chunks: Iterable[bytes], *, checked: bool = False) -> None:
+        """Add N-Quads fast. Not atomic across chunks: the ledger is the commit point.
+        `checked`: the caller validated every IRI in them (luma.kb.ingest.nquads.IriCheck), so a
+        store whose parser would validate each again may skip that."""
 
     @abstractmethod
     def load_nquads(self, data: bytes) -> None:

@@ -89,10 +89,11 @@ class EmbeddedStore(QuadStore):
         except OSError as exc:
             raise StoreError(f"update failed: {exc}") from None
 
-    def bulk_load_nquads(self, chunks: Iterable[bytes]) -> None:
+    def bulk_load_nquads(self, chunks: Iterable[bytes], *, checked: bool = False) -> None:
+        # `lenient` skips the parser's IRI validation only: a malformed line still raises.
         for chunk in chunks:
             if chunk:
-                self._store.bulk_load(chunk, ox.RdfFormat.N_QUADS)
+                self._store.bulk_load(chunk, ox.RdfFormat.N_QUADS, lenient=checked)
 
     def load_nquads(self, data: bytes) -> None:
         self._store.load(data, ox.RdfFormat.N_QUADS)

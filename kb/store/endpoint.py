@@ -127,10 +127,11 @@ class EndpointStore(QuadStore):
     def update(self, sparql):
         self._request(self.update_url, sparql.encode(), {"Content-Type": "application/sparql-update"})
 
-    def bulk_load_nquads(self, chunks: Iterable[bytes]) -> None:
+    def bulk_load_nquads(self, chunks: Iterable[bytes], *, checked: bool = False) -> None:
         """Each chunk posted to the Graph Store endpoint; to Oxigraph's server with
         `no_transaction`, its bulk loader (linear in the data: one transaction per 25k records
-        grew as N^1.31), any other server as an ordinary POST."""
+        grew as N^1.31), any other server as an ordinary POST. `checked` changes nothing here:
+        the server's `lenient` also makes its bulk loader skip lines that fail to parse."""
         for chunk in chunks:
             if chunk:
                 url = self.store_url + ("?no_transaction" if self._is_oxigraph() else "")
