@@ -18,7 +18,7 @@ from luma.experiments.fleet.head import Head, done_units, folder, saved_states
 
 
 _UNIT_COLUMNS = ["unit", "machine_class", "status", "attempts", "host", "node", "key", "wall_s", "trials", "min_pass",
-                 "adjacent_fail", "recovered", "frontier", "note"]
+                 "adjacent_fail", "recovered", "frontier", "chain", "note"]
 
 
 def _load(path: str):

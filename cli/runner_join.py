@@ -39,6 +39,11 @@ def start_command(address: str | None, labels: dict[str, str], *, head: bool, po
         cmd += ["--head", "--port", str(port), "--include-dashboard=false"]
     else:
         cmd += ["--address", address]
+        if loopback.is_loopback(address):
+            # The cluster's head runs on this machine, and with it a log monitor: Ray wants one per
+            # physical host (a second duplicates the logs), and each polls every 0.1 s — on a small
+            # host that is CPU time a trial running on every core would count as another tenant's.
+            cmd.append("--include-log-monitor=false")
     cmd += ["--labels", ray_labels(labels), "--resources", json.dumps({SLOT: 1}), "--disable-usage-stats"]
     if cpus is not None:
         cmd += ["--num-cpus", str(cpus)]

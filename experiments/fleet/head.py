@@ -325,7 +325,14 @@ class Head:
                      min_pass=s.get("min_pass"), adjacent_fail=s.get("adjacent_fail"), binding=s.get("binding"),
                      recovered=s.get("recovered"),
                      frontier=f"{frontier['before']} -> {frontier['after']}" if frontier.get("before") else None,
-                     records=records, ingest_s=round(time.monotonic() - t, 3))
+                     records=records, ingest_s=round(time.monotonic() - t, 3),
+                     chain="chain.json" in (out.get("files") or {}))
+        problems = [str(x) for x in s.get("problems") or []]
+        if problems:
+            # A sprint can end without a chain (a host too contended to qualify, no boundary in the
+            # levels given): "done" alone would read as a qualified unit.
+            said = ("" if entry["chain"] else "no chain: ") + "; ".join(problems)
+            entry["note"] = "; ".join(x for x in (entry.get("note"), said) if x)[:300]
         again = f" ({entry['note']})" if entry.get("retried_after") else ""
         self.note(f"{unit.key}: done on {entry['host']} ({entry['node']}) in {entry['wall_s']:.1f} s{again}")
 

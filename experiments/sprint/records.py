@@ -105,9 +105,13 @@ def chain_record(result: Result, started: datetime) -> dict | None:
     """The PEX chain of a sprint that found a boundary and tried an intervention; None otherwise.
     A chain whose recovery failed is still written (recovered: false) — it is evidence too. The
     chain satisfies what ingest checks of a measured chain (`luma.kb.ingest.consistency`): so a sprint
-    whose adjacent FAIL level never FAILed (only INCONCLUSIVE) writes no chain."""
+    whose adjacent FAIL level never FAILed (only INCONCLUSIVE) writes no chain, and neither does a
+    sprint that stopped for a contended host, whatever phase it had reached: its trials are
+    recorded, but a chain would claim outcomes (the recovery's repetitions, the next binding) that
+    the stop left unmeasured."""
     p, b = result.plan, result.boundary
-    if b is None or not b.found or not p.intervention or not result.recovery or not result.diagnosis:
+    if (b is None or not b.found or not p.intervention or not result.recovery or not result.diagnosis
+            or result.contended):
         return None
     pass_state, fail_state = p.state(b.min_pass), p.state(b.adjacent_fail)
     trials, counters = [], {}

@@ -88,6 +88,16 @@ def test_a_node_on_loopback_starts_through_the_launcher_that_keeps_it_there(luma
     assert bad.exit_code == 2 and "can only join a cluster on this machine" in bad.output
 
 
+def test_only_the_first_node_of_a_machine_runs_a_log_monitor(luma_home):
+    # Ray: one log monitor per physical host. A node joining a cluster on 127.0.0.1 shares its
+    # machine with the head, which has one; a node joining another machine's cluster needs its own.
+    _, head = _join("--head", "--node-ip-address", "127.0.0.1")
+    _, runner = _join("127.0.0.1:6379")
+    _, remote = _join("10.0.0.1:6379")
+    assert "--include-log-monitor=false" in runner
+    assert not any(a.startswith("--include-log-monitor") for a in head + remote)
+
+
 def test_each_runner_of_a_host_gets_its_own_suggested_trust_name(tmp_path, monkeypatch):
     for var in [v for v in os.environ if v.startswith("LUMA_")]:
         monkeypatch.delenv(var)

@@ -180,19 +180,47 @@ def _records(home: Path, campaign_id: str, db_url: str | None = None) -> list[di
     return [{"kind": k, **json.loads(p)} for k, p in rows]
 
 
-def _one_set_per_unit(records: list[dict], units: int) -> dict[str, list[dict]]:
-    by_sprint: dict[str, list[dict]] = {}
-    for r in records:
-        by_sprint.setdefault(r.get("sprint") or r["provenance"].get("fleet", {}).get("campaign"), []).append(r)
-    chains = [r for r in records if r["kind"] == "pex-chain"]
-    assert len(chains) == units
+def _unit_of(record: dict) -> tuple[str, str]:
+    """The campaign unit a trial or chain belongs to: its contract and its machine class."""
+    return record["contract"]["name"], record["provenance"]["fleet"]["machine_class"]
+
+
+def _stopped_for_the_host(trials: list[dict]) -> bool:
+    """Whether a sprint's trials end the way a sprint stops on a host too contended to qualify: its
+    last trial INCONCLUSIVE `host-contended` through every retry. Three runners on two vCPUs share
+    every core, so a trial restored to all of them (a diagnosis restores compute to the host's
+    maximum) counts the other nodes' Ray daemons as tenants; measured on an AVX2 host, those
+    trials read a median 8.5 % other tenants against the judge's 10 % (one-core trials: 0 %). The
+    sprint then refuses to qualify rather than record a chain a neighbour could have bent."""
+    from luma.experiments.sprint.trial import CONTENDED_RETRIES
+    from luma.kb.records.judge import CONTENDED
+
+    last = max(trials, key=lambda r: r["sequence"])
+    return (last["verdict"] == "INCONCLUSIVE" and last.get("failure_cause") == CONTENDED
+            and last["attempts"] == CONTENDED_RETRIES + 1)
+
+
+def _one_set_per_unit(records: list[dict], units: int) -> set[tuple[str, str]]:
+    """Check the campaign's records: one sprint per unit, no trial twice, no half sprint, and one
+    chain for each unit whose sprint did not stop for its host (`_stopped_for_the_host`); those
+    stopped units, as (contract, class). Most units must give a chain: the check cannot pass on
+    stopped sprints alone."""
     trials = [r for r in records if r["kind"] == "pex-trial"]
+    by_sprint: dict[str, list[dict]] = {}
+    for r in trials:
+        by_sprint.setdefault(r["sprint"], []).append(r)
+    assert len(by_sprint) == units
+    assert all(len({_unit_of(r) for r in rows}) == 1 for rows in by_sprint.values())
     keys = [(r["sprint"], r["sequence"]) for r in trials]
     assert len(keys) == len(set(keys))  # no trial twice
-    for sprint in {r["sprint"] for r in trials}:
-        seq = sorted(s for sp, s in keys if sp == sprint)
+    for sprint, rows in by_sprint.items():
+        seq = sorted(r["sequence"] for r in rows)
         assert seq == list(range(len(seq)))  # no half sprint: every trial from the first on
-    return by_sprint
+    stopped = {_unit_of(rows[0]) for rows in by_sprint.values() if _stopped_for_the_host(rows)}
+    chains = sorted(_unit_of(r) for r in records if r["kind"] == "pex-chain")
+    assert chains == sorted({_unit_of(rows[0]) for rows in by_sprint.values()} - stopped)
+    assert len(chains) > units // 2, f"{len(stopped)} of {units} sprints stopped for a contended host"
+    return stopped
 
 
 def test_a_node_whose_key_is_not_trusted_gets_no_trials(cluster, tmp_path):
@@ -223,9 +251,13 @@ def test_two_contracts_on_two_classes_run_in_parallel_each_chain_signed_by_its_n
     assert state["wall_s"] < state["sum_of_units_s"] and state["parallelism"] > 1.2
     fps = {name: cluster.fingerprint(name) for name in cluster.nodes}
     records = _records(cluster.head, state["id"])
-    _one_set_per_unit(records, 4)
+    stopped = _one_set_per_unit(records, 4)
     for unit in state["units"]:
-        assert unit["status"] == "done" and unit["min_pass"] and unit["recovered"] is True, unit
+        assert unit["status"] == "done", unit
+        if (unit["contract"], unit["machine_class"]) in stopped:
+            assert not unit["chain"] and "no chain: host too contended to qualify" in unit["note"], unit
+            continue
+        assert unit["min_pass"] and unit["recovered"] is True and unit["chain"], unit
         node = next(n for n, fp in fps.items() if fp.startswith(unit["key"]))
         assert cluster.classes[node] == unit["machine_class"]
         chain = next(r for r in records if r["kind"] == "pex-chain"

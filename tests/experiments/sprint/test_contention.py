@@ -237,6 +237,30 @@ def test_a_host_that_got_slower_unseen_is_caught_by_the_ab(monkeypatch, tmp_path
     assert "the host got slower, not the state" in r.problems[-1]
 
 
+class RecoveringHost(Host):
+    """As Host, but int8 weights PASS from 4 MiB: the sprint goes on to recover, re-qualify and
+    diagnose the next binding (the phases after the boundary)."""
+
+    def spawn(self, spec, timeout_s):
+        tel = super().spawn(spec, timeout_s)
+        if spec["variant"] != "fp32" and spec["state"]["host_memory"] >= 4 * MiB and not self.busy(self.n):
+            return {**FAST, "contention": QUIET}
+        return tel
+
+
+@pytest.mark.parametrize("phase", ["intervention", "requalify", "next-binding"])
+def test_a_sprint_stopped_for_its_host_after_the_boundary_writes_no_chain(monkeypatch, tmp_path, phase):
+    # Seen on a 2-vCPU host running three runner nodes: a sprint stopped in its next-binding
+    # diagnosis wrote a chain with a frontier shift and an empty next binding, which ingest refused.
+    quiet = _sprint(monkeypatch, tmp_path, RecoveringHost())
+    check_measured(validate_document(chain_of(quiet), "chain.json"))
+    assert quiet.next_binding["restorations"] and not quiet.contended
+    first = next(i for i, t in enumerate(quiet.trials) if t.phase == phase)
+    r = _sprint(monkeypatch, tmp_path, RecoveringHost(busy=lambda n: n > first))
+    assert r.contended["phase"] == phase and chain_of(r) is None
+    assert r.problems[-1].startswith("host too contended to qualify")
+
+
 @pytest.mark.parametrize("seed", range(12))
 def test_random_neighbours_give_the_quiet_boundary_or_a_contended_stop(monkeypatch, tmp_path, seed):
     quiet = _sprint(monkeypatch, tmp_path, Host())
