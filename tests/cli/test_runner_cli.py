@@ -229,7 +229,10 @@ def test_a_sprint_signs_its_records_with_the_project_key(tmp_path):
     assert stat.S_IMODE((home / "keys" / f"{name}.key").stat().st_mode) == 0o600
     pub = att.public_bytes(att.load_private(home, name))
     files = sorted((home / "sprints").glob("*/trial-*.json")) + sorted((home / "sprints").glob("*/chain.json"))
-    assert len(files) > 3
+    # A whole sprint, unless the host was too contended to go on (CPU steal on a shared host):
+    # then the trials it ran, each signed all the same.
+    stopped = any(p.startswith("host too contended") for p in json.loads(done.stdout)["problems"])
+    assert len(files) > 3 or (stopped and files), done.stdout[-2000:]
     for path in files:
         assert verifies(json.loads(path.read_text()), pub), path
     kinds = {}
