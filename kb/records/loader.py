@@ -7,7 +7,7 @@ Errors name the file, the record's position in it and the field, e.g.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -63,10 +63,12 @@ class LoadedRecord:
         return replace(self, model=model, attested=model.model_dump_json(exclude_none=True))
 
 
-def read_documents(path: Path, limit: Limit = RECORD_FILE) -> Iterator[tuple[str, Any]]:
+def read_documents(path: Path, limit: Limit = RECORD_FILE,
+                   counted: Callable[[int], None] | None = None) -> Iterator[tuple[str, Any]]:
     """Yield (label, document) for each record in a JSON / JSONL / YAML / TOML file of at most
     `limit` bytes (a JSON Lines record comes unparsed, as a `_Line`: `iter_records` validates it
-    straight from its text)."""
+    straight from its text). `counted(n)`: told how many records the file holds once it is read,
+    before the first is yielded."""
     name = str(path)
     suffix = path.suffix.lower()
     if suffix not in _SUFFIXES:
@@ -76,7 +78,10 @@ def read_documents(path: Path, limit: Limit = RECORD_FILE) -> Iterator[tuple[str
         raise RecordError("file is empty: it holds no record", source=name)
     if suffix in (".jsonl", ".ndjson"):
         # "\n" only: str.splitlines would also split inside a string holding U+2028 or U+0085.
-        for lineno, line in enumerate(text.split("\n"), 1):
+        lines = text.split("\n")
+        if counted is not None:
+            counted(sum(1 for line in lines if line.strip()))
+        for lineno, line in enumerate(lines, 1):
             if line.strip():
                 # Parsed lazily, as iter_records reaches it: a bulk file is never all dicts at once.
                 yield f"line {lineno}", _Line(line, name, lineno)
@@ -91,6 +96,8 @@ def read_documents(path: Path, limit: Limit = RECORD_FILE) -> Iterator[tuple[str
     if not flat:
         raise RecordError("file holds no record", source=name)
     many = len(flat) > 1
+    if counted is not None:
+        counted(len(flat))
     for i, doc in enumerate(flat, 1):
         yield (f"record {i}" if many else ""), doc
 
@@ -238,13 +245,31 @@ def _format_loc(parts: tuple) -> str | None:
     return out or None
 
 
-def iter_records(paths: list[Path], home: Path | None = None, limit: Limit = RECORD_FILE) -> Iterator[LoadedRecord]:
+class RecordsLeft:
+    """How many records an `iter_records` has yet to yield: None until its last file is read
+    (earlier files say nothing of the later ones), then exact. Ingest sizes its last chunks by it."""
+
+    __slots__ = ("count",)
+
+    def __init__(self) -> None:
+        self.count: int | None = None
+
+
+def iter_records(paths: list[Path], home: Path | None = None, limit: Limit = RECORD_FILE,
+                 left: RecordsLeft | None = None) -> Iterator[LoadedRecord]:
     """Read and validate the records of every file (each within `limit`), one at a time
     (RecordError at the first problem). Runner trust and revocation records are refused: only
-    `luma runner` writes them."""
+    `luma runner` writes them. `left`: kept up to date with the records still to come."""
     dims = record_dimensions(home)
-    for path in paths:
-        for label, doc in read_documents(Path(path), limit):
+
+    def counted(n: int) -> None:
+        left.count = n
+
+    for i, path in enumerate(paths):
+        last = left is not None and i == len(paths) - 1
+        for label, doc in read_documents(Path(path), limit, counted if last else None):
+            if last:
+                left.count -= 1
             source = f"{path}: {label}" if label else str(path)
             if isinstance(doc, _Line):
                 rec = _validate_line(doc, source, home, dims)
