@@ -76,6 +76,22 @@ def test_tune_measures_and_keeps_the_choices_in_the_kernel_cache(tmp_path, monke
     assert len(kept) == len(rows)
 
 
+def test_tune_never_touches_the_project(tmp_path, monkeypatch):
+    # Its choices live in the kernel cache, per host: a LUMA_HOME that is no directory is no matter.
+    from luma.cli.project import NONE
+    from luma.kernels import gemm_tuning
+
+    home = tmp_path / "not-a-directory"
+    home.write_text("LUMA_HOME names this file by mistake")
+    monkeypatch.setenv("LUMA_HOME", str(home))
+    monkeypatch.setenv("LUMA_KERNEL_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(gemm_tuning, "TABLE", gemm_tuning.ChoiceTable())
+    assert cli.commands["kernels"].commands["tune"].callback.luma_project == NONE
+    result = _run("kernels", "tune", "--shapes", "32,16", "--format", "json")
+    assert result.exit_code == 0, result.output
+    assert home.read_text() == "LUMA_HOME names this file by mistake"
+
+
 def test_tune_refuses_a_bad_shape():
     result = _run("kernels", "tune", "--shapes", "32")
     assert result.exit_code == 2 and "expected K,N" in result.output

@@ -54,7 +54,9 @@ NEEDS_KERNELS = {
 SMALLER = {"kb bench --records 1000,10000,100000": "kb bench --records 100 --repeat 1",
            "rules bench --records 1000,10000": "rules bench --records 100 --rdflib-max 0"}
 #: Commands that never use the project directory, and run for minutes: not run with a bad LUMA_HOME.
-NO_PROJECT_AND_SLOW = {"kb bench --records 1000,10000,100000", "rules bench --records 1000,10000"}
+#: (`kernels tune` over every shape took 440 s on a 2-vCPU AVX2 host; tests/cli/test_kernels_cli.py
+#: runs it on one small shape with a bad LUMA_HOME instead.)
+NO_PROJECT_AND_SLOW = {"kb bench --records 1000,10000,100000", "rules bench --records 1000,10000", "kernels tune"}
 
 #: A bad argument for every command ({bad} a malformed record, {ttl} broken Turtle, {rq} a query file, {tmp}).
 BAD_ARGUMENT = {
