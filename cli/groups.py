@@ -115,7 +115,7 @@ report = LazyGroup("report", help=(
 
 rules = LazyGroup("rules", help=(
     "Declarative rules: qualification, recurrences, hardware requirements."), lazy={
-    "bench": ("luma.cli.rules:bench_cmd",
+    "bench": ("luma.cli.rules_bench:bench_cmd",
         "The rule set to fixpoint on synthetic chains: full run, re-run, incremental run, rdflib beside it."),
     "check": ("luma.cli.rules:check_cmd",
         "Validate every rule file and the dependency graph (no cycle through negation)."),

@@ -116,3 +116,55 @@ def test_a_broken_machine_cache_file_is_analysed_again_and_replaced(tmp_path):
     analysis._ANALYSED.clear()
     assert _fields(analyse_cached(rule, None, tmp_path)) == _fields(analyse(rule))
     assert cached.read_text() == good
+
+
+_OWN = """# id: mine
+# version: 1
+# description: a project's own rule that reads derived facts inside their graph
+# derives: ?n
+PREFIX luma: <https://w3id.org/luma/ns#>
+PREFIX derived: <https://w3id.org/luma/id/graph/derived/>
+CONSTRUCT { ?n a luma:Mine ; luma:mineCount ?c } WHERE {
+  { SELECT (COUNT(?q) AS ?c) WHERE { GRAPH derived:qualified-boundary { ?q a luma:QualifiedBoundary } } }
+  BIND(<urn:luma:mine> AS ?n) }
+"""
+
+
+def test_rules_check_and_list_answer_from_the_machine_s_analyses(tmp_path, monkeypatch):
+    """`luma rules check` and `list`, and the sealed-read check of a project's own rule, parse the
+    shipped rules once per machine, not once per command; a rule that does not analyse is
+    refused every time."""
+    from click.testing import CliRunner
+
+    from luma.cli.main import cli
+    from luma.rules import sealing
+
+    home = tmp_path / "home"
+    (home / "rules").mkdir(parents=True)
+    (home / "rules" / "90-mine.rq").write_text(_OWN)
+    monkeypatch.setenv("LUMA_HOME", str(home))
+    monkeypatch.setenv("LUMA_RULES_CACHE", str(tmp_path / "machine"))
+    monkeypatch.setattr(sealing, "_shipped_writers", sealing._shipped_writers.__wrapped__)  # no lru: a new process
+    parsed = []
+    real = analysis.analyse
+    monkeypatch.setattr(analysis, "analyse", lambda r: parsed.append(r.id) or real(r))
+    runner = CliRunner()
+    first = runner.invoke(cli, ["rules", "check"])
+    assert first.exit_code == 0 and "15 rule(s)" in first.output, first.output
+    assert sorted(parsed) == sorted([r.id for r in load_all()] + ["mine"])  # each once, not twice
+    for args in (["rules", "check"], ["rules", "list", "--format", "json"]):
+        monkeypatch.setattr(analysis, "_ANALYSED", {})  # a new process
+        parsed.clear()
+        result = runner.invoke(cli, args)
+        assert result.exit_code == 0, result.output
+        assert parsed == [], (args, parsed)
+    # The sealed-read check still refuses an own rule that reads a boundary outside its graph.
+    (home / "rules" / "90-mine.rq").write_text(_OWN.replace("GRAPH derived:qualified-boundary { ?q a luma:QualifiedBoundary }",
+                                                            "?q a luma:QualifiedBoundary"))
+    for _ in range(2):
+        result = runner.invoke(cli, ["rules", "check"])
+        assert result.exit_code == 1 and "sealed term" in result.output, result.output
+    (home / "rules" / "90-mine.rq").write_text(_OWN.replace("CONSTRUCT", "SELECT ?n ?c WHERE {} CONSTRUCT"))
+    for _ in range(2):
+        result = runner.invoke(cli, ["rules", "check"])
+        assert result.exit_code == 1 and "90-mine.rq" in result.output, result.output
