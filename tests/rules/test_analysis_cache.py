@@ -159,8 +159,8 @@ def test_rules_check_and_list_answer_from_the_machine_s_analyses(tmp_path, monke
         assert result.exit_code == 0, result.output
         assert parsed == [], (args, parsed)
     # The sealed-read check still refuses an own rule that reads a boundary outside its graph.
-    (home / "rules" / "90-mine.rq").write_text(_OWN.replace("GRAPH derived:qualified-boundary { ?q a luma:QualifiedBoundary }",
-                                                            "?q a luma:QualifiedBoundary"))
+    inside = "GRAPH derived:qualified-boundary { ?q a luma:QualifiedBoundary }"
+    (home / "rules" / "90-mine.rq").write_text(_OWN.replace(inside, "?q a luma:QualifiedBoundary"))
     for _ in range(2):
         result = runner.invoke(cli, ["rules", "check"])
         assert result.exit_code == 1 and "sealed term" in result.output, result.output
