@@ -78,13 +78,13 @@ def read_documents(path: Path, limit: Limit = RECORD_FILE,
         raise RecordError("file is empty: it holds no record", source=name)
     if suffix in (".jsonl", ".ndjson"):
         # "\n" only: str.splitlines would also split inside a string holding U+2028 or U+0085.
-        lines = text.split("\n")
+        # The non-blank lines, numbered, found once (the count and the records both need them).
+        numbered = [(lineno, line) for lineno, line in enumerate(text.split("\n"), 1) if line.strip()]
         if counted is not None:
-            counted(sum(1 for line in lines if line.strip()))
-        for lineno, line in enumerate(lines, 1):
-            if line.strip():
-                # Parsed lazily, as iter_records reaches it: a bulk file is never all dicts at once.
-                yield f"line {lineno}", _Line(line, name, lineno)
+            counted(len(numbered))
+        for lineno, line in numbered:
+            # Parsed lazily, as iter_records reaches it: a bulk file is never all dicts at once.
+            yield f"line {lineno}", _Line(line, name, lineno)
         return
     if suffix in (".yaml", ".yml"):
         docs = [d for d in parse_yaml(text, name) if d is not None]
