@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from luma.experiments.model.llm_config import ModelConfig
+from luma.experiments.model.llm_config import ModelConfig, ModelStack
 
 
 def all_reduce(tp, size, link, links, topology, lat):
@@ -70,7 +70,12 @@ ARRIVALS = {"closed": 0.0, "poisson": 1.0, "offline": 2.0}
 BATCHING = {"static": 0.0, "continuous": 1.0, "chunked": 2.0}
 
 
-def serve(cfg: ModelConfig, s: dict) -> dict:
+def _num(x):
+    """A number as a float, an array (a ModelStack's figure) as float64s."""
+    return float(x) if np.ndim(x) == 0 else np.asarray(x, dtype=np.float64)
+
+
+def serve(cfg: ModelConfig | ModelStack, s: dict) -> dict:
     """Predicted figures of serving `cfg` on the states `s` (a dict of broadcastable arrays):
 
     weight_bytes, kv_bytes (per element), flops, bandwidth, capacity, interconnect (one link, one
@@ -99,8 +104,9 @@ def serve(cfg: ModelConfig, s: dict) -> dict:
     waves = np.asarray(s.get("waves", False), dtype=bool) | (f.get("batching", 1.0) == BATCHING["static"])
     chunked = f.get("batching", 1.0) == BATCHING["chunked"]
     arrival = f.get("arrival", np.float64(0.0))
-    L, H = float(cfg.layers), float(cfg.hidden)
-    Nm = float(cfg.matmul_params())  # parameters one token multiplies through (active, for MoE)
+    # A ModelConfig's figures are numbers, a ModelStack's arrays (one per state): both broadcast.
+    L, H = _num(cfg.layers), _num(cfg.hidden)
+    Nm = _num(cfg.matmul_params())  # parameters one token multiplies through (active, for MoE)
     tp, pp, G = f["tp"], f["pp"], f["new_tokens"]
     P = f["context"]
     P2 = f.get("context_sq", P * P)
@@ -110,8 +116,8 @@ def serve(cfg: ModelConfig, s: dict) -> dict:
     ab = f.get("act_bytes", np.float64(2.0))
     # Memory.
     weights = cfg.total_params() * f["weight_bytes"]
-    vectors = float(cfg.kv_vectors_per_token())  # cached vectors a token stores (per-vector extras)
-    kv_token = float(cfg.kv_elements_per_token()) * f["kv_bytes"] + vectors * f.get("kv_vector_extra", 0.0)
+    vectors = _num(cfg.kv_vectors_per_token())  # cached vectors a token stores (per-vector extras)
+    kv_token = _num(cfg.kv_elements_per_token()) * f["kv_bytes"] + vectors * f.get("kv_vector_extra", 0.0)
     block = np.maximum(f.get("kv_block", 1.0), 1.0)
     # A partner's KV codec (effects.py): stored bytes / kv_capacity_factor, read at kv_read_factor.
     kv_store = kv_token / f["kv_capacity_factor"] if "kv_capacity_factor" in f else kv_token
@@ -162,7 +168,7 @@ def serve(cfg: ModelConfig, s: dict) -> dict:
     enc = f.get("kv_encode_rate", np.float64(np.inf))
     ctx = P + G / 2.0  # a running sequence's mean context
     ctx_held = cfg.kv_tokens(ctx)
-    moe_layers = float(getattr(cfg, "moe_layers", 0) or 0)
+    moe_layers = _num(getattr(cfg, "moe_layers", 0))
     gemm_half = f.get("gemm_half", np.float64(0.0))
 
     def step(decode, ptoks, psq):
@@ -194,7 +200,7 @@ def serve(cfg: ModelConfig, s: dict) -> dict:
         b = b_weights + b_kv
         comm = 2.0 * L * all_reduce(tp, tokens * H * ab, link, links, topo, lat) + \
             (pp - 1) * _hop(tokens * H * ab, link, links, topo, lat)
-        if moe_layers:  # expert parallelism: each MoE layer's all-to-all dispatch and combine
+        if np.any(moe_layers):  # expert parallelism: each MoE layer's all-to-all dispatch and combine
             comm = comm + moe_layers * (ep > 1) * ((ep - 1.0) / ep * cfg.expert_parallel_bytes(tokens, ab)
                                                    / (link * np.where(topo == 0, links, 1.0)) + 2.0 * lat)
         run = t0 + ts * (decode + ptoks / np.maximum(P, 1.0)) + np.where(tp > 1, t_tp, 0.0)

@@ -128,16 +128,20 @@ def setting(r: dict, sources: dict) -> dict:
 
 
 def _prepare(records: list[dict], sources: dict) -> list[tuple]:
-    """Per model preset: (record indices, the serve() keys that do not depend on the fitted
-    figures, vendors, engines, metric, statistic multiplier exponent, unit scale and the output
-    length a latency quantile is read at (_output_at) per record)."""
-    groups: dict[str, list[int]] = {}
-    for i, r in enumerate(records):
-        groups.setdefault(r["model"], []).append(i)
+    """Per group: (record indices, the model's config or a ModelStack of several, the serve() keys that do not
+    depend on the fitted figures, vendors, engines, metric, statistic multiplier exponent, unit
+    scale and the output length a latency quantile is read at (_output_at) per record). Two
+    groups, whatever the models, so a fit's thousands of evaluations call serve() twice: the
+    open-loop records (serve() solves their running sequences by eight passes of the model) apart
+    from the others, which need none."""
+    every = [setting(r, sources) for r in records]
+    open_loop = np.array([x["arrival"] == llm.ARRIVALS["poisson"] for x in every], dtype=bool)
     out = []
-    for model, idx in groups.items():
+    for idx in (np.flatnonzero(open_loop), np.flatnonzero(~open_loop)):
+        if not len(idx):
+            continue
         rows = [records[i] for i in idx]
-        sets = [setting(r, sources) for r in rows]
+        sets = [every[i] for i in idx]
         figs = [hardware.figures(llm_published.machine(r["machine"]), r["precision"]) for r in rows]
         col = lambda key: np.array([f[key] for f in figs], dtype=np.float64)  # noqa: E731
         num = lambda key: np.array([float(r[key]) for r in rows])  # noqa: E731
@@ -161,7 +165,10 @@ def _prepare(records: list[dict], sources: dict) -> list[tuple]:
         # request of that quantile's output length: its spread is the lengths' (no tail factor).
         latency_g = np.array([_output_at(r) if r["metric"] == "latency" else np.nan for r in rows])
         expo = np.array([0.0 if x is None or np.isfinite(g) else judge.exponent(x) for x, g in zip(q, latency_g)])
-        out.append((np.array(idx), llm_config.PRESETS[model], s, [llm_published.vendor(r["machine"]) for r in rows],
+        models = {r["model"] for r in rows}  # one model: its config's plain numbers cost less than arrays
+        cfg = llm_config.PRESETS[models.pop()] if len(models) == 1 else \
+            llm_config.ModelStack([llm_config.PRESETS[r["model"]] for r in rows])
+        out.append((idx, cfg, s, [llm_published.vendor(r["machine"]) for r in rows],
                     [x["engine"] for x in sets], metrics, expo, scale, latency_g))
     return out
 

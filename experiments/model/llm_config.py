@@ -257,6 +257,68 @@ class ModelConfig:
                 "weight_bytes": self.weight_bytes(), "kv_bytes_per_token": self.kv_bytes_per_token()}
 
 
+class ModelStack:
+    """Many configs as one, row by row: the figures llm.serve() reads from a ModelConfig, as arrays
+    with one entry per row, so one call evaluates states of different models together (a
+    calibration over many models pays NumPy's per-call cost once, not once per model). Each
+    row's figures are computed by the same formulas as its config's, so they are the same numbers."""
+
+    def __init__(self, configs: list[ModelConfig]):
+        col = lambda get: np.array([float(get(c)) for c in configs], dtype=np.float64)  # noqa: E731
+        self.layers, self.hidden = col(lambda c: c.layers), col(lambda c: c.hidden)
+        self.intermediate, self.vocab = col(lambda c: c.intermediate), col(lambda c: c.vocab)
+        self.attn_dim, self.kv_shards = col(lambda c: c.attn_dim), col(lambda c: c.kv_shards)
+        self.moe_layers = col(lambda c: c.moe_layers)
+        self.experts_per_token = col(lambda c: c.experts_per_token)
+        self._total, self._matmul = col(ModelConfig.total_params), col(ModelConfig.matmul_params)
+        self._kv_elements = col(ModelConfig.kv_elements_per_token)
+        self._kv_vectors = col(ModelConfig.kv_vectors_per_token)
+        self._window = np.array([c.sliding_window is not None for c in configs])
+        self._share = col(lambda c: 0.0 if c.sliding_window is None else
+                          (c.layers if c.window_layers is None else c.window_layers) / c.layers)
+        self._window_tokens = col(lambda c: np.inf if c.sliding_window is None else c.sliding_window)
+        self._width = col(lambda c: c.heads * (2 * c.kv_lora_rank + c.qk_rope_head_dim) if c.mla else 2 * c.attn_dim)
+        self._moe = np.array([c.moe for c in configs])
+        # Dense rows get a harmless expert count (their MoE terms are never selected).
+        self._experts = col(lambda c: c.experts if c.moe else 1)
+        self._expert_params = col(ModelConfig.expert_params)
+        self._moe_base = col(lambda c: c.matmul_params() - c.moe_layers * c.experts_per_token * c.expert_params())
+
+    def total_params(self) -> np.ndarray:
+        return self._total
+
+    def matmul_params(self) -> np.ndarray:
+        return self._matmul
+
+    def kv_elements_per_token(self) -> np.ndarray:
+        return self._kv_elements
+
+    def kv_vectors_per_token(self) -> np.ndarray:
+        return self._kv_vectors
+
+    def kv_tokens(self, ctx):
+        """ModelConfig.kv_tokens, per row."""
+        ctx = np.asarray(ctx, dtype=np.float64)
+        share = self._share
+        return np.where(self._window, share * np.minimum(ctx, self._window_tokens) + (1.0 - share) * ctx, ctx)
+
+    def attention_flops_per_token(self, ctx):
+        """ModelConfig.attention_flops_per_token, per row."""
+        return 2.0 * self.layers * self.kv_tokens(ctx) * self._width
+
+    def read_params(self, tokens):
+        """ModelConfig.read_params, per row."""
+        tokens = np.asarray(tokens, dtype=np.float64)
+        e = self._experts
+        touched = e * (1.0 - (1.0 - self.experts_per_token / e) ** tokens)
+        return np.where(self._moe, self._moe_base + self.moe_layers * touched * self._expert_params,
+                        np.broadcast_to(self._matmul, np.broadcast(tokens, self._matmul).shape))
+
+    def expert_parallel_bytes(self, tokens, act_bytes):
+        """ModelConfig.expert_parallel_bytes, per row."""
+        return 2.0 * np.asarray(tokens, dtype=np.float64) * self.hidden * np.asarray(act_bytes) * self.experts_per_token
+
+
 def _whole(cfg: ModelConfig, field: str, v, least: int) -> None:
     if isinstance(v, bool) or not isinstance(v, int) or v < least:
         what = "positive" if least else "non-negative"

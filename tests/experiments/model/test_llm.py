@@ -163,6 +163,36 @@ def test_the_model_is_vectorised():
     assert out["ttft"].shape == (4,) and np.all(np.diff(out["ttft"]) > 0)
 
 
+def _flat(out: dict, prefix: str = "") -> dict:
+    flat = {}
+    for k, v in out.items():
+        flat.update(_flat(v, f"{prefix}{k}.") if isinstance(v, dict) else {prefix + k: v})
+    return flat
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(sorted(llm_config.PRESETS)), st.sampled_from([1.0, 2.0, 8.0]),
+                          st.floats(1, 512, **finite), st.floats(16, 32768, **finite), st.floats(1, 1024, **finite),
+                          st.sampled_from(sorted(llm.ARRIVALS.values())),
+                          st.sampled_from(sorted(llm.BATCHING.values())),
+                          st.floats(0.01, 50, **finite)), min_size=1, max_size=12))
+def test_a_stack_of_models_gives_each_row_its_own_models_figures(rows):
+    """Calibration evaluates many models in one call (ModelStack): row by row, the very numbers each
+    model's own call gives, for dense, MoE, sliding-window and latent-attention models alike."""
+    def state(tp, conc, ctx, new, arrival, batching, rate):
+        return _state(tp=tp, count=tp, concurrency=conc, context=ctx, new_tokens=new, arrival=arrival,
+                      batching=batching, rate=rate, chunk=512.0, capacity=640e9, ep=tp, gemm_half=64.0,
+                      step_overhead=1e-3, seq_overhead=1e-5, kv_block=16.0)
+    alone = [_flat(llm.serve(llm_config.PRESETS[name], state(*rest))) for name, *rest in rows]
+    cols = [state(*rest) for _, *rest in rows]
+    stacked = {k: np.array([c[k] for c in cols], dtype=np.float64) for k in cols[0]}
+    together = _flat(llm.serve(llm_config.ModelStack([llm_config.PRESETS[name] for name, *_ in rows]), stacked))
+    assert set(together) == set(alone[0])
+    for key, values in together.items():
+        want = np.array([float(np.asarray(a[key])) for a in alone])
+        assert np.array_equal(np.broadcast_to(values, want.shape), want, equal_nan=True), key
+
+
 def test_config_from_hugging_face_json(tmp_path):
     path = tmp_path / "mistral" / "config.json"
     path.parent.mkdir()
