@@ -10,7 +10,7 @@ import click
 
 from luma.cli.output import print_rows
 from luma.cli.project import settings as command_settings
-from luma.experiments.model import llm_calibrate
+from luma.experiments.model import llm_calibrate, llm_calibration_facts
 
 
 def calibrate_llm(published: str | None, record: bool, fmt: str, quick: bool = False) -> None:
@@ -22,7 +22,7 @@ def calibrate_llm(published: str | None, record: bool, fmt: str, quick: bool = F
         click.echo("fitting, then one refit per source, engine and machine left out (a few minutes) ...", err=True)
     cal = llm_calibrate.run(home, Path(published) if published else None, honest=not quick)
     if record:
-        cal["facts"] = [str(p) for p in llm_calibrate.record(project, cal)]
+        cal["facts"] = [str(p) for p in llm_calibration_facts.record(project, cal)]
     cal.pop("_doc", None)
     if fmt == "json":
         click.echo(json.dumps({k: v for k, v in cal.items() if k not in ("predictions", "tail_checks")}, indent=2))

@@ -24,14 +24,14 @@ import hashlib
 import importlib.resources
 import json
 import math
-from functools import lru_cache
+from dataclasses import dataclass
+from functools import cached_property, lru_cache
 from pathlib import Path
 
 import numpy as np
 
 from luma.errors import ContractError
-from luma.experiments.model import hardware, judge, llm, llm_config, llm_error, llm_published
-from luma.kb.knowledge_base import KnowledgeBase
+from luma.experiments.model import hardware, judge, llm, llm_config, llm_error, llm_published, nelder_mead
 
 FILE = "model/llm-calibration.json"
 METRICS = llm_published.METRICS
@@ -127,17 +127,43 @@ def setting(r: dict, sources: dict) -> dict:
             "batch_class": llm_error.BATCH_CLASSES[int(llm_error.batch_code(llm.BATCHING[batching]))]}
 
 
-def _prepare(records: list[dict], sources: dict) -> list[tuple]:
-    """Per group: (record indices, the model's config or a ModelStack of several, the serve() keys that do not
-    depend on the fitted figures, vendors, engines, metric, statistic multiplier exponent, unit
-    scale and the output length a latency quantile is read at (_output_at) per record). Two
-    groups, whatever the models, so a fit's thousands of evaluations call serve() twice: the
-    open-loop records (serve() solves their running sequences by eight passes of the model) apart
-    from the others, which need none."""
+@dataclass
+class _Group:
+    """Records that share one serve() call: what does not depend on the fitted figures."""
+
+    idx: np.ndarray  # the records' positions in the evaluated list
+    cfg: object  # the model's ModelConfig when every record has one model, else their ModelStack
+    configs: list  # each record's ModelConfig
+    s: dict  # serve() keys of the setting and the machine
+    vendors: list
+    engines: list
+    metric_codes: np.ndarray  # index into METRIC_ORDER
+    kind_codes: np.ndarray  # index into KIND_ORDER
+    expo: np.ndarray  # the statistic's tail exponent
+    scale: np.ndarray  # the record's unit
+    latency_g: np.ndarray  # the output length a latency quantile is read at (_output_at)
+    open_loop: bool
+
+    @cached_property
+    def stack(self) -> llm_config.ModelStack:
+        """The records' models as arrays (to join this group's serve() call with others')."""
+        return llm_config.ModelStack(self.configs)
+
+
+#: The figures _evaluate reads from serve(), and the tail kind of each (METRICS).
+METRIC_ORDER = ("token_throughput", "token_throughput_per_device", "total_token_throughput", "request_throughput",
+                "ttft", "tpot", "latency")
+KIND_ORDER = tuple(sorted({kind for kind, *_ in METRICS.values()}))
+
+
+def _prepare(records: list[dict], sources: dict) -> list[_Group]:
+    """The records in two groups, whatever their models: the open-loop records (serve() solves
+    their running sequences by eight passes of the model) apart from the others, which need none,
+    so a fit's thousands of evaluations call serve() twice, not once per model."""
     every = [setting(r, sources) for r in records]
     open_loop = np.array([x["arrival"] == llm.ARRIVALS["poisson"] for x in every], dtype=bool)
     out = []
-    for idx in (np.flatnonzero(open_loop), np.flatnonzero(~open_loop)):
+    for idx, is_open in ((np.flatnonzero(open_loop), True), (np.flatnonzero(~open_loop), False)):
         if not len(idx):
             continue
         rows = [records[i] for i in idx]
@@ -158,18 +184,18 @@ def _prepare(records: list[dict], sources: dict) -> list[tuple]:
              "scheduler_steps": st("scheduler_steps"),
              "eff_link": FIXED["interconnect"], "runtime_bytes": FIXED["runtime_memory"], "act_bytes": 2.0,
              "kv_fraction": FIXED["kv_fraction"]}
-        metrics = [r["metric"] for r in rows]
-        scale = np.array([llm_published.SCALE[r["unit"]] for r in rows])
         q = [QUANTILE[r.get("statistic", "value")] for r in rows]
         # A whole request's latency at a quantile, over lengths that vary, is the latency of a
         # request of that quantile's output length: its spread is the lengths' (no tail factor).
         latency_g = np.array([_output_at(r) if r["metric"] == "latency" else np.nan for r in rows])
         expo = np.array([0.0 if x is None or np.isfinite(g) else judge.exponent(x) for x, g in zip(q, latency_g)])
-        models = {r["model"] for r in rows}  # one model: its config's plain numbers cost less than arrays
-        cfg = llm_config.PRESETS[models.pop()] if len(models) == 1 else \
-            llm_config.ModelStack([llm_config.PRESETS[r["model"]] for r in rows])
-        out.append((idx, cfg, s, [llm_published.vendor(r["machine"]) for r in rows],
-                    [x["engine"] for x in sets], metrics, expo, scale, latency_g))
+        configs = [llm_config.PRESETS[r["model"]] for r in rows]
+        # One model: its config's plain numbers cost less than arrays.
+        cfg = configs[0] if all(c is configs[0] for c in configs) else llm_config.ModelStack(configs)
+        out.append(_Group(idx, cfg, configs, s, [llm_published.vendor(r["machine"]) for r in rows],
+                          [x["engine"] for x in sets], np.array([METRIC_ORDER.index(r["metric"]) for r in rows]),
+                          np.array([KIND_ORDER.index(METRICS[r["metric"]][0]) for r in rows]), expo,
+                          np.array([llm_published.SCALE[r["unit"]] for r in rows]), latency_g, bool(is_open)))
     return out
 
 
@@ -180,27 +206,71 @@ def _output_at(r: dict) -> float:
     return np.nan if level is None else llm_published.mix(r).latency_output(level)
 
 
-def _evaluate(prepared: list[tuple], n_records: int, params: dict, tail: dict | None = None) -> np.ndarray:
-    out = np.empty(n_records)
-    tail = {**DEFAULT_TAIL, **(tail or params.get("_tail") or {})}
-    for idx, cfg, s, vendors, engines, metrics, expo, scale, latency_g in prepared:
-        m = llm.serve(cfg, {**s, **engine(params, vendors, engines)})
-        shape = (len(idx),)
-        values = {"token_throughput": m["token_throughput"],
-                  "token_throughput_per_device": m["token_throughput"] / s["count"],
-                  "total_token_throughput": m["throughput"] * (s["context"] + s["new_tokens"]),
-                  "request_throughput": m["throughput"],
-                  "ttft": m["ttft"] + m["wait"] * m["wait_fraction"], "tpot": m["tpot"],
-                  "latency": np.where(np.isfinite(latency_g),
-                                      m["ttft"] + m["wait"] * m["wait_fraction"] + np.maximum(latency_g - 1.0, 0.0) * m["tpot"],
-                                      np.where(s["arrival"] == llm.ARRIVALS["poisson"], m["latency"] + m["wait"] * m["wait_fraction"],
-                                               np.maximum(m["running"], 1.0) / m["throughput"] * s["replicas"]))}
-        table = {k: np.broadcast_to(v, shape) for k, v in values.items()}
-        raw = np.array([table[metric][k] for k, metric in enumerate(metrics)])
-        kinds = [METRICS[x][0] for x in metrics]
-        mult = np.array([tail.get(k, 1.0) for k in kinds]) ** expo
-        out[idx] = raw * mult / scale
+def _evaluate(prepared: list[_Group], n_records: int, params: dict) -> np.ndarray:
+    """The model's figure for each prepared record, in the record's unit, at `params`."""
+    return _evaluate_many([(prepared, n_records, params)])[0]
+
+
+def _evaluate_many(jobs: list[tuple[list[_Group], int, dict]]) -> list[np.ndarray]:
+    """_evaluate of many (prepared, n_records, params) at once: every job's open-loop records in one
+    serve() call and the others in another (the model is elementwise, so each record gets the very
+    figure its own call gives), so parallel Nelder-Mead chains and folds share NumPy's per-call cost."""
+    outs = [np.empty(n) for _, n, _ in jobs]
+    for open_loop in (True, False):
+        parts = [(j, g) for j, (groups, _, _) in enumerate(jobs) for g in groups if g.open_loop == open_loop]
+        if not parts:
+            continue
+        states = [{**g.s, **engine(jobs[j][2], g.vendors, g.engines)} for j, g in parts]
+        first = parts[0][1].cfg
+        if len(parts) == 1:
+            cfg, s = first, states[0]
+        else:
+            one = isinstance(first, llm_config.ModelConfig) and all(g.cfg is first for _, g in parts)
+            cfg = first if one else llm_config.ModelStack.join([g.stack for _, g in parts])
+            s = _join(states, [len(g.idx) for _, g in parts])
+        m = llm.serve(cfg, s)
+        total, at = sum(len(g.idx) for _, g in parts), 0
+        for j, g in parts:
+            n = len(g.idx)
+            rows = {k: np.broadcast_to(m[k], (total,))[at:at + n] for k in _SERVED}
+            outs[j][g.idx] = _figures(g, rows, jobs[j][2])
+            at += n
+    return outs
+
+
+#: What _figures reads from serve().
+_SERVED = ("token_throughput", "throughput", "ttft", "wait", "wait_fraction", "tpot", "latency", "running")
+
+
+def _join(states: list[dict], sizes: list[int]) -> dict:
+    """serve() states of several groups as one: a key every group sets to the same number stays a
+    number, the others become one array, each group's rows in turn."""
+    out = {}
+    for k, first in states[0].items():
+        values = [st[k] for st in states]
+        if all(np.ndim(v) == 0 for v in values) and all(v == first for v in values[1:]):
+            out[k] = first
+        else:
+            out[k] = np.concatenate([np.broadcast_to(np.asarray(v, dtype=np.float64), (n,))
+                                     for v, n in zip(values, sizes)])
     return out
+
+
+def _figures(g: _Group, m: dict, params: dict) -> np.ndarray:
+    """Each record's metric out of the serve() figures `m` of its group's rows, in its unit, its
+    statistic's tail applied."""
+    s = g.s
+    tail = {**DEFAULT_TAIL, **(params.get("_tail") or {})}
+    waited = m["ttft"] + m["wait"] * m["wait_fraction"]
+    latency = np.where(np.isfinite(g.latency_g), waited + np.maximum(g.latency_g - 1.0, 0.0) * m["tpot"],
+                       np.where(s["arrival"] == llm.ARRIVALS["poisson"], m["latency"] + m["wait"] * m["wait_fraction"],
+                                np.maximum(m["running"], 1.0) / m["throughput"] * s["replicas"]))
+    values = (m["token_throughput"], m["token_throughput"] / s["count"],
+              m["throughput"] * (s["context"] + s["new_tokens"]), m["throughput"], waited, m["tpot"], latency)
+    shape = (len(g.idx),)
+    raw = np.stack([np.broadcast_to(v, shape) for v in values])[g.metric_codes, np.arange(shape[0])]
+    mult = np.array([tail.get(k, 1.0) for k in KIND_ORDER])[g.kind_codes] ** g.expo
+    return raw * mult / g.scale
 
 
 def predict(records: list[dict], params: dict, sources: dict | None = None) -> np.ndarray:
@@ -217,8 +287,8 @@ def _weights(records: list[dict]) -> np.ndarray:
     return np.array([1.0 / math.sqrt(sizes[(r["source"], r["metric"])]) for r in records])
 
 
-def _loss(prepared, measured, weights, params) -> float:
-    pred = _evaluate(prepared, len(measured), params)
+def _loss(pred: np.ndarray, measured: np.ndarray, weights: np.ndarray) -> float:
+    """The weighted Huber loss of the log errors of `pred` against `measured`."""
     with np.errstate(divide="ignore", invalid="ignore"):
         e = np.log(pred / measured)
     # A figure the model cannot reach (an open loop it predicts past capacity) counts as a miss
@@ -228,6 +298,29 @@ def _loss(prepared, measured, weights, params) -> float:
     # explain (start-up effects, an untuned stack) does not bend the figures every source shares.
     loss = np.where(e <= HUBER, e * e, 2.0 * HUBER * e - HUBER * HUBER)
     return float(np.sum(weights * loss) / np.sum(weights))
+
+
+@dataclass
+class _Objective:
+    """What one Nelder-Mead chain minimises: the loss on its records at the figures a point of the
+    unit box stands for, plus a prior on them."""
+
+    prepared: list[_Group]
+    measured: np.ndarray
+    weights: np.ndarray
+    params: object  # unit point -> serve figures (the dict _evaluate takes)
+    prior: object = None  # unit point -> the penalty added to the loss
+
+    @classmethod
+    def on(cls, records: list[dict], sources: dict, params, prior=None) -> _Objective:
+        return cls(_prepare(records, sources), np.array([r["value"] for r in records], dtype=np.float64),
+                   _weights(records), params, prior)
+
+
+def _values(requests: list[tuple[_Objective, np.ndarray]]) -> list[float]:
+    """Each (objective, point)'s value, all evaluated together (_evaluate_many)."""
+    preds = _evaluate_many([(o.prepared, len(o.measured), o.params(x)) for o, x in requests])
+    return [_loss(p, o.measured, o.weights) + (o.prior(x) if o.prior else 0.0) for p, (o, x) in zip(preds, requests)]
 
 
 def _to_unit(params: dict, table: dict = PARAMS) -> np.ndarray:
@@ -244,96 +337,77 @@ def fit(records: list[dict], sources: dict | None = None, tail: dict | None = No
     box-scaled figures from six starts and a polish of the best: deterministic, NumPy only), then
     each engine with ENGINE_MIN_RECORDS records or more its own profile with the global figures
     held. `start` (a fit on more records, for leave-one-out folds): one refinement from it instead."""
+    return fit_many([(records, sources, tail, start)])[0]
+
+
+def fit_many(jobs: list[tuple[list[dict], dict | None, dict | None, dict | None]]) -> list[dict]:
+    """fit() of each (records, sources, tail, start), the fits advancing together so that each round
+    of every chain of every fit is one evaluation (_evaluate_many): the same figures as one fit at
+    a time, in a fraction of the time when the fits are many or their records few."""
+    return nelder_mead.drive(nelder_mead.together([_fit_steps(*job) for job in jobs]), _values)
+
+
+def _fit_steps(records: list[dict], sources: dict | None = None, tail: dict | None = None,
+               start: dict | None = None) -> nelder_mead.Steps:
+    """fit() as a coroutine: yields the (objective, point) pairs it needs the values of, receives
+    them, returns the fitted figures."""
     sources = sources or {}
-    prepared = _prepare(records, sources)
-    measured = np.array([r["value"] for r in records], dtype=np.float64)
-    weights = _weights(records)
     extra = {"_tail": tail} if tail else {}
     # A vendor factor no record informs stays at 1 (Nelder-Mead would drift it at no cost).
     seen = {llm_published.vendor(r["machine"]) for r in records}
     fixed = {f"{v}_{k}": 1.0 for v in VENDORS if v not in seen for k in ("compute", "bandwidth")}
-    f = lambda u: _loss(prepared, measured, weights, {**_from_unit(u), **fixed, **extra})  # noqa: E731
+    objective = _Objective.on(records, sources, lambda u: {**_from_unit(u), **fixed, **extra})
     # Weight-read efficiency and per-step overhead trade off against each other (both slow a
     # small-batch step), so the surface has more than one basin: start from three bandwidths by
     # two overheads, refine each with Nelder-Mead (restarted from a fresh simplex), keep the best.
-    found = []
+    # The starts' chains advance together: one model call a round for all six.
     if start is not None:
-        x = _nelder_mead(f, _to_unit({k: start.get(k, v[0]) for k, v in PARAMS.items()}), steps=150, scale=0.05)
-        found.append((f(x), tuple(x)))
-    for bw in (0.4, 0.7, 0.95) if start is None else ():
-        for t0 in (0.0005, 0.004):
-            x = _to_unit({**{k: v[0] for k, v in PARAMS.items()}, "bandwidth": bw, "step_overhead": t0})
-            for scale in (0.2, 0.05):
-                x = _nelder_mead(f, x, steps=250, scale=scale)
-            found.append((f(x), tuple(x)))
-    x = np.array(min(found)[1])
+        x0 = _to_unit({k: start.get(k, v[0]) for k, v in PARAMS.items()})
+        xs = [(yield from nelder_mead.minimise(objective, x0, steps=150, scale=0.05))]
+    else:
+        xs = yield from nelder_mead.together([
+            nelder_mead.restarts(objective, _to_unit({**{k: v[0] for k, v in PARAMS.items()}, "bandwidth": bw,
+                                                      "step_overhead": t0}), (0.2, 0.05), steps=250)
+            for bw in (0.4, 0.7, 0.95) for t0 in (0.0005, 0.004)])
+    values = yield [(objective, x) for x in xs]
+    x = np.array(min(zip(values, (tuple(x) for x in xs)))[1])
     if start is None:  # polish the best basin from fresh simplices (Nelder-Mead stalls on ridges)
-        for scale in (0.1, 0.03):
-            x = _nelder_mead(f, x, steps=250, scale=scale)
+        x = yield from nelder_mead.restarts(objective, x, (0.1, 0.03), steps=250)
     params = {k: round(v, 6) for k, v in {**_from_unit(x), **fixed}.items()}
-    params["engines"] = _engine_profiles(records, sources, params, extra, (start or {}).get("engines") or {})
+    params["engines"] = yield from _engine_profiles(records, sources, params, extra, (start or {}).get("engines") or {})
     return params
 
 
-def _engine_profiles(records: list[dict], sources: dict, params: dict, extra: dict, start: dict) -> dict:
+def _engine_profiles(records: list[dict], sources: dict, params: dict, extra: dict,
+                     start: dict) -> nelder_mead.Steps:
     """Per engine with enough records: factors on the global efficiencies and queueing, and its
-    own step overhead, fitted on its records alone with a ridge toward the global figures."""
+    own step overhead, fitted on its records alone with a ridge toward the global figures (a
+    coroutine, as _fit_steps: the engines' chains advance together)."""
     by: dict[str, list[dict]] = {}
     for r in records:
         eng = llm_published.engine(r, sources)
         if eng:
             by.setdefault(eng, []).append(r)
-    out = {}
+    t0 = params["step_overhead"]
+
+    def prior(u):
+        prof = _from_unit(u, ENGINE_PARAMS)
+        return RIDGE * (sum(math.log(prof[k]) ** 2 for k in ("compute", "bandwidth", "queue")) +
+                        ((prof["step_overhead"] - t0) / 3e-3) ** 2)
+
+    chains, names = [], []
     for eng, rows in sorted(by.items()):
         if len(rows) < ENGINE_MIN_RECORDS:
             continue
-        prepared = _prepare(rows, sources)
-        measured = np.array([r["value"] for r in rows], dtype=np.float64)
-        weights = _weights(rows)
-        t0 = params["step_overhead"]
-
-        def loss(u, prepared=prepared, measured=measured, weights=weights, eng=eng, t0=t0):
-            prof = _from_unit(u, ENGINE_PARAMS)
-            prior = sum(math.log(prof[k]) ** 2 for k in ("compute", "bandwidth", "queue")) + \
-                ((prof["step_overhead"] - t0) / 3e-3) ** 2
-            return _loss(prepared, measured, weights, {**params, **extra, "engines": {eng: prof}}) + RIDGE * prior
-
+        objective = _Objective.on(rows, sources, lambda u, eng=eng: {
+            **params, **extra, "engines": {eng: _from_unit(u, ENGINE_PARAMS)}}, prior)
         x = _to_unit({"compute": 1.0, "bandwidth": 1.0, "queue": 1.0, "step_overhead": t0, **{
             k: v for k, v in (start.get(eng) or {}).items() if k in ENGINE_PARAMS}}, ENGINE_PARAMS)
-        for scale in (0.2, 0.05) if eng not in start else (0.05,):
-            x = _nelder_mead(loss, x, steps=150, scale=scale)
-        out[eng] = {**{k: round(v, 6) for k, v in _from_unit(x, ENGINE_PARAMS).items()}, "records": len(rows)}
-    return out
-
-
-def _nelder_mead(f, x0: np.ndarray, steps: int = 600, scale: float = 0.1) -> np.ndarray:
-    """Minimise f from x0 (standard reflection/expansion/contraction/shrink coefficients)."""
-    simplex = [x0] + [np.clip(x0 + scale * np.eye(len(x0))[i] * (1 if x0[i] < 0.9 else -1), 0, 1)
-                      for i in range(len(x0))]
-    values = [f(x) for x in simplex]
-    for _ in range(steps):
-        order = np.argsort(values, kind="stable")
-        simplex, values = [simplex[i] for i in order], [values[i] for i in order]
-        if values[-1] - values[0] < 1e-10:
-            break
-        centre = np.mean(simplex[:-1], axis=0)
-        refl = np.clip(centre + (centre - simplex[-1]), 0, 1)
-        fr = f(refl)
-        if fr < values[0]:
-            exp = np.clip(centre + 2.0 * (centre - simplex[-1]), 0, 1)
-            fe = f(exp)
-            simplex[-1], values[-1] = (exp, fe) if fe < fr else (refl, fr)
-        elif fr < values[-2]:
-            simplex[-1], values[-1] = refl, fr
-        else:
-            con = np.clip(centre + 0.5 * (simplex[-1] - centre), 0, 1)
-            fc = f(con)
-            if fc < values[-1]:
-                simplex[-1], values[-1] = con, fc
-            else:
-                simplex = [simplex[0]] + [simplex[0] + 0.5 * (x - simplex[0]) for x in simplex[1:]]
-                values = [values[0]] + [f(x) for x in simplex[1:]]
-    return simplex[int(np.argmin(values))]
+        chains.append(nelder_mead.restarts(objective, x, (0.2, 0.05) if eng not in start else (0.05,)))
+        names.append((eng, len(rows)))
+    found = yield from nelder_mead.together(chains)
+    return {eng: {**{k: round(v, 6) for k, v in _from_unit(x, ENGINE_PARAMS).items()}, "records": n}
+            for (eng, n), x in zip(names, found)}
 
 
 def _summary(errors) -> dict:
@@ -366,13 +440,16 @@ def _leave_out(records: list[dict], sources: dict, tail: dict, key, label: str, 
     """Fit without each group (by `key` of a record) of the calibration records, predict that
     group's records: rows of (id, group, kind, class, error) and a summary per group."""
     cal = [r for r in records if not llm_published.held_out(r, sources)]
-    rows, per = [], {}
+    folds = []
     for g in sorted({key(r) for r in cal if key(r)}):
         train = [r for r in cal if key(r) != g]
         test = [r for r in records if key(r) == g and not llm_published.frozen(r, sources)]
-        if not train or not test:
-            continue
-        pred = predict(test, fit(train, sources, tail, start), sources)
+        if train and test:
+            folds.append((g, train, test))
+    fitted = fit_many([(train, sources, tail, start) for _, train, _ in folds])
+    rows, per = [], {}
+    for (g, _, test), params in zip(folds, fitted):
+        pred = predict(test, params, sources)
         errs = [(p - r["value"]) / r["value"] for p, r in zip(pred, test)]
         for r, e in zip(test, errs):
             st = setting(r, sources)
@@ -517,54 +594,3 @@ def run(home: Path, extra: Path | None = None, honest: bool = True) -> dict:
     out.write_text(json.dumps(cal, indent=1) + "\n")
     cal["_doc"] = doc
     return cal
-
-
-DOUBLE = "<http://www.w3.org/2001/XMLSchema#double>"
-
-
-def _lit(x) -> str:
-    return json.dumps(str(x), ensure_ascii=False)
-
-
-def turtle(doc: dict, cal: dict) -> tuple[str, str]:
-    """(the published figures, the model's error on them) as Turtle: luma:PublishedMeasurement
-    nodes with their source (vendor-claim), and luma:ModelError nodes per metric (projected)."""
-    key = (cal.get("data_sha256") or hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest())[:16]
-    # Relative: it resolves under the loaded document's own graph (kb/records/sealed.py: a document describes
-    # only the nodes it brings).
-    root = f"published-llm/{key}"
-    head = ("@prefix luma: <https://w3id.org/luma/ns#> .\n@prefix qudt: <http://qudt.org/schema/qudt/> .\n"
-            "@prefix rdfs: <http://www.w3.org/2000/01/rdf-schema#> .\n")
-    lines = [head, f'<{root}> a luma:PublishedMeasurementSet ; rdfs:label "published LLM serving measurements" .']
-    for k, src in sorted((doc.get("sources") or {}).items()):
-        lines.append(f"<{root}/source/{k}> a luma:SourceDocument ; luma:sourceTitle {_lit(src['title'])} ; "
-                     f"luma:sourceUrl {_lit(src['url'])} ; luma:sourceRetrieved {_lit(src['read'])} .")
-    for i, r in enumerate(doc["records"]):
-        lines.append(
-            f"<{root}/record/{i}> a luma:PublishedMeasurement ; luma:source <{root}/source/{r['source']}> ;\n"
-            f"    rdfs:label {_lit(r['id'])} ; luma:modelName {_lit(r['model'])} ; luma:machineName {_lit(r['machine'])} ;\n"
-            f"    luma:deviceCount {int(r['count'])} ; luma:precision {_lit(r['precision'])} ; "
-            f"luma:scenario {_lit(r['scenario'])} ; luma:concurrency {int(r['concurrency'])} ;\n"
-            f"    luma:promptTokens {int(r['context'])} ; luma:newTokens {int(r['new_tokens'])} ; "
-            f"luma:metric {_lit(r['metric'])} ; qudt:numericValue \"{float(r['value'])!r}\"^^{DOUBLE} ;\n"
-            f"    luma:unitText {_lit(r['unit'])} ; luma:calibrationSet {_lit(r['set'])} .")
-    errs = [head, f'<{root}/model> a luma:ModelCalibration ; rdfs:label "LLM serving model fitted to published measurements" .']
-    fields = (("median", "heldOutMedianRelativeError"), ("p90", "heldOutP90RelativeError"),
-              ("max", "heldOutMaxRelativeError"), ("bias", "heldOutMedianSignedError"))
-    for metric, e in sorted(cal["errors"]["held-out"].items()):
-        props = ['luma:contractName "llm-serving"', f"luma:metric {_lit(metric)}", f"luma:trials {int(e['n'])}"]
-        props += [f'luma:{p} "{float(e[k]):.6g}"^^{DOUBLE}' for k, p in fields]
-        errs.append(f"<{root}/model/{metric}> a luma:ModelError ;\n    " + " ;\n    ".join(props) + " .")
-    return "\n".join(lines) + "\n", "\n".join(errs) + "\n"
-
-
-def record(project, cal: dict) -> list[Path]:
-    """Load the published figures (vendor-claim) and the error facts (projected) into the KB."""
-    measurements, errors = turtle(cal["_doc"], cal)
-    out = [project.home / "model" / "published-llm.ttl", project.home / "model" / "llm-calibration-errors.ttl"]
-    out[0].write_text(measurements)
-    out[1].write_text(errors)
-    with KnowledgeBase.open(project) as kb:
-        kb.load_rdf(out[0], "turtle", "vendor-claim", submitter="luma model calibrate --llm")
-        kb.load_rdf(out[1], "turtle", "projected", submitter="luma model calibrate --llm")
-    return out

@@ -284,6 +284,14 @@ class ModelStack:
         self._expert_params = col(ModelConfig.expert_params)
         self._moe_base = col(lambda c: c.matmul_params() - c.moe_layers * c.experts_per_token * c.expert_params())
 
+    @classmethod
+    def join(cls, stacks: list[ModelStack]) -> ModelStack:
+        """The rows of several stacks, one after the other."""
+        out = cls.__new__(cls)
+        for name, first in vars(stacks[0]).items():
+            setattr(out, name, np.concatenate([first] + [vars(s)[name] for s in stacks[1:]]))
+        return out
+
     def total_params(self) -> np.ndarray:
         return self._total
 

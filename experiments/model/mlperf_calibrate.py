@@ -109,9 +109,11 @@ def leave_one_source_out(figures: list[dict], with_published: bool = True) -> di
     # refinement, ~1/5 of the time.
     start = llm_calibrate.shipped()["fitted"] if with_published else None
     folds, pooled, rows = {}, [], []
-    for held in submitters:
+    # The folds' fits advance together (llm_calibrate.fit_many): the same figures, one at a time or not.
+    fitted = llm_calibrate.fit_many([(base + [r for r in figures if r["source"] != held], sources, None, start)
+                                     for held in submitters])
+    for held, params in zip(submitters, fitted):
         test = [r for r in figures if r["source"] == held]
-        params = llm_calibrate.fit(base + [r for r in figures if r["source"] != held], sources, start=start)
         pred = llm_calibrate.predict(test, params, sources)
         errs = [float((p - r["value"]) / r["value"]) for p, r in zip(pred, test)]
         folds[held] = {**_summary(errs), "fitted": params}

@@ -32,8 +32,9 @@ def test_llm_results_on_catalogued_devices_become_figures(trials):
 
 def test_each_submitter_is_held_out_of_its_own_fit(trials, monkeypatch):
     seen = []
-    real = llm_calibrate.fit
-    monkeypatch.setattr(llm_calibrate, "fit", lambda rows, *a, **k: seen.append({r["source"] for r in rows}) or real(rows, *a, **k))
+    real = llm_calibrate.fit_many
+    monkeypatch.setattr(llm_calibrate, "fit_many",
+                        lambda jobs: seen.extend({r["source"] for r in rows} for rows, *_ in jobs) or real(jobs))
     cal = mlperf_calibrate.leave_one_source_out(mlperf_calibrate.records(trials), with_published=False)
     assert cal["submitters"] == sorted(cal["held_out"]) and len(seen) == len(cal["submitters"]) >= 3
     for held, sources in zip(cal["submitters"], seen):

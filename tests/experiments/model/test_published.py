@@ -101,17 +101,47 @@ def test_held_out_figures_never_reach_the_fit(doc, monkeypatch):
     assert not {r["source"] for r in seen[0]} & frozen
 
 
+def test_records_evaluated_together_get_the_figures_they_get_alone(doc):
+    """One model call for many (records, figures) jobs: every record's figure exactly as its job's
+    own call gives it, whatever the models, loops and figures beside it."""
+    shipped = llm_calibrate.shipped()["fitted"]
+    sets = [doc["records"][i::9] for i in range(3)] + [[r for r in doc["records"] if r["scenario"] == "poisson"]]
+    sets[1] += [{**r, "statistic": "p99"} for r in sets[1] if r["metric"] in ("ttft", "tpot")]  # tails apply
+    prepared = [llm_calibrate._prepare(rows, doc["sources"]) for rows in sets]
+    figures = [shipped, {**shipped, "compute": 0.3, "_tail": {"ttft": 2.5}}, {**shipped, "engines": {}}, shipped]
+    jobs = [(p, len(rows), f) for p, rows, f in zip(prepared, sets, figures)]
+    together = llm_calibrate._evaluate_many(jobs)
+    for job, got in zip(jobs, together):
+        assert np.array_equal(got, llm_calibrate._evaluate(*job), equal_nan=True)
+    assert not np.array_equal(together[0], llm_calibrate._evaluate(prepared[0], len(sets[0]), figures[1]))
+
+
+@pytest.mark.slow
+def test_fits_advancing_together_give_each_fit_its_own_figures(doc):
+    """fit_many evaluates the chains of several fits in one model call: each fit's figures are
+    exactly those it gets alone (different records, models, open and closed loops, tails)."""
+    shipped = llm_calibrate.shipped()["fitted"]
+    cal = [r for r in doc["records"] if not llm_published.held_out(r, doc["sources"])]
+    jobs = [([r for r in cal if r["source"] == "datacrunch-h200-sglang"], doc["sources"], None, shipped),
+            ([r for r in cal if r["source"].startswith("lmdeploy-")], doc["sources"], {"ttft": 1.5}, shipped)]
+    assert {r["scenario"] for r in jobs[0][0]} >= {"poisson", "max-throughput"}
+    assert len({r["model"] for r in jobs[1][0]}) > 1
+    together = llm_calibrate.fit_many(jobs)
+    assert together == [llm_calibrate.fit(*job) for job in jobs] and together[0] != together[1]
+    assert together[0]["engines"]  # an engine profile fitted beside the other fit's chains
+
+
 def test_leave_one_source_out_never_fits_the_source_it_predicts(doc, monkeypatch):
     small = {**doc, "records": [r for r in doc["records"] if r["source"].startswith(("nim-", "vllm-ci", "amd-rocm",
                                                                                        "trtllm-perf-v0.6"))]}
     fits = []
-    real = llm_calibrate.fit
+    real = llm_calibrate.fit_many
 
-    def spy(rows, *a, **k):
-        fits.append({r["source"] for r in rows})
-        return dict(llm_calibrate.shipped()["fitted"]) if len(fits) > 1 else real(rows, *a, **k)
+    def spy(jobs):  # the first fold fitted for real, the others given the shipped figures
+        fits.extend({r["source"] for r in rows} for rows, *_ in jobs)
+        return real(jobs[:1]) + [dict(llm_calibrate.shipped()["fitted"]) for _ in jobs[1:]]
 
-    monkeypatch.setattr(llm_calibrate, "fit", spy)
+    monkeypatch.setattr(llm_calibrate, "fit_many", spy)
     rows, per = llm_calibrate._leave_out(small["records"], small["sources"], {}, lambda r: r["source"], "source",
                                          llm_calibrate.shipped()["fitted"])
     assert set(per) == {r["source"] for r in small["records"] if not llm_published.held_out(r, small["sources"])}
@@ -220,13 +250,12 @@ def test_a_record_s_own_sequence_cap_replaces_the_engine_default(doc):
     assert p_stated > p_default
 
 
-def test_the_fit_s_pull_grows_linearly_past_the_huber_miss(monkeypatch):
+def test_the_fit_s_pull_grows_linearly_past_the_huber_miss():
     h = llm_calibrate.HUBER
 
     def loss(e):
         """_loss of one record whose prediction misses by a factor exp(e)."""
-        monkeypatch.setattr(llm_calibrate, "_evaluate", lambda *a, **k: np.array([math.exp(e)]))
-        return llm_calibrate._loss([], np.array([1.0]), np.array([1.0]), {})
+        return llm_calibrate._loss(np.array([math.exp(e)]), np.array([1.0]), np.array([1.0]))
 
     assert loss(h / 2) == pytest.approx((h / 2) ** 2)
     assert loss(4 * h) - loss(3 * h) == pytest.approx(loss(3 * h) - loss(2 * h)) == pytest.approx(2 * h * h)
