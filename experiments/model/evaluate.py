@@ -280,7 +280,7 @@ class Evaluator:
                 s["kv_encode_rate"] = e.kv_encode_rate
 
     def _tail(self) -> dict:
-        """p95/p50 per metric from published median/p99 pairs (llm_calibrate.tails)."""
+        """p95/p50 per metric from published median/p99 pairs (llm_published.tails)."""
         return {**llm_calibrate.shipped()["tail"], **(self.llm_cal.get("tail") or {})}
 
     def judge(self, m: dict) -> judge.Judgement:

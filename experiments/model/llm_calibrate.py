@@ -68,7 +68,6 @@ HUBER = 0.1
 #: share of the memory left after weights that the engine gives the KV cache (TensorRT-LLM's
 #: kv_cache_free_gpu_mem_fraction and vLLM's gpu_memory_utilization default to 0.90).
 FIXED = {"interconnect": 0.8, "runtime_memory": 2.0 * 2**30, "kv_fraction": 0.9}
-E99 = math.log10(50.0)  # judge.exponent(0.99): p99 = p50 x tail^E99
 QUANTILE = {"value": None, "mean": None, "median": None, "p90": 0.90, "p95": 0.95, "p99": 0.99}
 #: The probability level of a statistic (a mean has none).
 LEVEL = {"median": 0.5, "p90": 0.90, "p95": 0.95, "p99": 0.99}
@@ -232,7 +231,7 @@ def _evaluate_many(jobs: list[tuple[list[_Group], int, dict]]) -> list[np.ndarra
         total, at = sum(len(g.idx) for _, g in parts), 0
         for j, g in parts:
             n = len(g.idx)
-            rows = {k: np.broadcast_to(m[k], (total,))[at:at + n] for k in _SERVED}
+            rows = {k: _rows(m[k], total)[at:at + n] for k in _SERVED}
             outs[j][g.idx] = _figures(g, rows, jobs[j][2])
             at += n
     return outs
@@ -248,12 +247,22 @@ def _join(states: list[dict], sizes: list[int]) -> dict:
     out = {}
     for k, first in states[0].items():
         values = [st[k] for st in states]
-        if all(np.ndim(v) == 0 for v in values) and all(v == first for v in values[1:]):
+        if all(_scalar(v) for v in values) and all(v == first for v in values[1:]):
             out[k] = first
         else:
-            out[k] = np.concatenate([np.broadcast_to(np.asarray(v, dtype=np.float64), (n,))
-                                     for v, n in zip(values, sizes)])
+            out[k] = np.concatenate([_rows(v, n) for v, n in zip(values, sizes)])
     return out
+
+
+def _scalar(v) -> bool:
+    return not isinstance(v, np.ndarray) or v.ndim == 0
+
+
+def _rows(v, n: int) -> np.ndarray:
+    """`v` as n float64 rows (np.broadcast_to costs ~10 µs a call: a fit makes millions)."""
+    if isinstance(v, np.ndarray) and v.shape == (n,):
+        return v
+    return np.full(n, v, dtype=np.float64) if _scalar(v) else np.broadcast_to(np.asarray(v, dtype=np.float64), (n,))
 
 
 def _figures(g: _Group, m: dict, params: dict) -> np.ndarray:
@@ -268,7 +277,7 @@ def _figures(g: _Group, m: dict, params: dict) -> np.ndarray:
     values = (m["token_throughput"], m["token_throughput"] / s["count"],
               m["throughput"] * (s["context"] + s["new_tokens"]), m["throughput"], waited, m["tpot"], latency)
     shape = (len(g.idx),)
-    raw = np.stack([np.broadcast_to(v, shape) for v in values])[g.metric_codes, np.arange(shape[0])]
+    raw = np.stack([_rows(v, shape[0]) for v in values])[g.metric_codes, np.arange(shape[0])]
     mult = np.array([tail.get(k, 1.0) for k in KIND_ORDER])[g.kind_codes] ** g.expo
     return raw * mult / g.scale
 
@@ -416,26 +425,6 @@ def _summary(errors) -> dict:
             "max": float(a.max()), "bias": float(np.median(errors))}
 
 
-def tails(doc: dict) -> tuple[dict, list[dict]]:
-    """(p95/p50 per metric, per-pair rows): the geometric mean of the calibration pairs'
-    (p99/p50)^(1/E99), and each pair's p99 predicted from its p50 with it."""
-    rows = doc.get("tails") or []
-    out = {}
-    for metric in ("ttft", "tpot"):
-        cal = [t for t in rows if t["metric"] == metric and t["set"] == "calibration"]
-        if cal:
-            out[metric] = round(float(np.exp(np.mean([math.log(t["p99"] / t["p50"]) / E99 for t in cal]))), 4)
-    if "tpot" in out:
-        out["latency"] = out["tpot"]  # a whole request's spread is its decode steps'
-    checked = []
-    for t in rows:
-        if t["metric"] in out:
-            pred = t["p50"] * out[t["metric"]] ** E99
-            checked.append({"id": t["id"], "set": t["set"], "metric": t["metric"], "measured_p99": t["p99"],
-                            "predicted_p99": round(pred, 4), "error": round((pred - t["p99"]) / t["p99"], 4)})
-    return out, checked
-
-
 def _leave_out(records: list[dict], sources: dict, tail: dict, key, label: str, start: dict) -> tuple[list[dict], dict]:
     """Fit without each group (by `key` of a record) of the calibration records, predict that
     group's records: rows of (id, group, kind, class, error) and a summary per group."""
@@ -471,7 +460,7 @@ def calibrate(doc: dict | None = None, data: bytes | None = None, honest: bool =
     held = [r for r in records if llm_published.held_out(r, sources)]
     if not cal_rows or not held:
         raise ContractError("needs records in both the calibration and the held-out set", field="records")
-    tail, tail_rows = tails(doc)
+    tail, tail_rows = llm_published.tails(doc)
     params = fit(cal_rows, sources, tail)
     pred = predict(records, params, sources)
     measured = np.array([r["value"] for r in records], dtype=np.float64)

@@ -8,6 +8,7 @@ closed loop of N clients, Poisson/gamma arrivals at a rate, offline), lengths (f
 by dataset preset or stated statistics), the metric and its statistic. A split is frozen in the
 files: whole sources marked `holdout` are never fitted, and within the others every third record
 of each (source, metric) is held out. Every problem is one ContractError naming record and field.
+The files' median and p99 pairs give the p95/p50 tails calibration applies (`tails`).
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ import json
 import math
 from functools import lru_cache
 from pathlib import Path
+
+import numpy as np
 
 from luma.errors import ContractError, LumaError
 from luma.experiments.model import hardware, lengths, llm_config
@@ -247,3 +250,26 @@ def machine(name: str):
 def vendor(name: str) -> str:
     """The vendor of a catalog machine (hardware.vendor)."""
     return hardware.vendor(machine(name))
+
+
+E99 = math.log10(50.0)  # judge.exponent(0.99): p99 = p50 x tail^E99
+
+
+def tails(doc: dict) -> tuple[dict, list[dict]]:
+    """(p95/p50 per metric, per-pair rows): the geometric mean of the calibration pairs'
+    (p99/p50)^(1/E99), and each pair's p99 predicted from its p50 with it."""
+    rows = doc.get("tails") or []
+    out = {}
+    for metric in ("ttft", "tpot"):
+        cal = [t for t in rows if t["metric"] == metric and t["set"] == "calibration"]
+        if cal:
+            out[metric] = round(float(np.exp(np.mean([math.log(t["p99"] / t["p50"]) / E99 for t in cal]))), 4)
+    if "tpot" in out:
+        out["latency"] = out["tpot"]  # a whole request's spread is its decode steps'
+    checked = []
+    for t in rows:
+        if t["metric"] in out:
+            pred = t["p50"] * out[t["metric"]] ** E99
+            checked.append({"id": t["id"], "set": t["set"], "metric": t["metric"], "measured_p99": t["p99"],
+                            "predicted_p99": round(pred, 4), "error": round((pred - t["p99"]) / t["p99"], 4)})
+    return out, checked
