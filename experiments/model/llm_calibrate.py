@@ -259,7 +259,8 @@ def _scalar(v) -> bool:
 
 
 def _rows(v, n: int) -> np.ndarray:
-    """`v` as n float64 rows (np.broadcast_to costs ~10 µs a call: a fit makes millions)."""
+    """`v` as n rows: an array already that long as it is, a number filled (np.broadcast_to costs
+    ~10 µs a call, and a fit joins millions)."""
     if isinstance(v, np.ndarray) and v.shape == (n,):
         return v
     return np.full(n, v, dtype=np.float64) if _scalar(v) else np.broadcast_to(np.asarray(v, dtype=np.float64), (n,))
