@@ -27,13 +27,22 @@ _LOCATION_VARS = ("LUMA_DB_URL", "LUMA_KB_URL", "LUMA_KB_QUERY_URL", "LUMA_KB_UP
 
 @pytest.fixture(scope="module")
 def sprint(tmp_path_factory) -> dict:
-    """One real `luma sprint run matvec-memory` (~10 s): its trial records by hash and its chain."""
-    home = tmp_path_factory.mktemp("luma-home")
-    env = {k: v for k, v in os.environ.items() if k not in _LOCATION_VARS} | {"LUMA_HOME": str(home)}
-    done = subprocess.run([sys.executable, "-m", "luma.cli.main", "sprint", "run", "matvec-memory", "--format", "json"],
-                          env=env, capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr[-2000:]
-    folder = next((home / "sprints").iterdir())
+    """One real `luma sprint run matvec-memory` (~10 s): its trial records by hash and its chain. A
+    sprint the host's CPU steal stopped writes no chain (honestly): it is run again once, and if the
+    host stays that contended the tests that need a chain skip, saying so."""
+    for attempt in (1, 2):
+        home = tmp_path_factory.mktemp("luma-home")
+        env = {k: v for k, v in os.environ.items() if k not in _LOCATION_VARS} | {"LUMA_HOME": str(home)}
+        done = subprocess.run([sys.executable, "-m", "luma.cli.main", "sprint", "run", "matvec-memory", "--format",
+                               "json"], env=env, capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr[-2000:]
+        folder = next((home / "sprints").iterdir())
+        if (folder / "chain.json").exists():
+            break
+        problems = json.loads(done.stdout)["problems"]
+        assert any(p.startswith("host too contended") for p in problems), problems  # nothing else may cost the chain
+        if attempt == 2:
+            pytest.skip(f"a sprint needs a quieter host: {problems[0]}")
     trials = {}
     for path in sorted(folder.glob("trial-*.json")):
         doc = json.loads(path.read_text())
