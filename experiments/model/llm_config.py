@@ -132,19 +132,30 @@ class ModelConfig:
         ctx = np.asarray(ctx, dtype=np.float64)
         if self.sliding_window is None:
             return ctx
-        share = (self.layers if self.window_layers is None else self.window_layers) / self.layers
+        share = self.window_share
         return share * np.minimum(ctx, float(self.sliding_window)) + (1.0 - share) * ctx
+
+    @property
+    def window_share(self) -> float:
+        """The share of layers that attend over a sliding window (0 without one)."""
+        if self.sliding_window is None:
+            return 0.0
+        return (self.layers if self.window_layers is None else self.window_layers) / self.layers
 
     def attention_flops_per_token(self, ctx):
         """FLOPs of one token's attention scores and weighted values at context `ctx` (array),
         summed over layers: 4 × layers × ctx × attn_dim, windows capping ctx. MLA in DeepSeek's
         absorbed (decode) form: scores over the latent and rope key (heads × (kv_lora_rank +
         qk_rope_head_dim)), values over the latent (heads × kv_lora_rank)."""
+        return 2.0 * self.layers * self.kv_tokens(ctx) * self.attention_width
+
+    @property
+    def attention_width(self) -> int:
+        """FLOPs per layer per cached token, halved: scores and weighted values (MLA: over the
+        latent and rope key, and the latent)."""
         if self.mla:
-            width = self.heads * (2 * self.kv_lora_rank + self.qk_rope_head_dim)
-        else:
-            width = 2 * self.attn_dim
-        return 2.0 * self.layers * self.kv_tokens(ctx) * width
+            return self.heads * (2 * self.kv_lora_rank + self.qk_rope_head_dim)
+        return 2 * self.attn_dim
 
     # Parameters.
     def attention_params(self) -> int:
@@ -222,8 +233,11 @@ class ModelConfig:
             return np.full_like(tokens, float(self.matmul_params()))
         e, k = float(self.experts), float(self.experts_per_token)
         touched = e * (1.0 - (1.0 - k / e) ** tokens)
-        base = float(self.matmul_params() - self.moe_layers * self.experts_per_token * self.expert_params())
-        return base + self.moe_layers * touched * self.expert_params()
+        return float(self.unrouted_params()) + self.moe_layers * touched * self.expert_params()
+
+    def unrouted_params(self) -> int:
+        """Matmul parameters a step reads whatever the routing: all but the routed experts."""
+        return self.matmul_params() - self.moe_layers * self.experts_per_token * self.expert_params()
 
     def expert_parallel_bytes(self, tokens, act_bytes):
         """Bytes one MoE layer's all-to-all moves for `tokens` tokens under expert parallelism:
@@ -274,15 +288,14 @@ class ModelStack:
         self._kv_elements = col(ModelConfig.kv_elements_per_token)
         self._kv_vectors = col(ModelConfig.kv_vectors_per_token)
         self._window = np.array([c.sliding_window is not None for c in configs])
-        self._share = col(lambda c: 0.0 if c.sliding_window is None else
-                          (c.layers if c.window_layers is None else c.window_layers) / c.layers)
+        self._share = col(lambda c: c.window_share)
         self._window_tokens = col(lambda c: np.inf if c.sliding_window is None else c.sliding_window)
-        self._width = col(lambda c: c.heads * (2 * c.kv_lora_rank + c.qk_rope_head_dim) if c.mla else 2 * c.attn_dim)
+        self._width = col(lambda c: c.attention_width)
         self._moe = np.array([c.moe for c in configs])
         # Dense rows get a harmless expert count (their MoE terms are never selected).
         self._experts = col(lambda c: c.experts if c.moe else 1)
         self._expert_params = col(ModelConfig.expert_params)
-        self._moe_base = col(lambda c: c.matmul_params() - c.moe_layers * c.experts_per_token * c.expert_params())
+        self._moe_base = col(ModelConfig.unrouted_params)
 
     @classmethod
     def join(cls, stacks: list[ModelStack]) -> ModelStack:
