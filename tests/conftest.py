@@ -28,6 +28,7 @@ from pathlib import Path
 import pytest
 from hypothesis.configuration import set_hypothesis_home_dir
 
+from tests import workers
 from tests.listener import Listener
 
 # Hypothesis writes its example database under ./.hypothesis; every test module that uses it
@@ -36,6 +37,29 @@ if not os.environ.get("HYPOTHESIS_STORAGE_DIRECTORY"):
     _HYPOTHESIS_HOME = tempfile.mkdtemp(prefix="luma-test-hypothesis-")
     atexit.register(shutil.rmtree, _HYPOTHESIS_HOME, ignore_errors=True)
     set_hypothesis_home_dir(_HYPOTHESIS_HOME)
+
+
+# -- several workers (pytest-xdist): tests/workers.py ------------------------------------------
+
+
+def pytest_configure(config):
+    workers.configure(config)
+
+
+def pytest_collection_modifyitems(config, items):
+    workers.mark(config, items)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    with workers.holding(item):
+        return (yield)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_auto_num_workers(config):
+    return workers.auto_workers(config)
+
 
 #: Variables that would redirect a store or ledger away from the URLs the fixtures give.
 _LOCATION_VARS = ("LUMA_DB_URL", "LUMA_KB_URL", "LUMA_KB_QUERY_URL", "LUMA_KB_UPDATE_URL", "LUMA_KB_STORE_URL")
@@ -194,6 +218,7 @@ def pg_url():
     url = os.environ.get("LUMA_TEST_PG_URL")
     if not url:
         pytest.skip("LUMA_TEST_PG_URL is not set (`.ci/run` starts a PostgreSQL cluster and sets it)")
+    url = workers.worker_database(url)
     from sqlalchemy import create_engine, text
 
     engine = create_engine(url)
