@@ -6,7 +6,8 @@ two CPUs): what keeps a run on several workers as exact as a run in one process.
   co-tenant's and rightly calls the trial INCONCLUSIVE (experiments/sprint/contention.py), and
   time-outs, kills and benches race against a busy host. The test modules in HOST_ALONE, and
   every slow test, are such tests; a module is marked whole, since its shared fixtures (a real
-  sprint, a served model) are set up inside its first test.
+  sprint, a served model) are set up inside its first test. A module whose only such part is a
+  fixture's real sprint holds the host alone for that part (`alone()`) instead.
 * execnet starts each worker with COLUMNS=80 and LINES=24, which no terminal of the user's set:
   they go, so tables are as wide in a worker as in a one-process run (cli/output.py).
 * Each worker has its own PostgreSQL database beside `LUMA_TEST_PG_URL`'s: the tests wipe the
@@ -24,7 +25,7 @@ import os
 import shutil
 import tempfile
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 
 import pytest
@@ -51,11 +52,9 @@ HOST_ALONE = (
     "tests/experiments/services/",
     "tests/experiments/sprint/",
     "tests/experiments/test_characterize.py",
-    "tests/kb/ingest/test_consistency.py",
     "tests/kb/ingest/test_consistency_outcomes.py",
     "tests/reports/test_boundary_outcomes.py",
     "tests/reports/test_budget.py",
-    "tests/reports/test_reports.py",
 )
 
 #: The controller's folder of the two lock files, handed to its workers.
@@ -71,18 +70,52 @@ class HostLock:
     def __init__(self, folder: Path):
         self._host = os.open(folder / "host", os.O_RDWR | os.O_CREAT, 0o600)
         self._turn = os.open(folder / "turnstile", os.O_RDWR | os.O_CREAT, 0o600)
+        self.mode: str | None = None  # "shared" or "alone" while a test holds it
 
-    @contextmanager
-    def held(self, alone: bool) -> Iterator[None]:
+    def _take(self, alone: bool) -> None:
         fcntl.flock(self._turn, fcntl.LOCK_EX)
         try:
             fcntl.flock(self._host, fcntl.LOCK_EX if alone else fcntl.LOCK_SH)
         finally:
             fcntl.flock(self._turn, fcntl.LOCK_UN)
+        self.mode = "alone" if alone else "shared"
+
+    def _drop(self) -> None:
+        fcntl.flock(self._host, fcntl.LOCK_UN)
+        self.mode = None
+
+    @contextmanager
+    def held(self, alone: bool) -> Iterator[None]:
+        self._take(alone)
         try:
             yield
         finally:
-            fcntl.flock(self._host, fcntl.LOCK_UN)
+            self._drop()
+
+    @contextmanager
+    def alone(self) -> Iterator[None]:
+        """The host alone for a while within a test that shares it. The shared lock goes before
+        the turnstile is taken: two workers that both ask would otherwise wait on each other."""
+        if self.mode != "shared":
+            yield
+            return
+        self._drop()
+        self._take(True)
+        try:
+            yield
+        finally:
+            self._drop()
+            self._take(False)
+
+
+_LOCK: HostLock | None = None
+
+
+def alone():
+    """A context in which this worker's test has the host alone: for the part of a test or of a
+    fixture (a module's real sprint) that needs it, when the rest of its module need not wait.
+    Nothing in a one-process run."""
+    return _LOCK.alone() if _LOCK is not None else nullcontext()
 
 
 def configure(config: pytest.Config) -> None:
@@ -92,7 +125,8 @@ def configure(config: pytest.Config) -> None:
             os.environ.pop(var, None)
         folder = os.environ.get(LOCKS_VAR)
         if folder:
-            config.stash[_HOST] = HostLock(Path(folder))
+            global _LOCK
+            _LOCK = config.stash[_HOST] = HostLock(Path(folder))
     elif getattr(config.option, "numprocesses", None):
         folder = tempfile.mkdtemp(prefix="luma-test-host-")
         os.environ[LOCKS_VAR] = folder  # the workers start after configure and inherit it

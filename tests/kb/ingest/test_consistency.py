@@ -21,6 +21,8 @@ from luma.kb.records import judge, units
 from luma.kb.ingest.consistency import check_measured
 from luma.kb.records.loader import iter_records, validate_document
 
+from tests import workers
+
 EXAMPLES = Path(__file__).resolve().parents[3] / "kb" / "examples"
 _LOCATION_VARS = ("LUMA_DB_URL", "LUMA_KB_URL", "LUMA_KB_QUERY_URL", "LUMA_KB_UPDATE_URL", "LUMA_KB_STORE_URL")
 
@@ -33,8 +35,9 @@ def sprint(tmp_path_factory) -> dict:
     for attempt in (1, 2):
         home = tmp_path_factory.mktemp("luma-home")
         env = {k: v for k, v in os.environ.items() if k not in _LOCATION_VARS} | {"LUMA_HOME": str(home)}
-        done = subprocess.run([sys.executable, "-m", "luma.cli.main", "sprint", "run", "matvec-memory", "--format",
-                               "json"], env=env, capture_output=True, text=True, timeout=300)
+        with workers.alone():  # the tests themselves share the host
+            done = subprocess.run([sys.executable, "-m", "luma.cli.main", "sprint", "run", "matvec-memory",
+                                   "--format", "json"], env=env, capture_output=True, text=True, timeout=300)
         assert done.returncode == 0, done.stderr[-2000:]
         folder = next((home / "sprints").iterdir())
         if (folder / "chain.json").exists():
