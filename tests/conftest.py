@@ -58,7 +58,7 @@ def pytest_runtest_protocol(item, nextitem):
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_auto_num_workers(config):
-    return workers.auto_workers(config)
+    return workers.auto_workers()
 
 
 #: Variables that would redirect a store or ledger away from the URLs the fixtures give.

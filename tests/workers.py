@@ -26,6 +26,7 @@ import shutil
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
+from functools import cache
 from pathlib import Path
 
 import pytest
@@ -59,7 +60,6 @@ HOST_ALONE = (
 
 #: The controller's folder of the two lock files, handed to its workers.
 LOCKS_VAR = "LUMA_TEST_HOST_LOCKS"
-_HOST = pytest.StashKey["HostLock"]()
 #: At most this many workers for `-n auto`: each imports torch and collects the whole suite.
 MAX_WORKERS = 4
 
@@ -108,6 +108,7 @@ class HostLock:
             self._take(False)
 
 
+#: This worker's host lock (None in a one-process run or in the controller).
 _LOCK: HostLock | None = None
 
 
@@ -126,7 +127,7 @@ def configure(config: pytest.Config) -> None:
         folder = os.environ.get(LOCKS_VAR)
         if folder:
             global _LOCK
-            _LOCK = config.stash[_HOST] = HostLock(Path(folder))
+            _LOCK = HostLock(Path(folder))
     elif getattr(config.option, "numprocesses", None):
         folder = tempfile.mkdtemp(prefix="luma-test-host-")
         os.environ[LOCKS_VAR] = folder  # the workers start after configure and inherit it
@@ -148,22 +149,22 @@ def mark(config: pytest.Config, items: list[pytest.Item]) -> None:
 @contextmanager
 def holding(item: pytest.Item) -> Iterator[None]:
     """The host lock for `item`'s setup, call and teardown (nothing in a one-process run)."""
-    lock = item.config.stash.get(_HOST, None)
-    if lock is None:
+    if _LOCK is None:
         yield
         return
-    with lock.held(alone=item.get_closest_marker("host_alone") is not None):
+    with _LOCK.held(alone=item.get_closest_marker("host_alone") is not None):
         yield
 
 
-def auto_workers(config: pytest.Config) -> int:
+def auto_workers() -> int:
     """`-n auto`: one worker per CPU this process may run on, at most MAX_WORKERS."""
     return max(1, min(MAX_WORKERS, len(os.sched_getaffinity(0))))
 
 
+@cache
 def worker_database(url: str) -> str:
     """`url` in a one-process run; in a worker, the same server's database of that worker
-    (created once, from the same role)."""
+    (created at its first test, from the same role)."""
     worker = os.environ.get("PYTEST_XDIST_WORKER")
     if not worker:
         return url
